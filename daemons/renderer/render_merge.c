@@ -1,0 +1,219 @@
+/*
+ * render_merge - the merge rules of SPEC §9 and the target size rules.
+ * Inputs are sorted (by key, then layer, then path) through an index array,
+ * each is validated with yajl's streaming parser and compacted straight
+ * into the output, so a 4 MB decofile costs one pass over its bytes plus
+ * one sha256.  Owns nothing beyond the call.
+ */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/json.h"
+#include "daemons/renderer/render_merge.h"
+
+/* input_cmp - order by key bytes, then layer, then path */
+static int
+input_cmp(const void *a, const void *b)
+{
+	const struct render_input *x = *(const struct render_input *const *)a;
+	const struct render_input *y = *(const struct render_input *const *)b;
+	int c = strcmp(x->key, y->key);
+
+	if (c != 0)
+		return c;
+	if (x->layer != y->layer)
+		return x->layer < y->layer ? -1 : 1;
+	return strcmp(x->path, y->path);
+}
+
+/* utf8_len - length of the valid UTF-8 sequence at s (n bytes left), 0 if invalid */
+static size_t
+utf8_len(const unsigned char *s, size_t n)
+{
+	unsigned char c = s[0];
+	size_t len, i;
+	unsigned int cp;
+
+	if (c < 0x80)
+		return 1;
+	if (c >= 0xc2 && c <= 0xdf) {
+		len = 2;
+		cp = c & 0x1f;
+	} else if (c >= 0xe0 && c <= 0xef) {
+		len = 3;
+		cp = c & 0x0f;
+	} else if (c >= 0xf0 && c <= 0xf4) {
+		len = 4;
+		cp = c & 0x07;
+	} else {
+		return 0;
+	}
+	if (len > n)
+		return 0;
+	for (i = 1; i < len; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+		cp = (cp << 6) | (s[i] & 0x3f);
+	}
+	if ((len == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) ||
+	    (len == 4 && (cp < 0x10000 || cp > 0x10ffff)))
+		return 0;
+	return len;
+}
+
+void
+render_key_escape(struct buf *out, const char *k, size_t len)
+{
+	static const char hex[] = "0123456789abcdef";
+	const unsigned char *s = (const unsigned char *)k;
+	size_t i = 0, start = 0, l;
+
+	buf_grow(out, len + 2);
+	buf_addc(out, '"');
+	while (i < len) {
+		unsigned char c = s[i];
+		char u[7];
+		const char *rep = NULL;
+
+		if (c >= 0x20 && c != '"' && c != '\\' && c < 0x80) {
+			i++;
+			continue;
+		}
+		if (c >= 0x80) {
+			l = utf8_len(s + i, len - i);
+			if (l == 3 && c == 0xe2 && s[i + 1] == 0x80 &&
+			    (s[i + 2] == 0xa8 || s[i + 2] == 0xa9))
+				rep = s[i + 2] == 0xa8 ? "\\u2028" : "\\u2029";
+			else if (l == 0) {
+				rep = "\\ufffd";
+				l = 1;
+			}
+			if (rep == NULL) {
+				i += l;
+				continue;
+			}
+		} else {
+			l = 1;
+			switch (c) {
+			case '"': rep = "\\\""; break;
+			case '\\': rep = "\\\\"; break;
+			case '\b': rep = "\\b"; break;
+			case '\f': rep = "\\f"; break;
+			case '\n': rep = "\\n"; break;
+			case '\r': rep = "\\r"; break;
+			case '\t': rep = "\\t"; break;
+			default:
+				memcpy(u, "\\u00", 4);
+				u[4] = hex[c >> 4];
+				u[5] = hex[c & 15];
+				u[6] = '\0';
+				rep = u;
+			}
+		}
+		buf_add(out, k + start, i - start);
+		buf_adds(out, rep);
+		i += l;
+		start = i;
+	}
+	buf_add(out, k + start, len - start);
+	buf_addc(out, '"');
+}
+
+int
+render_merge(const struct render_input *in, size_t n, struct buf *out,
+    char *hash, struct render_error *e)
+{
+	struct json_error je;
+	const struct render_input **idx;
+	size_t i, base = out->len, total = 0;
+	int first = 1;
+
+	memset(e, 0, sizeof(*e));
+	idx = xmalloc(n * sizeof(*idx));
+	for (i = 0; i < n; i++) {
+		idx[i] = &in[i];
+		total += in[i].len;
+	}
+	qsort(idx, n, sizeof(*idx), input_cmp);
+
+	/* every file must be JSON, even one a higher layer overrides */
+	for (i = 0; i < n; i++) {
+		const struct render_input *r = idx[i];
+
+		if (json_validate(r->data, r->len, &je) == 0)
+			continue;
+		if (e->count++ == 0) {
+			e->kind = RENDER_EINVALID;
+			snprintf(e->msg, sizeof(e->msg), "%s:%d:%d: %s", r->path,
+			    je.line, je.column, je.msg);
+		}
+	}
+	/* two files of one layer giving one key: neither wins silently */
+	for (i = 0; i + 1 < n; i++) {
+		const struct render_input *a = idx[i], *b = idx[i + 1];
+
+		if (a->layer != b->layer || strcmp(a->key, b->key) != 0)
+			continue;
+		if (e->count++ == 0) {
+			e->kind = RENDER_EDUPLICATE;
+			snprintf(e->msg, sizeof(e->msg),
+			    "duplicate key \"%s\": %s and %s", a->key, a->path,
+			    b->path);
+		}
+	}
+	if (e->count > 1) {
+		size_t l = strlen(e->msg);
+
+		snprintf(e->msg + l, sizeof(e->msg) - l, " (and %d more error%s)",
+		    e->count - 1, e->count > 2 ? "s" : "");
+	}
+	if (e->count > 0) {
+		free(idx);
+		return -1;
+	}
+
+	buf_grow(out, total + 2);
+	buf_addc(out, '{');
+	for (i = 0; i < n; i++) {
+		const struct render_input *r = idx[i];
+
+		/* the last of a run of one key is its highest layer */
+		if (i + 1 < n && strcmp(r->key, idx[i + 1]->key) == 0)
+			continue;
+		if (!first)
+			buf_addc(out, ',');
+		first = 0;
+		render_key_escape(out, r->key, strlen(r->key));
+		buf_addc(out, ':');
+		json_compact(out, r->data, r->len);
+	}
+	buf_addc(out, '}');
+	free(idx);
+	if (hash != NULL)
+		sha256_hex(out->data + base, out->len - base, hash);
+	return 0;
+}
+
+int
+render_want_bin(size_t json_len, uint64_t threshold, int configmap)
+{
+	if ((uint64_t)json_len > threshold)
+		return 1;
+	return configmap && json_len > RENDER_CM_ROOM;
+}
+
+int
+render_check_fits(size_t doc_len, int is_bin, int configmap, char *msg,
+    size_t msglen)
+{
+	if (!configmap || doc_len <= RENDER_CM_ROOM)
+		return 0;
+	snprintf(msg, msglen,
+	    "rendered decofile is %zu bytes%s, over the ConfigMap limit of "
+	    "%d bytes; use target: s3", doc_len,
+	    is_bin ? " even compressed (brotli+base64)" : "", RENDER_CM_ROOM);
+	return -1;
+}
