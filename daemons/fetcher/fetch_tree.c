@@ -1,0 +1,161 @@
+/*
+ * fetch_tree - collects a source's blocks into the spool and writes the
+ * tree manifest.  It owns the entry list and the running size of the tree;
+ * the spool is borrowed.  Sources (inline, dir, git) only decide which
+ * bytes belong under which key and path.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/json.h"
+#include "common/spool.h"
+#include "common/util.h"
+#include "daemons/fetcher/fetch_tree.h"
+
+struct entry {
+	char *key;
+	char *path;
+	char blob[65];
+};
+
+struct fetch_tree {
+	struct spool *sp;
+	struct fetch_limits lim;
+	struct entry *e;
+	size_t n, cap;
+	uint64_t bytes;
+};
+
+int
+fetch_result_error(struct fetch_result *res, const char *reason, const char *fmt, ...)
+{
+	va_list ap;
+
+	res->reason = reason;
+	res->tree_hash[0] = '\0';
+	va_start(ap, fmt);
+	vsnprintf(res->error, sizeof(res->error), fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+struct fetch_tree *
+fetch_tree_new(struct spool *sp, const struct fetch_limits *lim)
+{
+	struct fetch_tree *t = xcalloc(1, sizeof(*t));
+
+	t->sp = sp;
+	t->lim = *lim;
+	return t;
+}
+
+void
+fetch_tree_free(struct fetch_tree *t)
+{
+	if (t == NULL)
+		return;
+	for (size_t i = 0; i < t->n; i++) {
+		free(t->e[i].key);
+		free(t->e[i].path);
+	}
+	free(t->e);
+	free(t);
+}
+
+int
+fetch_tree_check_size(struct fetch_tree *t, const char *path, uint64_t len,
+    struct fetch_result *res)
+{
+	if (t->lim.max_file > 0 && len > t->lim.max_file)
+		return fetch_result_error(res, "TooLarge",
+		    "%s: %llu bytes, larger than the %llu-byte limit of one file", path,
+		    (unsigned long long)len, (unsigned long long)t->lim.max_file);
+	if (t->lim.max_tree > 0 && t->bytes + len > t->lim.max_tree)
+		return fetch_result_error(res, "TooLarge",
+		    "%s: the tree passes max_tree_size (%llu bytes)", path,
+		    (unsigned long long)t->lim.max_tree);
+	return 0;
+}
+
+int
+fetch_tree_add(struct fetch_tree *t, const char *key, const char *path,
+    const void *data, size_t len, struct fetch_result *res)
+{
+	struct entry *e;
+
+	if (fetch_tree_check_size(t, path, len, res) < 0)
+		return -1;
+	if (t->n == t->cap) {
+		t->cap = t->cap ? t->cap * 2 : 16;
+		t->e = xrealloc(t->e, t->cap * sizeof(*t->e));
+	}
+	e = &t->e[t->n];
+	if (spool_put(t->sp, data, len, e->blob) < 0)
+		return fetch_result_error(res, "FetchError", "%s: cannot write to the spool: %s",
+		    path, strerror(errno));
+	e->key = xstrdup(key);
+	e->path = xstrdup(path);
+	t->n++;
+	t->bytes += len;
+	return 0;
+}
+
+static int
+entry_cmp(const void *a, const void *b)
+{
+	const struct entry *x = a, *y = b;
+	int c = strcmp(x->key, y->key);
+
+	return c != 0 ? c : strcmp(x->path, y->path);
+}
+
+int
+fetch_tree_finish(struct fetch_tree *t, const char *source, const char *commit,
+    struct fetch_result *res)
+{
+	struct buf b;
+	struct jw w;
+	int rc = 0;
+
+	qsort(t->e, t->n, sizeof(*t->e), entry_cmp);
+	buf_init(&b);
+	jw_init(&w, &b);
+	jw_obj(&w);
+	jw_key(&w, "source");
+	jw_str(&w, source);
+	if (commit != NULL && commit[0] != '\0') {
+		jw_key(&w, "commit");
+		jw_str(&w, commit);
+	}
+	jw_key(&w, "entries");
+	jw_arr(&w);
+	for (size_t i = 0; i < t->n; i++) {
+		jw_obj(&w);
+		jw_key(&w, "key");
+		jw_str(&w, t->e[i].key);
+		jw_key(&w, "path");
+		jw_str(&w, t->e[i].path);
+		jw_key(&w, "blob");
+		jw_str(&w, t->e[i].blob);
+		jw_end_obj(&w);
+	}
+	jw_end_arr(&w);
+	jw_end_obj(&w);
+	if (spool_put(t->sp, b.data, b.len, res->tree_hash) < 0) {
+		rc = fetch_result_error(res, "FetchError",
+		    "cannot write the tree manifest to the spool: %s", strerror(errno));
+	} else {
+		res->reason = NULL;
+		res->error[0] = '\0';
+		snprintf(res->commit, sizeof(res->commit), "%s", commit ? commit : "");
+		res->entries = t->n;
+		res->bytes = t->bytes;
+	}
+	buf_free(&b);
+	return rc;
+}

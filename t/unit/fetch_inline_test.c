@@ -1,0 +1,83 @@
+/*
+ * fetch_inline_test - spec.inline.value to a tree: keys as written (no URL
+ * decoding), paths "inline:<key>", values compact, bad shapes refused.
+ */
+#include "config.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/json.h"
+#include "common/spool.h"
+#include "common/util.h"
+#include "daemons/fetcher/fetch_inline.h"
+#include "t/tap.h"
+
+static yajl_val
+parse(const char *s)
+{
+	return json_parse(s, strlen(s), NULL);
+}
+
+int
+main(void)
+{
+	struct fetch_limits lim = { 1024, 4096 };
+	struct fetch_result res, again;
+	struct spool *sp;
+	char top[256], *man, *blob;
+	yajl_val v, doc, e;
+	size_t len;
+
+	snprintf(top, sizeof(top), "/tmp/fetch_inline_test.%ld", (long)getpid());
+	sp = spool_open(top);
+
+	v = parse("{\"Foot%20er\": {\"n\": 1.50, \"s\": \"<b>\"}, \"Header\": [true, null]}");
+	is_int(fetch_inline(sp, &lim, v, &res), 0, "an object of blocks fetches");
+	is_int((long long)res.entries, 2, "two entries");
+	man = spool_get(sp, res.tree_hash, &len);
+	doc = json_parse(man, len, NULL);
+	is_str(json_get_str(doc, "source", NULL), "inline", "source inline");
+	ok(json_get(doc, "commit", NULL) == NULL, "no commit for inline");
+	e = json_get(doc, "entries", NULL);
+	ok(e && YAJL_IS_ARRAY(e) && e->u.array.len == 2, "two entries in the manifest");
+	if (e && YAJL_IS_ARRAY(e) && e->u.array.len == 2) {
+		is_str(json_get_str(e->u.array.values[0], "key", NULL), "Foot%20er",
+		    "inline keys are not URL-decoded");
+		is_str(json_get_str(e->u.array.values[0], "path", NULL), "inline:Foot%20er",
+		    "path inline:<key>");
+		blob = spool_get(sp, json_get_str(e->u.array.values[0], "blob", NULL), &len);
+		ok(blob && strstr(blob, "1.50") != NULL, "numbers keep their text (%s)", blob ? blob : "");
+		ok(blob && json_validate(blob, len, NULL) == 0, "each blob is valid JSON");
+		free(blob);
+	}
+	yajl_tree_free(doc);
+	free(man);
+	is_int(fetch_inline(sp, &lim, v, &again), 0, "again");
+	is_str(again.tree_hash, res.tree_hash, "same value, same tree hash");
+	yajl_tree_free(v);
+
+	v = parse("{}");
+	is_int(fetch_inline(sp, &lim, v, &res), 0, "an empty object is an empty tree");
+	is_int((long long)res.entries, 0, "no entries");
+	yajl_tree_free(v);
+
+	v = parse("[1]");
+	is_int(fetch_inline(sp, &lim, v, &res), -1, "an array is refused");
+	is_str(res.reason, "FetchError", "reason FetchError");
+	ok(strstr(res.error, "spec.inline.value") != NULL, "message names the field (%s)", res.error);
+	yajl_tree_free(v);
+	is_int(fetch_inline(sp, &lim, NULL, &res), -1, "a missing value is refused");
+
+	lim.max_file = 4;
+	v = parse("{\"A\": \"long string\"}");
+	is_int(fetch_inline(sp, &lim, v, &res), -1, "caps apply to inline values");
+	is_str(res.reason, "TooLarge", "TooLarge");
+	ok(strstr(res.error, "inline:A") != NULL, "names the key (%s)", res.error);
+	yajl_tree_free(v);
+
+	spool_close(sp);
+	rm_rf(top);
+	return done_testing();
+}
