@@ -1,0 +1,617 @@
+/*
+ * journal - the shared sqlite database (see journal.h).  Tables are plain,
+ * named for what they hold, with RFC 3339 times in an `at` column, so that
+ * `sqlite3 journal.db` reads like a log.  Migrations run forward from
+ * PRAGMA user_version inside one transaction; a newer schema than this
+ * build knows is refused rather than guessed at.
+ */
+#include "config.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <sqlite3.h>
+
+#include "common/journal.h"
+#include "common/util.h"
+
+struct journal {
+	sqlite3 *db;
+	char err[512];
+};
+
+#define NOW "strftime('%Y-%m-%dT%H:%M:%fZ','now')"
+
+/* migrations[v] takes the schema from version v to v + 1 */
+static const char *const migrations[] = {
+	/* 0 -> 1 */
+	"CREATE TABLE items ("
+	"  id INTEGER PRIMARY KEY AUTOINCREMENT,"
+	"  stage TEXT NOT NULL,"
+	"  kind TEXT NOT NULL,"
+	"  ns TEXT NOT NULL,"
+	"  name TEXT NOT NULL,"
+	"  hash TEXT NOT NULL DEFAULT '',"
+	"  detail TEXT NOT NULL DEFAULT '',"
+	"  state TEXT NOT NULL DEFAULT 'pending'"
+	"    CHECK (state IN ('pending','done','failed','superseded')),"
+	"  attempts INTEGER NOT NULL DEFAULT 0,"
+	"  not_before INTEGER NOT NULL DEFAULT 0,"
+	"  result TEXT NOT NULL DEFAULT '',"
+	"  created_ms INTEGER NOT NULL,"
+	"  created_at TEXT NOT NULL DEFAULT (" NOW "),"
+	"  updated_at TEXT NOT NULL DEFAULT (" NOW "));"
+	"CREATE INDEX items_due ON items (stage, state, not_before);"
+	"CREATE INDEX items_object ON items (ns, name);"
+	"CREATE TABLE fetches ("
+	"  id INTEGER PRIMARY KEY AUTOINCREMENT,"
+	"  at TEXT NOT NULL DEFAULT (" NOW "),"
+	"  ns TEXT NOT NULL, name TEXT NOT NULL,"
+	"  source TEXT NOT NULL, commit_id TEXT NOT NULL DEFAULT '',"
+	"  tree_hash TEXT NOT NULL);"
+	"CREATE INDEX fetches_object ON fetches (ns, name, id);"
+	"CREATE TABLE renders ("
+	"  id INTEGER PRIMARY KEY AUTOINCREMENT,"
+	"  at TEXT NOT NULL DEFAULT (" NOW "),"
+	"  ns TEXT NOT NULL, name TEXT NOT NULL,"
+	"  content_hash TEXT NOT NULL, format TEXT NOT NULL CHECK (format IN ('json','bin')),"
+	"  size INTEGER NOT NULL, tree_hash TEXT NOT NULL DEFAULT '',"
+	"  bin_hash TEXT NOT NULL DEFAULT '');"
+	"CREATE INDEX renders_object ON renders (ns, name, id);"
+	"CREATE TABLE publishes ("
+	"  id INTEGER PRIMARY KEY AUTOINCREMENT,"
+	"  at TEXT NOT NULL DEFAULT (" NOW "),"
+	"  ns TEXT NOT NULL, name TEXT NOT NULL,"
+	"  target TEXT NOT NULL, location TEXT NOT NULL,"
+	"  content_hash TEXT NOT NULL, timestamp INTEGER NOT NULL);"
+	"CREATE INDEX publishes_object ON publishes (ns, name, target, id);"
+	"CREATE TABLE inventory ("
+	"  ns TEXT NOT NULL, name TEXT NOT NULL,"
+	"  target TEXT NOT NULL, location TEXT NOT NULL,"
+	"  content_hash TEXT NOT NULL,"
+	"  updated_at TEXT NOT NULL DEFAULT (" NOW "),"
+	"  PRIMARY KEY (ns, name, location));"
+	"CREATE TABLE conditions ("
+	"  id INTEGER PRIMARY KEY AUTOINCREMENT,"
+	"  at TEXT NOT NULL DEFAULT (" NOW "),"
+	"  kind TEXT NOT NULL, ns TEXT NOT NULL, name TEXT NOT NULL,"
+	"  type TEXT NOT NULL, status TEXT NOT NULL,"
+	"  reason TEXT NOT NULL, message TEXT NOT NULL);"
+	"CREATE INDEX conditions_object ON conditions (ns, name, id);"
+	"CREATE TABLE acks ("
+	"  id INTEGER PRIMARY KEY AUTOINCREMENT,"
+	"  at TEXT NOT NULL DEFAULT (" NOW "),"
+	"  ns TEXT NOT NULL, name TEXT NOT NULL,"
+	"  replica TEXT NOT NULL, content_hash TEXT NOT NULL,"
+	"  timestamp INTEGER NOT NULL, result TEXT NOT NULL);"
+	"CREATE INDEX acks_object ON acks (ns, name, replica, id);"
+	"CREATE TABLE drift ("
+	"  id INTEGER PRIMARY KEY AUTOINCREMENT,"
+	"  at TEXT NOT NULL DEFAULT (" NOW "),"
+	"  ns TEXT NOT NULL, name TEXT NOT NULL,"
+	"  location TEXT NOT NULL, detail TEXT NOT NULL);"
+	"CREATE TABLE audit ("
+	"  id INTEGER PRIMARY KEY AUTOINCREMENT,"
+	"  at TEXT NOT NULL DEFAULT (" NOW "),"
+	"  stage TEXT NOT NULL, object TEXT NOT NULL,"
+	"  action TEXT NOT NULL, detail TEXT NOT NULL);"
+	"CREATE INDEX audit_at ON audit (at);",
+};
+
+#define NMIGRATIONS ((int)(sizeof(migrations) / sizeof(migrations[0])))
+
+static void
+jerr(struct journal *j, const char *what)
+{
+	snprintf(j->err, sizeof(j->err), "%s: %s", what, sqlite3_errmsg(j->db));
+}
+
+/*
+ * run - prepare sql, bind args by types ('s' text, 'i' int64, 'z' size_t),
+ * step once.  With out non-NULL the statement is handed back (caller
+ * finalizes) positioned on its first row; returns SQLITE_ROW/DONE or -1.
+ */
+static int
+run(struct journal *j, sqlite3_stmt **out, const char *sql, const char *types, ...)
+{
+	sqlite3_stmt *st;
+	va_list ap;
+	int rc;
+
+	if (sqlite3_prepare_v2(j->db, sql, -1, &st, NULL) != SQLITE_OK) {
+		jerr(j, "prepare");
+		return -1;
+	}
+	va_start(ap, types);
+	for (int i = 0; types[i]; i++) {
+		if (types[i] == 's') {
+			const char *s = va_arg(ap, const char *);
+
+			sqlite3_bind_text(st, i + 1, s ? s : "", -1, SQLITE_TRANSIENT);
+		} else if (types[i] == 'i') {
+			sqlite3_bind_int64(st, i + 1, va_arg(ap, int64_t));
+		} else if (types[i] == 'z') {
+			sqlite3_bind_int64(st, i + 1, (int64_t)va_arg(ap, size_t));
+		}
+	}
+	va_end(ap);
+	rc = sqlite3_step(st);
+	if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+		jerr(j, "step");
+		sqlite3_finalize(st);
+		return -1;
+	}
+	if (out != NULL)
+		*out = st;
+	else
+		sqlite3_finalize(st);
+	return rc;
+}
+
+static int
+migrate(struct journal *j)
+{
+	sqlite3_stmt *st;
+	int version;
+	char *msg = NULL;
+
+	if (run(j, &st, "PRAGMA user_version", "") < 0)
+		return -1;
+	version = sqlite3_column_int(st, 0);
+	sqlite3_finalize(st);
+	if (version > NMIGRATIONS) {
+		snprintf(j->err, sizeof(j->err),
+		    "journal schema version %d is newer than this build's %d", version,
+		    NMIGRATIONS);
+		return -1;
+	}
+	if (version == NMIGRATIONS)
+		return 0;
+	if (journal_begin(j) < 0)
+		return -1;
+	/* another process may have migrated while we waited for the lock */
+	if (run(j, &st, "PRAGMA user_version", "") < 0)
+		goto fail;
+	version = sqlite3_column_int(st, 0);
+	sqlite3_finalize(st);
+	for (int v = version; v < NMIGRATIONS; v++) {
+		char pragma[64];
+
+		if (sqlite3_exec(j->db, migrations[v], NULL, NULL, &msg) != SQLITE_OK) {
+			snprintf(j->err, sizeof(j->err), "migration to version %d: %s", v + 1,
+			    msg ? msg : "?");
+			sqlite3_free(msg);
+			goto fail;
+		}
+		snprintf(pragma, sizeof(pragma), "PRAGMA user_version = %d", v + 1);
+		if (sqlite3_exec(j->db, pragma, NULL, NULL, NULL) != SQLITE_OK) {
+			jerr(j, "user_version");
+			goto fail;
+		}
+	}
+	return journal_commit(j);
+fail:
+	journal_rollback(j);
+	return -1;
+}
+
+struct journal *
+journal_open(const char *path, char *err, size_t errlen)
+{
+	struct journal *j = xcalloc(1, sizeof(*j));
+	char *msg = NULL;
+
+	if (sqlite3_open_v2(path, &j->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
+	    SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
+		snprintf(err, errlen, "journal %s: %s", path,
+		    j->db ? sqlite3_errmsg(j->db) : "out of memory");
+		goto fail;
+	}
+	sqlite3_busy_timeout(j->db, 10000);
+	if (sqlite3_exec(j->db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"
+	    "PRAGMA foreign_keys=ON;", NULL, NULL, &msg) != SQLITE_OK) {
+		snprintf(err, errlen, "journal %s: %s", path, msg ? msg : sqlite3_errmsg(j->db));
+		sqlite3_free(msg);
+		goto fail;
+	}
+	if (migrate(j) < 0) {
+		snprintf(err, errlen, "journal %s: %s", path, j->err);
+		goto fail;
+	}
+	return j;
+fail:
+	if (j->db)
+		sqlite3_close(j->db);
+	free(j);
+	return NULL;
+}
+
+void
+journal_close(struct journal *j)
+{
+	if (j == NULL)
+		return;
+	sqlite3_close(j->db);
+	free(j);
+}
+
+sqlite3 *
+journal_db(struct journal *j)
+{
+	return j->db;
+}
+
+const char *
+journal_error(struct journal *j)
+{
+	return j->err;
+}
+
+int
+journal_begin(struct journal *j)
+{
+	if (sqlite3_exec(j->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK) {
+		jerr(j, "begin");
+		return -1;
+	}
+	return 0;
+}
+
+int
+journal_commit(struct journal *j)
+{
+	if (sqlite3_exec(j->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
+		jerr(j, "commit");
+		journal_rollback(j);
+		return -1;
+	}
+	return 0;
+}
+
+void
+journal_rollback(struct journal *j)
+{
+	if (!sqlite3_get_autocommit(j->db))
+		sqlite3_exec(j->db, "ROLLBACK", NULL, NULL, NULL);
+}
+
+int64_t
+journal_item_add(struct journal *j, const char *stage, const char *kind, const char *ns,
+    const char *name, const char *hash, const char *detail)
+{
+	if (run(j, NULL, "UPDATE items SET state='superseded', updated_at=" NOW
+	    " WHERE stage=? AND kind=? AND ns=? AND name=? AND state='pending'",
+	    "ssss", stage, kind, ns, name) < 0)
+		return -1;
+	if (run(j, NULL, "INSERT INTO items (stage, kind, ns, name, hash, detail, created_ms)"
+	    " VALUES (?, ?, ?, ?, ?, ?, ?)", "ssssssi", stage, kind, ns, name, hash,
+	    detail, wall_ms()) < 0)
+		return -1;
+	return sqlite3_last_insert_rowid(j->db);
+}
+
+static int
+item_set(struct journal *j, int64_t id, const char *state, const char *result)
+{
+	return run(j, NULL, "UPDATE items SET state=?, result=?, updated_at=" NOW
+	    " WHERE id=?", "ssi", state, result, id) < 0 ? -1 : 0;
+}
+
+int
+journal_item_done(struct journal *j, int64_t id, const char *result)
+{
+	return item_set(j, id, "done", result ? result : "");
+}
+
+int
+journal_item_fail(struct journal *j, int64_t id, const char *error)
+{
+	return item_set(j, id, "failed", error ? error : "");
+}
+
+int
+journal_item_retry(struct journal *j, int64_t id, int64_t delay_ms, const char *error)
+{
+	return run(j, NULL, "UPDATE items SET attempts=attempts+1, not_before=?, result=?,"
+	    " updated_at=" NOW " WHERE id=? AND state='pending'", "isi",
+	    wall_ms() + delay_ms, error ? error : "", id) < 0 ? -1 : 0;
+}
+
+#define ITEM_COLS "id, stage, kind, ns, name, hash, detail, attempts, not_before," \
+	" created_ms, state"
+
+static void
+copy_col(sqlite3_stmt *st, int col, char *dst, size_t len)
+{
+	const unsigned char *s = sqlite3_column_text(st, col);
+
+	snprintf(dst, len, "%s", s ? (const char *)s : "");
+}
+
+static void
+row_to_item(sqlite3_stmt *st, struct journal_item *it)
+{
+	const char *state;
+
+	memset(it, 0, sizeof(*it));
+	it->id = sqlite3_column_int64(st, 0);
+	copy_col(st, 1, it->stage, sizeof(it->stage));
+	copy_col(st, 2, it->kind, sizeof(it->kind));
+	copy_col(st, 3, it->ns, sizeof(it->ns));
+	copy_col(st, 4, it->name, sizeof(it->name));
+	copy_col(st, 5, it->hash, sizeof(it->hash));
+	copy_col(st, 6, it->detail, sizeof(it->detail));
+	it->attempts = sqlite3_column_int(st, 7);
+	it->not_before = sqlite3_column_int64(st, 8);
+	it->created = sqlite3_column_int64(st, 9);
+	state = (const char *)sqlite3_column_text(st, 10);
+	if (state == NULL || strcmp(state, "pending") == 0)
+		it->state = ITEM_PENDING;
+	else if (strcmp(state, "done") == 0)
+		it->state = ITEM_DONE;
+	else if (strcmp(state, "failed") == 0)
+		it->state = ITEM_FAILED;
+	else
+		it->state = ITEM_SUPERSEDED;
+}
+
+int
+journal_item_get(struct journal *j, int64_t id, struct journal_item *it)
+{
+	sqlite3_stmt *st;
+	int rc;
+
+	if ((rc = run(j, &st, "SELECT " ITEM_COLS " FROM items WHERE id=?", "i", id)) < 0)
+		return -1;
+	if (rc == SQLITE_ROW)
+		row_to_item(st, it);
+	sqlite3_finalize(st);
+	return rc == SQLITE_ROW ? 0 : 1;
+}
+
+int
+journal_items_due(struct journal *j, const char *stage, size_t max,
+    struct journal_item **items, int64_t *next_due)
+{
+	sqlite3_stmt *st;
+	int64_t now = wall_ms();
+	size_t n = 0;
+	int rc;
+
+	*items = xcalloc(max ? max : 1, sizeof(**items));
+	if ((rc = run(j, &st, "SELECT " ITEM_COLS " FROM items WHERE stage=? AND"
+	    " state='pending' AND not_before<=? ORDER BY id LIMIT ?", "siz", stage, now,
+	    max)) < 0) {
+		free(*items);
+		*items = NULL;
+		return -1;
+	}
+	while (rc == SQLITE_ROW && n < max) {
+		row_to_item(st, &(*items)[n++]);
+		rc = sqlite3_step(st);
+	}
+	sqlite3_finalize(st);
+	if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+		jerr(j, "items_due");
+		free(*items);
+		*items = NULL;
+		return -1;
+	}
+	if (next_due != NULL) {
+		*next_due = 0;
+		if (run(j, &st, "SELECT MIN(not_before) FROM items WHERE stage=? AND"
+		    " state='pending' AND not_before>?", "si", stage, now) == SQLITE_ROW) {
+			*next_due = sqlite3_column_int64(st, 0);
+			sqlite3_finalize(st);
+		}
+	}
+	return (int)n;
+}
+
+int
+journal_record_fetch(struct journal *j, const char *ns, const char *name,
+    const char *source, const char *commit, const char *tree_hash)
+{
+	return run(j, NULL, "INSERT INTO fetches (ns, name, source, commit_id, tree_hash)"
+	    " VALUES (?, ?, ?, ?, ?)", "sssss", ns, name, source, commit, tree_hash) < 0 ? -1 : 0;
+}
+
+int
+journal_record_render(struct journal *j, const char *ns, const char *name,
+    const char *content_hash, const char *format, size_t size, const char *tree_hash,
+    const char *bin_hash)
+{
+	return run(j, NULL, "INSERT INTO renders (ns, name, content_hash, format, size,"
+	    " tree_hash, bin_hash) VALUES (?, ?, ?, ?, ?, ?, ?)", "sssszss", ns, name,
+	    content_hash, format, size, tree_hash, bin_hash) < 0 ? -1 : 0;
+}
+
+int
+journal_record_publish(struct journal *j, const char *ns, const char *name,
+    const char *target, const char *location, const char *content_hash, int64_t timestamp)
+{
+	return run(j, NULL, "INSERT INTO publishes (ns, name, target, location, content_hash,"
+	    " timestamp) VALUES (?, ?, ?, ?, ?, ?)", "sssssi", ns, name, target, location,
+	    content_hash, timestamp) < 0 ? -1 : 0;
+}
+
+int
+journal_record_condition(struct journal *j, const char *kind, const char *ns,
+    const char *name, const char *type, const char *status, const char *reason,
+    const char *message)
+{
+	return run(j, NULL, "INSERT INTO conditions (kind, ns, name, type, status, reason,"
+	    " message) VALUES (?, ?, ?, ?, ?, ?, ?)", "sssssss", kind, ns, name, type,
+	    status, reason, message) < 0 ? -1 : 0;
+}
+
+int
+journal_record_ack(struct journal *j, const char *ns, const char *name,
+    const char *replica, const char *content_hash, int64_t timestamp, const char *result)
+{
+	return run(j, NULL, "INSERT INTO acks (ns, name, replica, content_hash, timestamp,"
+	    " result) VALUES (?, ?, ?, ?, ?, ?)", "ssssis", ns, name, replica, content_hash,
+	    timestamp, result) < 0 ? -1 : 0;
+}
+
+int
+journal_record_drift(struct journal *j, const char *ns, const char *name,
+    const char *location, const char *detail)
+{
+	return run(j, NULL, "INSERT INTO drift (ns, name, location, detail) VALUES"
+	    " (?, ?, ?, ?)", "ssss", ns, name, location, detail) < 0 ? -1 : 0;
+}
+
+int
+journal_inventory_put(struct journal *j, const char *ns, const char *name,
+    const char *target, const char *location, const char *content_hash)
+{
+	return run(j, NULL, "INSERT INTO inventory (ns, name, target, location, content_hash)"
+	    " VALUES (?, ?, ?, ?, ?) ON CONFLICT (ns, name, location) DO UPDATE SET"
+	    " target=excluded.target, content_hash=excluded.content_hash, updated_at=" NOW,
+	    "sssss", ns, name, target, location, content_hash) < 0 ? -1 : 0;
+}
+
+int
+journal_inventory_del(struct journal *j, const char *ns, const char *name,
+    const char *location)
+{
+	return run(j, NULL, "DELETE FROM inventory WHERE ns=? AND name=? AND location=?",
+	    "sss", ns, name, location) < 0 ? -1 : 0;
+}
+
+int
+journal_audit(struct journal *j, const char *stage, const char *object,
+    const char *action, const char *detail)
+{
+	return run(j, NULL, "INSERT INTO audit (stage, object, action, detail) VALUES"
+	    " (?, ?, ?, ?)", "ssss", stage, object, action, detail ? detail : "") < 0 ? -1 : 0;
+}
+
+int
+journal_last_publish(struct journal *j, const char *ns, const char *name,
+    const char *target, char *hash, int64_t *timestamp)
+{
+	sqlite3_stmt *st;
+	int rc;
+
+	if ((rc = run(j, &st, "SELECT content_hash, timestamp FROM publishes WHERE ns=? AND"
+	    " name=? AND target=? ORDER BY id DESC LIMIT 1", "sss", ns, name, target)) < 0)
+		return -1;
+	if (rc == SQLITE_ROW) {
+		copy_col(st, 0, hash, 65);
+		if (timestamp != NULL)
+			*timestamp = sqlite3_column_int64(st, 1);
+	}
+	sqlite3_finalize(st);
+	return rc == SQLITE_ROW ? 0 : 1;
+}
+
+int
+journal_last_render(struct journal *j, const char *ns, const char *name, char *hash,
+    char *format, char *bin_hash)
+{
+	sqlite3_stmt *st;
+	int rc;
+
+	if ((rc = run(j, &st, "SELECT content_hash, format, bin_hash FROM renders WHERE ns=?"
+	    " AND name=? ORDER BY id DESC LIMIT 1", "ss", ns, name)) < 0)
+		return -1;
+	if (rc == SQLITE_ROW) {
+		copy_col(st, 0, hash, 65);
+		if (format != NULL)
+			copy_col(st, 1, format, 8);
+		if (bin_hash != NULL)
+			copy_col(st, 2, bin_hash, 65);
+	}
+	sqlite3_finalize(st);
+	return rc == SQLITE_ROW ? 0 : 1;
+}
+
+int
+journal_detail_get(const char *detail, const char *key, char *out, size_t outlen)
+{
+	size_t kl = strlen(key);
+	const char *p = detail;
+
+	while (p != NULL && *p) {
+		while (*p == ' ')
+			p++;
+		if (strncmp(p, key, kl) == 0 && p[kl] == '=') {
+			const char *v = p + kl + 1;
+			size_t n = strcspn(v, " ");
+
+			if (n >= outlen)
+				n = outlen - 1;
+			memcpy(out, v, n);
+			out[n] = '\0';
+			return 0;
+		}
+		p = strchr(p, ' ');
+	}
+	if (outlen > 0)
+		out[0] = '\0';
+	return -1;
+}
+
+int
+journal_referenced(struct journal *j, void (*fn)(void *arg, const char *hash), void *arg)
+{
+	static const char *const queries[] = {
+		"SELECT hash FROM items WHERE state='pending' AND hash<>''",
+		"SELECT tree_hash FROM fetches WHERE id IN"
+		"  (SELECT MAX(id) FROM fetches GROUP BY ns, name)",
+		"SELECT content_hash FROM renders WHERE id IN"
+		"  (SELECT MAX(id) FROM renders GROUP BY ns, name)",
+		"SELECT bin_hash FROM renders WHERE bin_hash<>'' AND id IN"
+		"  (SELECT MAX(id) FROM renders GROUP BY ns, name)",
+		"SELECT content_hash FROM inventory",
+	};
+	sqlite3_stmt *st;
+	int rc;
+
+	for (size_t q = 0; q < sizeof(queries) / sizeof(queries[0]); q++) {
+		if ((rc = run(j, &st, queries[q], "")) < 0)
+			return -1;
+		while (rc == SQLITE_ROW) {
+			const unsigned char *h = sqlite3_column_text(st, 0);
+
+			if (h != NULL)
+				fn(arg, (const char *)h);
+			rc = sqlite3_step(st);
+		}
+		sqlite3_finalize(st);
+	}
+	return 0;
+}
+
+int
+journal_prune(struct journal *j, int64_t age_ms)
+{
+	static const char *const tables[] = { "fetches", "renders", "publishes",
+		"conditions", "acks", "drift", "audit" };
+	char cutoff[40], sql[256];
+
+	rfc3339_from((wall_ms() - age_ms) / 1000, cutoff, sizeof(cutoff));
+	if (journal_begin(j) < 0)
+		return -1;
+	if (run(j, NULL, "DELETE FROM items WHERE state<>'pending' AND updated_at<?", "s",
+	    cutoff) < 0)
+		goto fail;
+	for (size_t i = 0; i < sizeof(tables) / sizeof(tables[0]); i++) {
+		/* keep the newest row of each object, however old */
+		if (strcmp(tables[i], "audit") == 0)
+			snprintf(sql, sizeof(sql), "DELETE FROM audit WHERE at<?");
+		else
+			snprintf(sql, sizeof(sql), "DELETE FROM %s WHERE at<? AND id NOT IN"
+			    " (SELECT MAX(id) FROM %s GROUP BY ns, name)", tables[i], tables[i]);
+		if (run(j, NULL, sql, "s", cutoff) < 0)
+			goto fail;
+	}
+	return journal_commit(j);
+fail:
+	journal_rollback(j);
+	return -1;
+}

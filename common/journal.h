@@ -1,0 +1,129 @@
+/*
+ * journal - the sqlite database every stage on a host shares: work items
+ * and their state, fetched commits, renders, publishes, the inventory of
+ * published objects, condition transitions, per-replica confirmations,
+ * drift repairs and an append-only audit log.  WAL mode, a busy timeout,
+ * schema version in PRAGMA user_version with forward migrations.
+ *
+ * The journal is the truth and nng is the doorbell: a stage records its
+ * result, the item for the next stage and "done" for its own item in one
+ * transaction (journal_begin ... journal_commit), then rings the next
+ * stage.  A stage that starts claims every pending item addressed to it.
+ *
+ * Secrets never go in here: callers pass no tokens or passwords.
+ */
+#ifndef DECOD_JOURNAL_H
+#define DECOD_JOURNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct sqlite3;
+struct journal;
+
+#define JOURNAL_SCHEMA_VERSION 1
+
+enum item_state { ITEM_PENDING, ITEM_DONE, ITEM_FAILED, ITEM_SUPERSEDED };
+
+struct journal_item {
+	int64_t id;
+	char stage[32];		/* addressed to */
+	char kind[32];		/* "decofile", "template", "test", ... */
+	char ns[254];
+	char name[254];
+	char hash[65];		/* what it carries (tree or content hash), may be "" */
+	char detail[512];	/* small free text: commit, source, reason */
+	int attempts;
+	int64_t not_before;	/* unix ms: not to be tried before */
+	int64_t created;	/* unix ms */
+	enum item_state state;
+};
+
+/* journal_open - open (create, migrate) path; NULL with a message in err */
+struct journal *journal_open(const char *path, char *err, size_t errlen);
+void journal_close(struct journal *j);
+struct sqlite3 *journal_db(struct journal *j);
+const char *journal_error(struct journal *j);
+
+/* transactions: BEGIN IMMEDIATE / COMMIT / ROLLBACK; 0 or -1 */
+int journal_begin(struct journal *j);
+int journal_commit(struct journal *j);
+void journal_rollback(struct journal *j);
+
+/*
+ * journal_item_add - a new pending item for stage.  Older pending items of
+ * the same stage, kind, ns and name are marked superseded (the newest wins:
+ * reconciliation is level-triggered).  Returns the new id, or -1.
+ */
+int64_t journal_item_add(struct journal *j, const char *stage, const char *kind,
+    const char *ns, const char *name, const char *hash, const char *detail);
+/* journal_item_done - mark done with a short result text; 0 or -1 */
+int journal_item_done(struct journal *j, int64_t id, const char *result);
+/* journal_item_retry - count an attempt, not before now+delay_ms; 0 or -1 */
+int journal_item_retry(struct journal *j, int64_t id, int64_t delay_ms, const char *error);
+/* journal_item_fail - park it (no more tries) with the error; 0 or -1 */
+int journal_item_fail(struct journal *j, int64_t id, const char *error);
+/* journal_item_get - 0 found, 1 absent, -1 error */
+int journal_item_get(struct journal *j, int64_t id, struct journal_item *it);
+/*
+ * journal_items_due - pending items for stage whose not_before has passed,
+ * oldest first, at most max; *items is malloc'd (caller frees).  Returns
+ * the count, or -1.  *next_due (if non-NULL) gets the earliest not_before
+ * of the pending items not yet due (0: none).
+ */
+int journal_items_due(struct journal *j, const char *stage, size_t max,
+    struct journal_item **items, int64_t *next_due);
+
+/* records: each 0 or -1; called inside or outside a transaction */
+int journal_record_fetch(struct journal *j, const char *ns, const char *name,
+    const char *source, const char *commit, const char *tree_hash);
+int journal_record_render(struct journal *j, const char *ns, const char *name,
+    const char *content_hash, const char *format, size_t size, const char *tree_hash,
+    const char *bin_hash);
+int journal_record_publish(struct journal *j, const char *ns, const char *name,
+    const char *target, const char *location, const char *content_hash, int64_t timestamp);
+int journal_record_condition(struct journal *j, const char *kind, const char *ns,
+    const char *name, const char *type, const char *status, const char *reason,
+    const char *message);
+int journal_record_ack(struct journal *j, const char *ns, const char *name,
+    const char *replica, const char *content_hash, int64_t timestamp,
+    const char *result);
+int journal_record_drift(struct journal *j, const char *ns, const char *name,
+    const char *location, const char *detail);
+int journal_inventory_put(struct journal *j, const char *ns, const char *name,
+    const char *target, const char *location, const char *content_hash);
+int journal_inventory_del(struct journal *j, const char *ns, const char *name,
+    const char *location);
+int journal_audit(struct journal *j, const char *stage, const char *object,
+    const char *action, const char *detail);
+
+/*
+ * journal_last_publish - the newest publish of ns/name to target: fills
+ * hash (65 bytes) and *timestamp.  0 found, 1 none, -1 error.
+ */
+int journal_last_publish(struct journal *j, const char *ns, const char *name,
+    const char *target, char *hash, int64_t *timestamp);
+/*
+ * journal_last_render - newest render: hash (65), format (8 bytes) and
+ * bin_hash (65, may be NULL); 0, 1 none, -1.
+ */
+int journal_last_render(struct journal *j, const char *ns, const char *name,
+    char *hash, char *format, char *bin_hash);
+
+/*
+ * journal_referenced - call fn for every hash the journal still refers to
+ * (items not done, the latest fetch/render/publish of each object); used by
+ * spool GC.  0 or -1.
+ */
+int journal_referenced(struct journal *j, void (*fn)(void *arg, const char *hash), void *arg);
+
+/*
+ * journal_detail_get - an item's detail is "key=value key=value ..." (values
+ * without spaces); copy the value of key into out.  0 found, -1 absent.
+ */
+int journal_detail_get(const char *detail, const char *key, char *out, size_t outlen);
+
+/* journal_prune - delete history older than age_ms (never pending items) */
+int journal_prune(struct journal *j, int64_t age_ms);
+
+#endif

@@ -1,0 +1,74 @@
+/*
+ * json - reading with yajl's tree, writing with a small comma-aware writer
+ * on struct buf, validation with line and column, and compaction that keeps
+ * every byte of strings and numbers as written (Go's json.Compact rules).
+ */
+#ifndef DECOD_JSON_H
+#define DECOD_JSON_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <yajl/yajl_tree.h>
+
+#include "common/util.h"
+
+struct json_error {
+	int line;		/* 1-based */
+	int column;		/* 1-based, in bytes */
+	char msg[256];
+};
+
+/*
+ * json_parse - parse text (len bytes, need not be NUL-terminated) into a
+ * tree.  On error returns NULL and fills e (may be NULL).  Free with
+ * yajl_tree_free().
+ */
+yajl_val json_parse(const char *text, size_t len, struct json_error *e);
+
+/*
+ * json_validate - check that text is one JSON value and nothing else,
+ * without building a tree.  0, or -1 with e filled.
+ */
+int json_validate(const char *text, size_t len, struct json_error *e);
+
+/*
+ * json_compact - append text with insignificant white space removed; the
+ * bytes of strings and numbers are kept exactly.  text must be valid JSON.
+ */
+void json_compact(struct buf *out, const char *text, size_t len);
+
+/* json_get - walk object keys (NULL-terminated list); NULL if absent */
+yajl_val json_get(yajl_val v, ...);
+/* json_get_str - string at path or NULL (not a string: NULL) */
+const char *json_get_str(yajl_val v, ...);
+/* json_get_int - integer at path, or def */
+int64_t json_get_int(yajl_val v, int64_t def, ...);
+/* json_get_bool - true/false at path, or def */
+int json_get_bool(yajl_val v, int def, ...);
+
+/* json writer: appends to a buf; tracks where commas go */
+struct jw {
+	struct buf *b;
+	int depth;
+	unsigned char need_comma[64];
+	int after_key;
+};
+void jw_init(struct jw *w, struct buf *b);
+void jw_obj(struct jw *w);		/* { */
+void jw_arr(struct jw *w);		/* [ */
+void jw_end_obj(struct jw *w);		/* } */
+void jw_end_arr(struct jw *w);		/* ] */
+void jw_key(struct jw *w, const char *k);
+void jw_str(struct jw *w, const char *s);	/* NULL writes null */
+void jw_strn(struct jw *w, const char *s, size_t n);
+void jw_int(struct jw *w, int64_t v);
+void jw_bool(struct jw *w, int v);
+void jw_null(struct jw *w);
+void jw_raw(struct jw *w, const char *json, size_t n);	/* already JSON */
+/* jw_value - re-emit a yajl tree value */
+void jw_value(struct jw *w, yajl_val v);
+
+/* json_escape - append s as a JSON string literal (quotes included) */
+void json_escape(struct buf *b, const char *s, size_t n);
+
+#endif

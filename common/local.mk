@@ -1,0 +1,17 @@
+# common/: code two or more programs need, built once into libdecod.a
+noinst_LIBRARIES += libdecod.a
+libdecod_a_SOURCES = \
+	common/log.c common/log.h \
+	common/util.c common/util.h \
+	common/hash.c common/hash.h \
+	common/json.c common/json.h \
+	common/conf.c common/conf.h \
+	common/spool.c common/spool.h \
+	common/journal.c common/journal.h \
+	common/stage.c common/stage.h \
+	common/store.c common/store.h common/store_impl.h \
+	common/store_local.c \
+	common/store_etcd.c \
+	common/store_keys.c common/store_keys.h \
+	common/resource.c common/resource.h \
+	proto/proto.c proto/proto.h

@@ -1,0 +1,93 @@
+/*
+ * resource - decod's resources (Decofile, DecofileTemplate, Tenant,
+ * Endpoint) in the store, and their status.
+ *
+ * A resource's spec and metadata live at key_resource(); decoctl writes
+ * them.  Its status is written only by decod, and each stage writes its
+ * own fragment at key_status(kind, ns, name, stage): a JSON object of the
+ * status fields that stage owns plus its "conditions" list.  Readers merge
+ * the fragments (resource_status_merged), so stages never race on one key
+ * and each condition type keeps exactly one writer per stage.  Where two
+ * stages report the same type (Syncing: fetch errors in the fetcher,
+ * validation errors in the renderer), the merged view shows a False one
+ * before a True one, the newest first.
+ */
+#ifndef DECOD_RESOURCE_H
+#define DECOD_RESOURCE_H
+
+#include <stdint.h>
+#include <yajl/yajl_tree.h>
+
+#include "common/util.h"
+
+struct store;
+struct journal;
+
+#define API_VERSION "deco.sites/v1alpha1"
+
+/*
+ * resource_kind_plural - "Decofile"/"decofile"/"decofiles"/"df" ->
+ * "decofiles"; "DecofileTemplate"/"template(s)"/"dft" -> "templates";
+ * "Tenant"/"tenant(s)" -> "tenants"; "Endpoint(s)"/"ep" -> "endpoints".
+ * NULL if unknown.  resource_kind_name gives "Decofile" etc. back.
+ */
+const char *resource_kind_plural(const char *kind);
+const char *resource_kind_name(const char *plural);
+
+/*
+ * resource_get - read and parse the resource; 0 (*doc set, free with
+ * yajl_tree_free), 1 absent, -1 error (store or JSON; message in err).
+ */
+int resource_get(struct store *s, const char *plural, const char *ns,
+    const char *name, yajl_val *doc, char *err, size_t errlen);
+
+/*
+ * resource_put - write a resource from a client (decoctl apply): checks
+ * apiVersion/kind/metadata.name, fills namespace, keeps created_at from the
+ * stored record, stamps updated_at, raises metadata.generation by one when
+ * spec changed (1 for a new one), and drops any client-written status.
+ * *changed (if non-NULL) says whether spec changed.  0 or -1 with err.
+ */
+int resource_put(struct store *s, yajl_val doc, const char *default_ns,
+    int *changed, char *out_plural, char *out_ns, char *out_name,
+    char *err, size_t errlen);
+
+/*
+ * status_set_condition - in stage's status fragment, set condition type.
+ * lastTransitionTime moves only when status or message changes; when it
+ * does, the transition is recorded in the journal (j may be NULL).
+ * Returns 1 if it changed, 0 if not, -1 on error.
+ */
+int status_set_condition(struct store *s, struct journal *j, const char *plural,
+    const char *ns, const char *name, const char *stage, const char *type,
+    const char *status, const char *reason, const char *message);
+
+/*
+ * status_set_fields - merge top-level fields into stage's fragment.
+ * fields_json is a JSON object text, e.g. {"contentHash":"...","timestamp":1}.
+ * Returns 0 or -1.
+ */
+int status_set_fields(struct store *s, const char *plural, const char *ns,
+    const char *name, const char *stage, const char *fields_json);
+
+/* status_get_fragment - this stage's fragment as a tree (NULL if none) */
+yajl_val status_get_fragment(struct store *s, const char *plural, const char *ns,
+    const char *name, const char *stage);
+
+/*
+ * resource_status_merged - every stage's fragment merged into one status
+ * object, appended to out as JSON.  0 (out may be "{}") or -1.
+ */
+int resource_status_merged(struct store *s, const char *plural, const char *ns,
+    const char *name, struct buf *out);
+
+/* status_delete - remove every fragment of the resource; 0 or -1 */
+int status_delete(struct store *s, const char *plural, const char *ns, const char *name);
+
+/* decofile accessors on a parsed Decofile document (defaults applied) */
+const char *decofile_source(yajl_val doc);		/* spec.source, "inline" default */
+const char *decofile_deployment_id(yajl_val doc);	/* spec.deploymentId or metadata.name */
+const char *decofile_target(yajl_val doc, const char *def);	/* spec.target or def */
+int64_t decofile_generation(yajl_val doc);
+
+#endif

@@ -1,0 +1,832 @@
+/*
+ * stage - the skeleton every stage daemon runs on (see stage.h).  Start-up
+ * order is fixed: config, logging, folders, journal, spool, store, nng
+ * sockets, the stage's init, readiness; then one poll() loop owns
+ * everything.  Work comes from the journal: a doorbell on the PULL socket
+ * or the rescan timer makes the loop read due items, so a lost message
+ * costs at most one rescan interval.  The supervisor's status socket (fd in
+ * DECOD_STATUS_FD) carries "READY"; its EOF means the supervisor is gone
+ * and the stage exits.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <nng/nng.h>
+#include <nng/protocol/pipeline0/pull.h>
+#include <nng/protocol/pipeline0/push.h>
+
+#include "common/conf.h"
+#include "common/journal.h"
+#include "common/log.h"
+#include "common/spool.h"
+#include "common/stage.h"
+#include "common/store.h"
+#include "common/store_keys.h"
+#include "common/util.h"
+#include "proto/proto.h"
+
+#define MAX_PUSHERS 8
+#define MAX_RINGS 64
+#define BATCH 64
+
+struct fdent {
+	int fd;
+	short events;
+	stage_fd_cb cb;
+	void *arg;
+};
+
+struct timer {
+	int64_t id;
+	int64_t at;		/* monotonic ms */
+	stage_timer_cb cb;
+	void *arg;
+};
+
+struct pusher {
+	char to[32];
+	nng_socket sock;
+};
+
+struct stage {
+	const struct stage_ops *ops;
+	struct conf *cf;
+	int argc;
+	char **argv;
+	struct journal *j;
+	struct spool *sp;
+	struct store *store;
+	nng_socket pull;
+	int pull_fd;
+	struct pusher pushers[MAX_PUSHERS];
+	int npushers;
+	int status_fd;
+	struct fdent *fds;
+	size_t nfds;
+	struct timer *timers;
+	size_t ntimers;
+	int64_t timer_seq;
+	int64_t *inflight;
+	size_t ninflight;
+	struct { char to[32]; struct proto_msg m; } rings[MAX_RINGS];
+	int nrings;
+	int in_txn;
+	int64_t cur_id;		/* item being handled by on_item, 0 if none */
+	int cur_closed;		/* on_item committed it itself */
+	int kick;
+	int64_t next_rescan;
+	int64_t next_ops_timer;
+	int64_t next_due_wall;
+	void *data;
+	void (*wake_cb)(struct stage *, void *);
+	void *wake_arg;
+};
+
+static int sig_pipe[2] = { -1, -1 };
+static volatile sig_atomic_t sig_term, sig_hup;
+static int wake_pipe[2] = { -1, -1 };
+
+static void
+on_signal(int sig)
+{
+	int saved = errno;
+	char c = (char)sig;
+
+	if (sig == SIGHUP)
+		sig_hup = 1;
+	else
+		sig_term = 1;
+	if (write(sig_pipe[1], &c, 1) < 0) {
+		/* the pipe is full: the loop wakes anyway */
+	}
+	errno = saved;
+}
+
+const char *
+stage_addr(struct conf *cf, const char *name)
+{
+	static char addr[1100];
+	char setting[64];
+	const struct conf_setting *s;
+
+	snprintf(setting, sizeof(setting), "addr_%s", name);
+	for (s = conf_settings(); s->name != NULL; s++) {
+		if (strcmp(s->name, setting) == 0 && *conf_get(cf, setting) != '\0') {
+			snprintf(addr, sizeof(addr), "%s", conf_get(cf, setting));
+			return addr;
+		}
+	}
+	snprintf(addr, sizeof(addr), "ipc://%s/%s.ipc", conf_get(cf, "runtime_dir"), name);
+	return addr;
+}
+
+struct conf *
+stage_conf(struct stage *st)
+{
+	return st->cf;
+}
+
+struct journal *
+stage_journal(struct stage *st)
+{
+	return st->j;
+}
+
+struct spool *
+stage_spool(struct stage *st)
+{
+	return st->sp;
+}
+
+struct store *
+stage_store(struct stage *st)
+{
+	return st->store;
+}
+
+const char *
+stage_name(struct stage *st)
+{
+	return st->ops->name;
+}
+
+void *
+stage_data(struct stage *st)
+{
+	return st->data;
+}
+
+void
+stage_set_data(struct stage *st, void *data)
+{
+	st->data = data;
+}
+
+int
+stage_stopping(struct stage *st)
+{
+	(void)st;
+	return sig_term != 0;
+}
+
+void
+stage_kick(struct stage *st)
+{
+	st->kick = 1;
+}
+
+void
+stage_wake(struct stage *st)
+{
+	char c = 'w';
+
+	(void)st;
+	if (write(wake_pipe[1], &c, 1) < 0) {
+		/* full pipe: a wake-up is already pending */
+	}
+}
+
+void
+stage_set_wake_cb(struct stage *st, void (*cb)(struct stage *, void *), void *arg)
+{
+	st->wake_cb = cb;
+	st->wake_arg = arg;
+}
+
+int
+stage_add_fd(struct stage *st, int fd, short events, stage_fd_cb cb, void *arg)
+{
+	for (size_t i = 0; i < st->nfds; i++) {
+		if (st->fds[i].fd == fd) {
+			st->fds[i].events = events;
+			st->fds[i].cb = cb;
+			st->fds[i].arg = arg;
+			return 0;
+		}
+	}
+	st->fds = xrealloc(st->fds, (st->nfds + 1) * sizeof(*st->fds));
+	st->fds[st->nfds].fd = fd;
+	st->fds[st->nfds].events = events;
+	st->fds[st->nfds].cb = cb;
+	st->fds[st->nfds].arg = arg;
+	st->nfds++;
+	return 0;
+}
+
+void
+stage_mod_fd(struct stage *st, int fd, short events)
+{
+	for (size_t i = 0; i < st->nfds; i++)
+		if (st->fds[i].fd == fd)
+			st->fds[i].events = events;
+}
+
+void
+stage_del_fd(struct stage *st, int fd)
+{
+	for (size_t i = 0; i < st->nfds; i++) {
+		if (st->fds[i].fd == fd) {
+			st->fds[i] = st->fds[--st->nfds];
+			return;
+		}
+	}
+}
+
+int64_t
+stage_add_timer(struct stage *st, int64_t after_ms, stage_timer_cb cb, void *arg)
+{
+	st->timers = xrealloc(st->timers, (st->ntimers + 1) * sizeof(*st->timers));
+	st->timers[st->ntimers].id = ++st->timer_seq;
+	st->timers[st->ntimers].at = now_ms() + (after_ms > 0 ? after_ms : 0);
+	st->timers[st->ntimers].cb = cb;
+	st->timers[st->ntimers].arg = arg;
+	st->ntimers++;
+	return st->timer_seq;
+}
+
+void
+stage_cancel_timer(struct stage *st, int64_t id)
+{
+	for (size_t i = 0; i < st->ntimers; i++) {
+		if (st->timers[i].id == id) {
+			st->timers[i] = st->timers[--st->ntimers];
+			return;
+		}
+	}
+}
+
+/* pusher_for - the PUSH socket dialled to stage `to`, made on first use */
+static struct pusher *
+pusher_for(struct stage *st, const char *to)
+{
+	struct pusher *p;
+	int rv;
+
+	for (int i = 0; i < st->npushers; i++)
+		if (strcmp(st->pushers[i].to, to) == 0)
+			return &st->pushers[i];
+	if (st->npushers == MAX_PUSHERS)
+		return NULL;
+	p = &st->pushers[st->npushers];
+	if ((rv = nng_push0_open(&p->sock)) != 0) {
+		log_kv(LOG_ERROR, "cannot open push socket", "to", to, "error",
+		    nng_strerror(rv), NULL);
+		return NULL;
+	}
+	nng_socket_set_ms(p->sock, NNG_OPT_SENDTIMEO, 0);
+	nng_socket_set_ms(p->sock, NNG_OPT_RECONNMINT, 50);
+	nng_socket_set_ms(p->sock, NNG_OPT_RECONNMAXT, 1000);
+	if ((rv = nng_dial(p->sock, stage_addr(st->cf, to), NULL, NNG_FLAG_NONBLOCK)) != 0) {
+		log_kv(LOG_ERROR, "cannot dial", "to", to, "addr", stage_addr(st->cf, to),
+		    "error", nng_strerror(rv), NULL);
+		nng_close(p->sock);
+		return NULL;
+	}
+	snprintf(p->to, sizeof(p->to), "%s", to);
+	st->npushers++;
+	return p;
+}
+
+/* ring - send a doorbell; a failure only costs latency (the peer rescans) */
+static void
+ring(struct stage *st, const char *to, const struct proto_msg *m)
+{
+	unsigned char buf[PROTO_MAX_LEN];
+	struct pusher *p;
+	int n, rv;
+
+	if ((p = pusher_for(st, to)) == NULL)
+		return;
+	if ((n = proto_encode(m, buf, sizeof(buf))) < 0)
+		return;
+	if ((rv = nng_send(p->sock, buf, (size_t)n, NNG_FLAG_NONBLOCK)) != 0)
+		log_kv(LOG_DEBUG, "doorbell not sent; the peer will rescan", "to", to,
+		    "error", nng_strerror(rv), NULL);
+}
+
+int
+stage_begin(struct stage *st)
+{
+	if (journal_begin(st->j) < 0) {
+		log_kv(LOG_ERROR, "journal begin failed", "error", journal_error(st->j), NULL);
+		return -1;
+	}
+	st->in_txn = 1;
+	st->nrings = 0;
+	return 0;
+}
+
+int64_t
+stage_push(struct stage *st, const char *to, const char *kind, const char *ns,
+    const char *name, const char *hash, const char *detail)
+{
+	int64_t id = journal_item_add(st->j, to, kind, ns, name, hash ? hash : "",
+	    detail ? detail : "");
+
+	if (id < 0) {
+		log_kv(LOG_ERROR, "journal: cannot add item", "to", to, "error",
+		    journal_error(st->j), NULL);
+		return -1;
+	}
+	if (st->nrings < MAX_RINGS) {
+		struct proto_msg *m = &st->rings[st->nrings].m;
+
+		memset(m, 0, sizeof(*m));
+		m->type = PROTO_ITEM;
+		m->item_id = (uint64_t)id;
+		snprintf(m->kind, sizeof(m->kind), "%s", kind);
+		snprintf(m->ns, sizeof(m->ns), "%s", ns);
+		snprintf(m->name, sizeof(m->name), "%s", name);
+		snprintf(m->hash, sizeof(m->hash), "%s", hash ? hash : "");
+		snprintf(st->rings[st->nrings].to, sizeof(st->rings[0].to), "%s", to);
+		st->nrings++;
+	}
+	return id;
+}
+
+int
+stage_commit(struct stage *st, const struct journal_item *it, const char *result)
+{
+	if (it != NULL && journal_item_done(st->j, it->id, result ? result : "done") < 0) {
+		log_kv(LOG_ERROR, "journal: cannot mark item done", "error",
+		    journal_error(st->j), NULL);
+		stage_rollback(st);
+		return -1;
+	}
+	if (journal_commit(st->j) < 0) {
+		log_kv(LOG_ERROR, "journal commit failed", "error", journal_error(st->j), NULL);
+		st->in_txn = 0;
+		st->nrings = 0;
+		return -1;
+	}
+	st->in_txn = 0;
+	if (it != NULL && it->id == st->cur_id)
+		st->cur_closed = 1;
+	for (int i = 0; i < st->nrings; i++)
+		ring(st, st->rings[i].to, &st->rings[i].m);
+	st->nrings = 0;
+	return 0;
+}
+
+void
+stage_rollback(struct stage *st)
+{
+	journal_rollback(st->j);
+	st->in_txn = 0;
+	st->nrings = 0;
+}
+
+int64_t
+stage_enqueue(struct stage *st, const char *to, const char *kind, const char *ns,
+    const char *name, const char *hash, const char *detail)
+{
+	int64_t id;
+
+	if (stage_begin(st) < 0)
+		return -1;
+	if ((id = stage_push(st, to, kind, ns, name, hash, detail)) < 0) {
+		stage_rollback(st);
+		return -1;
+	}
+	if (stage_commit(st, NULL, NULL) < 0)
+		return -1;
+	return id;
+}
+
+static int
+inflight_has(struct stage *st, int64_t id)
+{
+	for (size_t i = 0; i < st->ninflight; i++)
+		if (st->inflight[i] == id)
+			return 1;
+	return 0;
+}
+
+static void
+inflight_del(struct stage *st, int64_t id)
+{
+	for (size_t i = 0; i < st->ninflight; i++) {
+		if (st->inflight[i] == id) {
+			st->inflight[i] = st->inflight[--st->ninflight];
+			return;
+		}
+	}
+}
+
+/* retry_delay - 1 s doubling per attempt, capped by retry_max */
+static int64_t
+retry_delay(struct stage *st, int attempts)
+{
+	int64_t d = 1000, max = conf_get_ms(st->cf, "retry_max");
+
+	for (int i = 0; i < attempts && d < max; i++)
+		d *= 2;
+	return d < max ? d : max;
+}
+
+/* settle - record what became of an item */
+static void
+settle(struct stage *st, int64_t id, int attempts, enum stage_result r, const char *why)
+{
+	char ids[32];
+	int rv = 0;
+
+	snprintf(ids, sizeof(ids), "%lld", (long long)id);
+	switch (r) {
+	case STAGE_DONE:
+		rv = journal_item_done(st->j, id, why ? why : "done");
+		break;
+	case STAGE_RETRY:
+		rv = journal_item_retry(st->j, id, retry_delay(st, attempts), why);
+		log_kv(LOG_WARN, "item will be retried", "item", ids, "error", why, NULL);
+		break;
+	case STAGE_FAIL:
+		rv = journal_item_fail(st->j, id, why);
+		log_kv(LOG_ERROR, "item failed for good", "item", ids, "error", why, NULL);
+		break;
+	case STAGE_ASYNC:
+		break;
+	}
+	if (rv < 0)
+		log_kv(LOG_ERROR, "journal: cannot record item result", "item", ids,
+		    "error", journal_error(st->j), NULL);
+}
+
+void
+stage_finish(struct stage *st, int64_t id, enum stage_result r, const char *why)
+{
+	struct journal_item it;
+
+	if (!inflight_has(st, id))
+		return;
+	inflight_del(st, id);
+	if (r == STAGE_ASYNC)
+		r = STAGE_RETRY;
+	if (journal_item_get(st->j, id, &it) != 0)
+		return;
+	if (it.state == ITEM_PENDING || it.state == ITEM_SUPERSEDED)
+		settle(st, id, it.attempts, r, why);
+	st->kick = 1;
+}
+
+/* process_due - hand every due item to on_item, oldest first */
+static void
+process_due(struct stage *st)
+{
+	struct journal_item *items;
+	size_t max_async = st->ops->max_async > 0 ? (size_t)st->ops->max_async : 1;
+	int n;
+
+	st->kick = 0;
+	n = journal_items_due(st->j, st->ops->name, BATCH + st->ninflight, &items,
+	    &st->next_due_wall);
+	if (n < 0) {
+		log_kv(LOG_ERROR, "journal: cannot read items", "error", journal_error(st->j),
+		    NULL);
+		return;
+	}
+	for (int i = 0; i < n && !sig_term; i++) {
+		struct journal_item *it = &items[i];
+		enum stage_result r;
+
+		if (inflight_has(st, it->id))
+			continue;
+		if (st->ninflight >= max_async)
+			break;
+		st->cur_id = it->id;
+		st->cur_closed = 0;
+		r = st->ops->on_item(st, it);
+		if (st->in_txn) {
+			log_kv(LOG_ERROR, "stage left a transaction open (a bug)", NULL);
+			stage_rollback(st);
+		}
+		if (r == STAGE_ASYNC) {
+			st->inflight = xrealloc(st->inflight,
+			    (st->ninflight + 1) * sizeof(*st->inflight));
+			st->inflight[st->ninflight++] = it->id;
+		} else if (!(r == STAGE_DONE && st->cur_closed)) {
+			settle(st, it->id, it->attempts, r, r == STAGE_DONE ? "done" :
+			    "see log");
+		}
+		st->cur_id = 0;
+	}
+	if (n == (int)(BATCH + st->ninflight) || (n > 0 && st->ninflight < max_async &&
+	    n > (int)st->ninflight))
+		st->kick = 1;
+	free(items);
+}
+
+static void
+recv_doorbells(struct stage *st)
+{
+	struct proto_msg m;
+	char err[256];
+	void *buf;
+	size_t len;
+	int rv;
+
+	for (;;) {
+		if ((rv = nng_recv(st->pull, &buf, &len, NNG_FLAG_NONBLOCK | NNG_FLAG_ALLOC)) != 0) {
+			if (rv != NNG_EAGAIN)
+				log_kv(LOG_WARN, "receive failed", "error", nng_strerror(rv), NULL);
+			return;
+		}
+		if (proto_decode(buf, len, &m, err, sizeof(err)) < 0) {
+			log_kv(LOG_WARN, "rejected a malformed message", "reason", err, NULL);
+		} else {
+			char ids[32];
+
+			snprintf(ids, sizeof(ids), "%llu", (unsigned long long)m.item_id);
+			log_kv(LOG_DEBUG, "doorbell", "item", ids, "ns", m.ns, "name", m.name,
+			    NULL);
+			st->kick = 1;
+		}
+		nng_free(buf, len);
+	}
+}
+
+static int
+open_pull(struct stage *st)
+{
+	const char *addr = stage_addr(st->cf, st->ops->name);
+	int rv;
+
+	if ((rv = nng_pull0_open(&st->pull)) != 0) {
+		log_kv(LOG_ERROR, "cannot open pull socket", "error", nng_strerror(rv), NULL);
+		return -1;
+	}
+	if ((rv = nng_listen(st->pull, addr, NULL, 0)) != 0) {
+		log_kv(LOG_ERROR, "cannot listen", "addr", addr, "error", nng_strerror(rv), NULL);
+		return -1;
+	}
+	if ((rv = nng_socket_get_int(st->pull, NNG_OPT_RECVFD, &st->pull_fd)) != 0) {
+		log_kv(LOG_ERROR, "cannot get receive fd", "error", nng_strerror(rv), NULL);
+		return -1;
+	}
+	return 0;
+}
+
+static void
+usage(const struct stage_ops *ops)
+{
+	printf("usage: %s [-c FILE] [--SETTING VALUE ...]\n"
+	    "The %s stage of decod.  It runs under the supervisor `decod` or alone\n"
+	    "(one container or systemd unit per stage) with the same config file.\n\n",
+	    ops->name, ops->name);
+	conf_print_help(stdout);
+}
+
+static int
+setup(struct stage *st)
+{
+	const char *state = conf_get(st->cf, "state_dir");
+	char path[4096], err[512];
+	const char *env;
+
+	log_init(st->ops->name, log_parse_level(conf_get(st->cf, "log_level")),
+	    log_parse_format(conf_get(st->cf, "log_format")));
+	if (mkdir_p(state, 0700) < 0)
+		fatal("state_dir %s: %s", state, strerror(errno));
+	if (mkdir_p(conf_get(st->cf, "runtime_dir"), 0700) < 0)
+		fatal("runtime_dir %s: %s", conf_get(st->cf, "runtime_dir"), strerror(errno));
+	snprintf(path, sizeof(path), "%s/journal.db", state);
+	if ((st->j = journal_open(path, err, sizeof(err))) == NULL)
+		fatal("%s", err);
+	snprintf(path, sizeof(path), "%s/spool", state);
+	if ((st->sp = spool_open(path)) == NULL)
+		fatal("spool %s: %s", path, strerror(errno));
+	keys_set_prefix(conf_get(st->cf, "store_prefix"));
+	if (st->ops->use_store &&
+	    (st->store = store_open(conf_get(st->cf, "store"), st->cf, err, sizeof(err))) == NULL)
+		fatal("%s", err);
+	if (open_pull(st) < 0)
+		fatal("cannot set up the %s pipeline socket", st->ops->name);
+	if (pipe2(sig_pipe, O_CLOEXEC | O_NONBLOCK) < 0 ||
+	    pipe2(wake_pipe, O_CLOEXEC | O_NONBLOCK) < 0)
+		fatal("pipe: %s", strerror(errno));
+	st->status_fd = -1;
+	if ((env = getenv("DECOD_STATUS_FD")) != NULL) {
+		st->status_fd = atoi(env);
+		if (fcntl(st->status_fd, F_GETFD) < 0)
+			st->status_fd = -1;
+		else
+			set_cloexec(st->status_fd);
+		unsetenv("DECOD_STATUS_FD");
+	}
+	return 0;
+}
+
+static void
+install_signals(void)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	sa.sa_handler = SIG_IGN;
+	sigaction(SIGPIPE, &sa, NULL);
+}
+
+/* reload - re-read the config file; keep the old one if the new is bad */
+static void
+reload(struct stage *st)
+{
+	int argc = st->argc;
+	char **argv = xcalloc((size_t)argc + 1, sizeof(char *));
+	struct conf *cf;
+
+	memcpy(argv, st->argv, (size_t)argc * sizeof(char *));
+	if ((cf = conf_from_args(&argc, argv)) == NULL) {
+		log_kv(LOG_ERROR, "reload: config has errors; keeping the running one", NULL);
+		free(argv);
+		return;
+	}
+	free(argv);
+	conf_free(st->cf);
+	st->cf = cf;
+	log_init(st->ops->name, log_parse_level(conf_get(cf, "log_level")),
+	    log_parse_format(conf_get(cf, "log_format")));
+	if (st->ops->reload != NULL && st->ops->reload(st) < 0)
+		log_kv(LOG_ERROR, "reload failed", NULL);
+	log_kv(LOG_INFO, "reloaded configuration", NULL);
+}
+
+static void
+run_timers(struct stage *st)
+{
+	int64_t now = now_ms();
+
+	for (size_t i = 0; i < st->ntimers;) {
+		if (st->timers[i].at <= now) {
+			struct timer t = st->timers[i];
+
+			st->timers[i] = st->timers[--st->ntimers];
+			t.cb(st, t.arg);
+			i = 0;
+			now = now_ms();
+			continue;
+		}
+		i++;
+	}
+}
+
+static int
+loop_timeout(struct stage *st)
+{
+	int64_t now = now_ms(), next = st->next_rescan, t;
+
+	if (st->kick)
+		return 0;
+	for (size_t i = 0; i < st->ntimers; i++)
+		if (st->timers[i].at < next)
+			next = st->timers[i].at;
+	if (st->ops->on_timer != NULL && st->next_ops_timer < next)
+		next = st->next_ops_timer;
+	if (st->next_due_wall > 0) {
+		t = now + (st->next_due_wall - wall_ms());
+		if (t < next)
+			next = t;
+	}
+	t = next - now;
+	return t < 0 ? 0 : (t > 60000 ? 60000 : (int)t);
+}
+
+int
+stage_main(int argc, char **argv, const struct stage_ops *ops)
+{
+	struct stage *st = xcalloc(1, sizeof(*st));
+	struct pollfd *pfd = NULL;
+	int64_t stop_deadline = 0, rescan_ms;
+	char buf[256];
+
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+			usage(ops);
+			return 0;
+		}
+	}
+	st->ops = ops;
+	st->argc = argc;
+	st->argv = xcalloc((size_t)argc + 1, sizeof(char *));
+	memcpy(st->argv, argv, (size_t)argc * sizeof(char *));
+	if ((st->cf = conf_from_args(&argc, argv)) == NULL)
+		return 2;
+	if (argc > 1) {
+		fprintf(stderr, "%s: unknown argument \"%s\" (see --help)\n", ops->name, argv[1]);
+		return 2;
+	}
+	install_signals();
+	setup(st);
+	if (ops->init != NULL && ops->init(st) < 0)
+		fatal("%s: init failed", ops->name);
+	journal_audit(st->j, ops->name, "-", "start", "");
+	rescan_ms = conf_get_ms(st->cf, "rescan_interval");
+	st->kick = 1;			/* claim what an earlier run left */
+	st->next_rescan = now_ms() + rescan_ms;
+	st->next_ops_timer = now_ms() + (ops->timer_ms > 0 ? ops->timer_ms : 0);
+	if (st->status_fd >= 0 && write(st->status_fd, "READY\n", 6) != 6)
+		log_kv(LOG_WARN, "cannot report readiness", "error", strerror(errno), NULL);
+	log_kv(LOG_INFO, "ready", "addr", stage_addr(st->cf, ops->name), NULL);
+
+	for (;;) {
+		size_t n = 0, base;
+		int rc;
+
+		if (sig_term && stop_deadline == 0) {
+			stop_deadline = now_ms() + conf_get_ms(st->cf, "stop_timeout");
+			log_kv(LOG_INFO, "stopping: draining", NULL);
+		}
+		if (stop_deadline != 0 && (st->ninflight == 0 || now_ms() >= stop_deadline))
+			break;
+		if (sig_hup) {
+			sig_hup = 0;
+			reload(st);
+		}
+		if (!sig_term && (st->kick || now_ms() >= st->next_rescan)) {
+			if (now_ms() >= st->next_rescan)
+				st->next_rescan = now_ms() + rescan_ms;
+			process_due(st);
+		}
+		if (ops->on_timer != NULL && now_ms() >= st->next_ops_timer) {
+			st->next_ops_timer = now_ms() + ops->timer_ms;
+			ops->on_timer(st);
+		}
+		pfd = xrealloc(pfd, (st->nfds + 4) * sizeof(*pfd));
+		pfd[n++] = (struct pollfd){ .fd = sig_pipe[0], .events = POLLIN };
+		pfd[n++] = (struct pollfd){ .fd = wake_pipe[0], .events = POLLIN };
+		pfd[n++] = (struct pollfd){ .fd = st->pull_fd, .events = POLLIN };
+		pfd[n++] = (struct pollfd){ .fd = st->status_fd, .events = POLLIN };
+		base = n;
+		for (size_t i = 0; i < st->nfds; i++)
+			pfd[n++] = (struct pollfd){ .fd = st->fds[i].fd, .events = st->fds[i].events };
+		rc = poll(pfd, n, stop_deadline ? 100 : loop_timeout(st));
+		if (rc < 0 && errno != EINTR)
+			fatal("poll: %s", strerror(errno));
+		if (rc > 0) {
+			if (pfd[0].revents & POLLIN)
+				while (read(sig_pipe[0], buf, sizeof(buf)) > 0)
+					;
+			if (pfd[1].revents & POLLIN) {
+				while (read(wake_pipe[0], buf, sizeof(buf)) > 0)
+					;
+				if (st->wake_cb != NULL)
+					st->wake_cb(st, st->wake_arg);
+			}
+			if (pfd[2].revents & POLLIN)
+				recv_doorbells(st);
+			if (st->status_fd >= 0 && (pfd[3].revents & (POLLIN | POLLHUP | POLLERR))) {
+				ssize_t r = read(st->status_fd, buf, sizeof(buf));
+
+				if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR)) {
+					log_kv(LOG_WARN, "supervisor is gone; exiting", NULL);
+					close(st->status_fd);
+					st->status_fd = -1;
+					sig_term = 1;
+				}
+			}
+			/* callbacks may add or remove fds: match by fd, not index */
+			for (size_t i = base; i < n; i++) {
+				if (pfd[i].revents == 0)
+					continue;
+				for (size_t k = 0; k < st->nfds; k++) {
+					if (st->fds[k].fd == pfd[i].fd) {
+						st->fds[k].cb(st, pfd[i].fd, pfd[i].revents,
+						    st->fds[k].arg);
+						break;
+					}
+				}
+			}
+		}
+		run_timers(st);
+	}
+	if (ops->shutdown != NULL)
+		ops->shutdown(st);
+	journal_audit(st->j, ops->name, "-", "stop", st->ninflight ? "drain timed out" : "");
+	log_kv(LOG_INFO, "stopped", NULL);
+	for (int i = 0; i < st->npushers; i++)
+		nng_close(st->pushers[i].sock);
+	nng_close(st->pull);
+	store_close(st->store);
+	spool_close(st->sp);
+	journal_close(st->j);
+	conf_free(st->cf);
+	free(pfd);
+	free(st->fds);
+	free(st->timers);
+	free(st->inflight);
+	free(st->argv);
+	free(st);
+	return 0;
+}

@@ -1,0 +1,203 @@
+/*
+ * store - picks the backend from the URL's scheme and forwards each call.
+ * Backends live in store_local.c and store_etcd.c; the key layout lives in
+ * store_keys.c.
+ */
+#include "config.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/store_impl.h"
+#include "common/util.h"
+
+static const struct store_ops *const backends[] = {
+	&store_local_ops,
+	&store_etcd_ops,
+};
+
+void
+store_set_error(struct store *s, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(s->err, sizeof(s->err), fmt, ap);
+	va_end(ap);
+}
+
+void
+store_emit(struct store_watch *w, const struct store_event *ev)
+{
+	w->cb(w->arg, ev);
+}
+
+struct store *
+store_open(const char *url, const struct conf *cf, char *err, size_t errlen)
+{
+	const char *colon = url ? strchr(url, ':') : NULL;
+	struct store *s;
+	char host[64];
+
+	if (colon == NULL) {
+		snprintf(err, errlen, "store: \"%s\" is not local:PATH or etcd:URL[,URL...]",
+		    url ? url : "");
+		return NULL;
+	}
+	for (size_t i = 0; i < sizeof(backends) / sizeof(backends[0]); i++) {
+		const struct store_ops *ops = backends[i];
+
+		if (strlen(ops->scheme) != (size_t)(colon - url) ||
+		    strncmp(ops->scheme, url, (size_t)(colon - url)) != 0)
+			continue;
+		s = xcalloc(1, sizeof(*s));
+		s->ops = ops;
+		if (gethostname(host, sizeof(host)) < 0)
+			snprintf(host, sizeof(host), "localhost");
+		host[sizeof(host) - 1] = '\0';
+		snprintf(s->identity, sizeof(s->identity), "%s:%ld", host, (long)getpid());
+		if ((s->be = ops->open(s, colon + 1, cf)) == NULL) {
+			snprintf(err, errlen, "store %s: %s", url, s->err);
+			free(s);
+			return NULL;
+		}
+		return s;
+	}
+	snprintf(err, errlen, "store: unknown scheme in \"%s\" (want local: or etcd:)", url);
+	return NULL;
+}
+
+void
+store_close(struct store *s)
+{
+	if (s == NULL)
+		return;
+	s->ops->close(s->be);
+	free(s);
+}
+
+const char *
+store_error(const struct store *s)
+{
+	return s->err;
+}
+
+const char *
+store_identity(const struct store *s)
+{
+	return s->identity;
+}
+
+int
+store_put(struct store *s, const char *key, const void *val, size_t len)
+{
+	return s->ops->put(s->be, key, val, len, 0);
+}
+
+int
+store_put_ttl(struct store *s, const char *key, const void *val, size_t len, int ttl_s)
+{
+	if (ttl_s <= 0) {
+		store_set_error(s, "put %s: ttl must be positive", key);
+		return -1;
+	}
+	return s->ops->put(s->be, key, val, len, ttl_s);
+}
+
+int
+store_get(struct store *s, const char *key, char **val, size_t *len)
+{
+	return s->ops->get(s->be, key, val, len);
+}
+
+int
+store_delete(struct store *s, const char *key)
+{
+	return s->ops->del(s->be, key);
+}
+
+long
+store_delete_prefix(struct store *s, const char *prefix)
+{
+	return s->ops->del_prefix(s->be, prefix);
+}
+
+int
+store_list(struct store *s, const char *prefix, struct store_list *out)
+{
+	memset(out, 0, sizeof(*out));
+	return s->ops->list(s->be, prefix, out);
+}
+
+void
+store_list_free(struct store_list *l)
+{
+	if (l == NULL)
+		return;
+	for (size_t i = 0; i < l->n; i++) {
+		free(l->kvs[i].key);
+		free(l->kvs[i].value);
+	}
+	free(l->kvs);
+	memset(l, 0, sizeof(*l));
+}
+
+struct store_watch *
+store_watch_new(struct store *s, const char *prefix, int64_t from_rev,
+    store_watch_cb cb, void *arg)
+{
+	struct store_watch *w = xcalloc(1, sizeof(*w));
+
+	w->s = s;
+	w->cb = cb;
+	w->arg = arg;
+	if ((w->wbe = s->ops->watch_new(s->be, w, prefix, from_rev)) == NULL) {
+		free(w);
+		return NULL;
+	}
+	return w;
+}
+
+int
+store_watch_fd(const struct store_watch *w)
+{
+	return w->s->ops->watch_fd(w->wbe);
+}
+
+int
+store_watch_timeout_ms(const struct store_watch *w)
+{
+	return w->s->ops->watch_timeout_ms(w->wbe);
+}
+
+int
+store_watch_dispatch(struct store_watch *w)
+{
+	return w->s->ops->watch_dispatch(w->wbe, w);
+}
+
+void
+store_watch_free(struct store_watch *w)
+{
+	if (w == NULL)
+		return;
+	w->s->ops->watch_free(w->wbe);
+	free(w);
+}
+
+int
+store_try_lock(struct store *s, const char *key, char **holder)
+{
+	if (holder != NULL)
+		*holder = NULL;
+	return s->ops->try_lock(s->be, key, holder);
+}
+
+int
+store_unlock(struct store *s, const char *key)
+{
+	return s->ops->unlock(s->be, key);
+}

@@ -1,0 +1,42 @@
+/*
+ * store_keys - the whole key layout of the store, one function per kind of
+ * key, so it lives in exactly one file.  Every function returns a new
+ * string (caller frees).  prefix defaults to "/decod".
+ *
+ *   {prefix}/decofiles/{ns}/{name}              Decofile (spec, metadata)
+ *   {prefix}/templates/{ns}/{name}              DecofileTemplate
+ *   {prefix}/tenants/{ns}/{name}                Tenant
+ *   {prefix}/status/{kind}/{ns}/{name}/{stage}  status fragment a stage owns
+ *   {prefix}/endpoints/{ns}/{deploymentId}/{id} Endpoint (with TTL)
+ *   {prefix}/sync/{ns}/{name}                   "fetch now" trigger
+ *   {prefix}/locks/{ns}/{name}                  job lock
+ *   {prefix}/instances/{id}                     running decod instances
+ */
+#ifndef DECOD_STORE_KEYS_H
+#define DECOD_STORE_KEYS_H
+
+void keys_set_prefix(const char *prefix);
+const char *keys_prefix(void);
+
+/* kind is "decofiles", "templates" or "tenants" */
+char *key_resource(const char *kind, const char *ns, const char *name);
+/* key_resource_prefix - every resource of kind (ns NULL: all namespaces) */
+char *key_resource_prefix(const char *kind, const char *ns);
+char *key_status(const char *kind, const char *ns, const char *name, const char *stage);
+char *key_status_prefix(const char *kind, const char *ns, const char *name);
+char *key_endpoint(const char *ns, const char *deployment, const char *id);
+char *key_endpoint_prefix(const char *ns, const char *deployment);
+char *key_sync(const char *ns, const char *name);
+char *key_lock(const char *ns, const char *name);
+char *key_instance(const char *id);
+
+/*
+ * key_parse_resource - split "{prefix}/{kind}/{ns}/{name}" into its parts
+ * (each copied into buffers of 254 bytes); 0 or -1 if not of that form.
+ */
+int key_parse_resource(const char *key, char *kind, char *ns, char *name);
+
+/* name_valid - a Kubernetes-style name: [a-z0-9]([-.a-z0-9]*[a-z0-9])?, <= 253 */
+int name_valid(const char *s);
+
+#endif

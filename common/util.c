@@ -1,0 +1,482 @@
+/*
+ * util - allocation, buffers, files and clocks.  Allocation failure aborts:
+ * a daemon that cannot get memory has nothing sensible left to do, and the
+ * supervisor restarts it.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <dirent.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+
+#include "common/util.h"
+
+void *
+xmalloc(size_t n)
+{
+	void *p = malloc(n ? n : 1);
+
+	if (p == NULL)
+		abort();
+	return p;
+}
+
+void *
+xcalloc(size_t n, size_t m)
+{
+	void *p = calloc(n ? n : 1, m ? m : 1);
+
+	if (p == NULL)
+		abort();
+	return p;
+}
+
+void *
+xrealloc(void *p, size_t n)
+{
+	p = realloc(p, n ? n : 1);
+	if (p == NULL)
+		abort();
+	return p;
+}
+
+char *
+xstrdup(const char *s)
+{
+	return xstrndup(s, strlen(s));
+}
+
+char *
+xstrndup(const char *s, size_t n)
+{
+	char *p = xmalloc(n + 1);
+
+	memcpy(p, s, n);
+	p[n] = '\0';
+	return p;
+}
+
+char *
+xasprintf(const char *fmt, ...)
+{
+	va_list ap;
+	char *p;
+
+	va_start(ap, fmt);
+	if (vasprintf(&p, fmt, ap) < 0)
+		abort();
+	va_end(ap);
+	return p;
+}
+
+void
+buf_init(struct buf *b)
+{
+	b->data = NULL;
+	b->len = 0;
+	b->cap = 0;
+}
+
+void
+buf_free(struct buf *b)
+{
+	free(b->data);
+	buf_init(b);
+}
+
+void
+buf_reset(struct buf *b)
+{
+	b->len = 0;
+	if (b->data != NULL)
+		b->data[0] = '\0';
+}
+
+void
+buf_grow(struct buf *b, size_t extra)
+{
+	size_t need = b->len + extra + 1;
+
+	if (need <= b->cap)
+		return;
+	if (b->cap == 0)
+		b->cap = 256;
+	while (b->cap < need)
+		b->cap *= 2;
+	b->data = xrealloc(b->data, b->cap);
+}
+
+void
+buf_add(struct buf *b, const void *p, size_t n)
+{
+	buf_grow(b, n);
+	if (n > 0)
+		memcpy(b->data + b->len, p, n);
+	b->len += n;
+	b->data[b->len] = '\0';
+}
+
+void
+buf_adds(struct buf *b, const char *s)
+{
+	buf_add(b, s, strlen(s));
+}
+
+void
+buf_addc(struct buf *b, char c)
+{
+	buf_add(b, &c, 1);
+}
+
+void
+buf_printf(struct buf *b, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(NULL, 0, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		abort();
+	buf_grow(b, (size_t)n);
+	va_start(ap, fmt);
+	vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
+	va_end(ap);
+	b->len += (size_t)n;
+}
+
+char *
+buf_steal(struct buf *b, size_t *len)
+{
+	char *p;
+
+	if (b->data == NULL)
+		buf_grow(b, 0), b->data[0] = '\0';
+	p = b->data;
+	if (len != NULL)
+		*len = b->len;
+	buf_init(b);
+	return p;
+}
+
+char *
+read_file(const char *path, size_t *len, size_t max)
+{
+	struct buf b;
+	char tmp[65536];
+	ssize_t n;
+	int fd, saved;
+
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return NULL;
+	buf_init(&b);
+	buf_grow(&b, 0);
+	b.data[0] = '\0';
+	for (;;) {
+		n = read(fd, tmp, sizeof(tmp));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			goto fail;
+		if (n == 0)
+			break;
+		if (max != 0 && b.len + (size_t)n > max) {
+			errno = EFBIG;
+			goto fail;
+		}
+		buf_add(&b, tmp, (size_t)n);
+	}
+	close(fd);
+	if (len != NULL)
+		*len = b.len;
+	return b.data;
+fail:
+	saved = errno;
+	close(fd);
+	buf_free(&b);
+	errno = saved;
+	return NULL;
+}
+
+/* fsync_dir - make a rename in dir durable */
+static void
+fsync_dir(const char *path)
+{
+	char dir[4096];
+	char *slash;
+	int fd;
+
+	snprintf(dir, sizeof(dir), "%s", path);
+	slash = strrchr(dir, '/');
+	if (slash == NULL)
+		snprintf(dir, sizeof(dir), ".");
+	else if (slash == dir)
+		dir[1] = '\0';
+	else
+		*slash = '\0';
+	if ((fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) >= 0) {
+		(void)fsync(fd);
+		close(fd);
+	}
+}
+
+int
+write_file_atomic(const char *path, const void *data, size_t len, mode_t mode)
+{
+	char tmp[4096];
+	const char *p = data;
+	ssize_t n;
+	int fd, saved;
+	static unsigned seq;
+
+	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp.%ld.%u", path,
+	    (long)getpid(), seq++) >= sizeof(tmp)) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	if ((fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode)) < 0)
+		return -1;
+	while (len > 0) {
+		n = write(fd, p, len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			goto fail;
+		p += n;
+		len -= (size_t)n;
+	}
+	if (fchmod(fd, mode) < 0 || fsync(fd) < 0)
+		goto fail;
+	if (close(fd) < 0) {
+		fd = -1;
+		goto fail;
+	}
+	fd = -1;
+	if (rename(tmp, path) < 0)
+		goto fail;
+	fsync_dir(path);
+	return 0;
+fail:
+	saved = errno;
+	if (fd >= 0)
+		close(fd);
+	unlink(tmp);
+	errno = saved;
+	return -1;
+}
+
+int
+mkdir_p(const char *path, mode_t mode)
+{
+	char tmp[4096];
+	size_t len;
+
+	if ((len = strlen(path)) == 0 || len >= sizeof(tmp)) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	memcpy(tmp, path, len + 1);
+	for (char *p = tmp + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(tmp, mode) < 0 && errno != EEXIST)
+			return -1;
+		*p = '/';
+	}
+	if (mkdir(tmp, mode) < 0 && errno != EEXIST)
+		return -1;
+	return 0;
+}
+
+int
+rm_rf(const char *path)
+{
+	struct stat st;
+	DIR *d;
+	struct dirent *de;
+	char sub[4096];
+	int rv = 0;
+
+	if (lstat(path, &st) < 0)
+		return errno == ENOENT ? 0 : -1;
+	if (!S_ISDIR(st.st_mode))
+		return unlink(path) < 0 && errno != ENOENT ? -1 : 0;
+	if ((d = opendir(path)) == NULL)
+		return -1;
+	while ((de = readdir(d)) != NULL) {
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+			continue;
+		snprintf(sub, sizeof(sub), "%s/%s", path, de->d_name);
+		if (rm_rf(sub) < 0)
+			rv = -1;
+	}
+	closedir(d);
+	if (rmdir(path) < 0 && errno != ENOENT)
+		rv = -1;
+	return rv;
+}
+
+int64_t
+now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int64_t
+wall_ms(void)
+{
+	struct timeval tv;
+
+	gettimeofday(&tv, NULL);
+	return (int64_t)tv.tv_sec * 1000 + tv.tv_usec / 1000;
+}
+
+void
+rfc3339_from(int64_t unix_s, char *out, size_t len)
+{
+	time_t t = (time_t)unix_s;
+	struct tm tm;
+
+	gmtime_r(&t, &tm);
+	strftime(out, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+void
+rfc3339_now(char *out, size_t len)
+{
+	rfc3339_from(wall_ms() / 1000, out, len);
+}
+
+int
+parse_duration_ms(const char *s, int64_t *ms)
+{
+	char *end;
+	double v, mult = 1000;
+
+	if (s == NULL || *s == '\0')
+		return -1;
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno != 0 || end == s || v < 0)
+		return -1;
+	if (*end == '\0' || strcmp(end, "s") == 0)
+		mult = 1000;
+	else if (strcmp(end, "ms") == 0)
+		mult = 1;
+	else if (strcmp(end, "m") == 0)
+		mult = 60000;
+	else if (strcmp(end, "h") == 0)
+		mult = 3600000;
+	else
+		return -1;
+	if (v * mult > 9.0e15)
+		return -1;
+	*ms = (int64_t)(v * mult + 0.5);
+	return 0;
+}
+
+int
+parse_size(const char *s, uint64_t *bytes)
+{
+	static const struct { const char *sfx; double mult; } units[] = {
+		{ "", 1 }, { "b", 1 }, { "k", 1e3 }, { "kb", 1e3 },
+		{ "kib", 1024.0 }, { "m", 1e6 }, { "mb", 1e6 },
+		{ "mib", 1048576.0 }, { "g", 1e9 }, { "gb", 1e9 },
+		{ "gib", 1073741824.0 },
+	};
+	char low[8];
+	char *end;
+	double v;
+	size_t i;
+
+	if (s == NULL || *s == '\0')
+		return -1;
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno != 0 || end == s || v < 0)
+		return -1;
+	while (*end == ' ')
+		end++;
+	if (strlen(end) >= sizeof(low))
+		return -1;
+	for (i = 0; end[i]; i++)
+		low[i] = (end[i] >= 'A' && end[i] <= 'Z') ? end[i] + 32 : end[i];
+	low[i] = '\0';
+	for (i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+		if (strcmp(low, units[i].sfx) == 0) {
+			if (v * units[i].mult > 1.8e19)
+				return -1;
+			*bytes = (uint64_t)(v * units[i].mult + 0.5);
+			return 0;
+		}
+	}
+	return -1;
+}
+
+int
+path_clean_rel(const char *in, char *out, size_t outlen)
+{
+	size_t o = 0, seglen;
+	const char *p = in, *seg;
+
+	if (in == NULL || *in == '/' || outlen == 0)
+		return -1;
+	if (strlen(in) > 1024)
+		return -1;
+	for (const unsigned char *c = (const unsigned char *)in; *c; c++)
+		if (*c < 0x20 || *c == 0x7f || *c == '\\')
+			return -1;
+	while (*p) {
+		while (*p == '/')
+			p++;
+		seg = p;
+		while (*p && *p != '/')
+			p++;
+		seglen = (size_t)(p - seg);
+		if (seglen == 0 || (seglen == 1 && seg[0] == '.'))
+			continue;
+		if (seglen == 2 && seg[0] == '.' && seg[1] == '.')
+			return -1;
+		if (seglen > 255)
+			return -1;
+		if (o + seglen + 2 > outlen)
+			return -1;
+		if (o > 0)
+			out[o++] = '/';
+		memcpy(out + o, seg, seglen);
+		o += seglen;
+	}
+	if (o == 0)
+		return -1;
+	out[o] = '\0';
+	return 0;
+}
+
+int
+set_nonblock(int fd)
+{
+	int fl = fcntl(fd, F_GETFL);
+
+	return fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0 ? -1 : 0;
+}
+
+int
+set_cloexec(int fd)
+{
+	int fl = fcntl(fd, F_GETFD);
+
+	return fl < 0 || fcntl(fd, F_SETFD, fl | FD_CLOEXEC) < 0 ? -1 : 0;
+}

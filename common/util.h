@@ -1,0 +1,87 @@
+/*
+ * util - small things every program needs: allocation that aborts on
+ * failure, a growable byte buffer, whole-file reads, atomic file writes,
+ * monotonic and wall clocks, and safe path joining.
+ */
+#ifndef DECOD_UTIL_H
+#define DECOD_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+void *xmalloc(size_t n);
+void *xcalloc(size_t n, size_t m);
+void *xrealloc(void *p, size_t n);
+char *xstrdup(const char *s);
+char *xstrndup(const char *s, size_t n);
+/* xasprintf - allocate and format; caller frees */
+char *xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* buf - growable buffer; data is always NUL-terminated past len */
+struct buf {
+	char *data;
+	size_t len;
+	size_t cap;
+};
+void buf_init(struct buf *b);
+void buf_free(struct buf *b);
+void buf_reset(struct buf *b);
+void buf_grow(struct buf *b, size_t extra);
+void buf_add(struct buf *b, const void *p, size_t n);
+void buf_adds(struct buf *b, const char *s);
+void buf_addc(struct buf *b, char c);
+void buf_printf(struct buf *b, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* buf_steal - take ownership of the data (caller frees); b is reset */
+char *buf_steal(struct buf *b, size_t *len);
+
+/*
+ * read_file - read a whole file into a new NUL-terminated buffer.
+ * Returns NULL with errno set on failure; *len gets the size when non-NULL.
+ * max (0: unlimited) bounds the size: larger files fail with EFBIG.
+ */
+char *read_file(const char *path, size_t *len, size_t max);
+
+/*
+ * write_file_atomic - write data to path via a temp file in the same
+ * folder, fsync, rename, fsync of the folder.  mode is the file mode.
+ * Returns 0 or -1 with errno set; on failure path is untouched.
+ */
+int write_file_atomic(const char *path, const void *data, size_t len, mode_t mode);
+
+/* mkdir_p - create a folder and its parents with mode; 0 or -1 */
+int mkdir_p(const char *path, mode_t mode);
+
+/* rm_rf - remove a file or a folder tree; absent is fine; 0 or -1 */
+int rm_rf(const char *path);
+
+/* now_ms - monotonic milliseconds; wall_ms - unix epoch milliseconds */
+int64_t now_ms(void);
+int64_t wall_ms(void);
+
+/* rfc3339_now - "2026-12-02T10:00:00Z" into out (>= 32 bytes) */
+void rfc3339_now(char *out, size_t len);
+void rfc3339_from(int64_t unix_s, char *out, size_t len);
+
+/*
+ * parse_duration_ms - "15s", "500ms", "2m", "1h", "1.5s"; a bare number is
+ * seconds.  Returns 0 and sets *ms, or -1 if malformed or negative.
+ */
+int parse_duration_ms(const char *s, int64_t *ms);
+
+/* parse_size - "2.5MB", "1MiB", "4096", "10k"; 0 or -1 */
+int parse_size(const char *s, uint64_t *bytes);
+
+/*
+ * path_clean_rel - clean a relative key/path: collapse "//" and "./",
+ * refuse "..", absolute paths, NUL or control bytes and names over 255
+ * bytes or paths over 1024.  Writes the cleaned path into out; 0 or -1.
+ */
+int path_clean_rel(const char *in, char *out, size_t outlen);
+
+/* set_nonblock, set_cloexec - fcntl helpers; 0 or -1 */
+int set_nonblock(int fd);
+int set_cloexec(int fd);
+
+#endif

@@ -1,0 +1,306 @@
+/*
+ * decod - the supervisor.  It reads the config, makes the runtime and state
+ * folders, starts each configured stage (fork, then exec at once), restarts
+ * one that dies with growing delays, stops them in reverse pipeline order
+ * on SIGTERM, re-reads its config on SIGHUP (restarting only the stages
+ * whose settings changed), answers the control socket and speaks sd_notify.
+ * It does no pipeline work itself.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/wait.h>
+
+#include "common/conf.h"
+#include "common/journal.h"
+#include "common/log.h"
+#include "common/util.h"
+#include "daemons/decod/decod.h"
+
+static int sig_pipe[2] = { -1, -1 };
+static volatile sig_atomic_t got_term, got_hup, got_chld;
+
+static void
+on_signal(int sig)
+{
+	int saved = errno;
+	char c = (char)sig;
+
+	if (sig == SIGCHLD)
+		got_chld = 1;
+	else if (sig == SIGHUP)
+		got_hup = 1;
+	else
+		got_term = 1;
+	if (write(sig_pipe[1], &c, 1) < 0) {
+		/* full: the loop wakes anyway */
+	}
+	errno = saved;
+}
+
+static void
+usage(void)
+{
+	printf("usage: decod [-c FILE] [--check-config] [--SETTING VALUE ...]\n"
+	    "The decod supervisor: starts, watches and restarts the stage daemons\n"
+	    "named by `stages`.  Control it with decoctl (stages, restart, stop, start).\n\n"
+	    "  -c, --config FILE   config file (default " DECOD_SYSCONFDIR "/decod/decod.conf,\n"
+	    "                      or $DECOD_CONFIG)\n"
+	    "  --check-config      validate the config, print every bad line, and exit\n\n");
+	conf_print_help(stdout);
+}
+
+/* set_children - make the child table match `stages`; new ones start DOWN */
+static void
+set_children(struct sup *s)
+{
+	char *list = xstrdup(conf_get(s->cf, "stages")), *save = NULL;
+
+	for (size_t i = 0; i < s->nchildren; i++)
+		s->children[i].removed = 1;
+	for (char *n = strtok_r(list, " ,", &save); n; n = strtok_r(NULL, " ,", &save)) {
+		struct child *c = NULL;
+
+		for (size_t i = 0; i < s->nchildren; i++)
+			if (strcmp(s->children[i].name, n) == 0)
+				c = &s->children[i];
+		if (c == NULL) {
+			s->children = xrealloc(s->children,
+			    (s->nchildren + 1) * sizeof(*s->children));
+			c = &s->children[s->nchildren++];
+			memset(c, 0, sizeof(*c));
+			snprintf(c->name, sizeof(c->name), "%s", n);
+			c->status_fd = -1;
+			c->state = CHILD_DOWN;
+		}
+		c->removed = 0;
+	}
+	free(list);
+}
+
+static void
+reap(struct sup *s)
+{
+	pid_t pid;
+	int status;
+
+	while ((pid = waitpid(-1, &status, WNOHANG)) > 0)
+		child_reaped(s, pid, status);
+}
+
+/* reload - re-read config; restart only the stages whose settings changed */
+static void
+reload(struct sup *s)
+{
+	int argc = s->argc;
+	char **argv = xcalloc((size_t)argc + 1, sizeof(char *));
+	struct conf *cf;
+
+	sd_notify_send("RELOADING=1");
+	memcpy(argv, s->argv, (size_t)argc * sizeof(char *));
+	cf = conf_from_args(&argc, argv);
+	free(argv);
+	if (cf == NULL) {
+		log_kv(LOG_ERROR, "reload: the config has errors; keeping the running one", NULL);
+		sd_notify_send("READY=1");
+		return;
+	}
+	conf_free(s->cf);
+	s->cf = cf;
+	log_init("decod", log_parse_level(conf_get(cf, "log_level")),
+	    log_parse_format(conf_get(cf, "log_format")));
+	set_children(s);
+	for (size_t i = 0; i < s->nchildren; i++) {
+		struct child *c = &s->children[i];
+		char *d = child_digest(cf, c->name);
+
+		if (c->removed) {
+			child_stop(s, c, conf_get_ms(cf, "stop_timeout"));
+		} else if (c->digest != NULL && strcmp(d, c->digest) != 0 && c->pid > 0) {
+			log_kv(LOG_INFO, "settings changed; restarting stage", "stage", c->name, NULL);
+			c->restart_now = 1;
+			child_stop(s, c, conf_get_ms(cf, "stop_timeout"));
+		} else if (c->state == CHILD_DOWN && !c->admin_down) {
+			child_start(s, c);
+		}
+		free(c->digest);
+		c->digest = d;
+	}
+	log_kv(LOG_INFO, "configuration reloaded", NULL);
+	sd_notify_send("READY=1");
+}
+
+/* shutdown - stop stages in reverse pipeline order, all within stop_timeout */
+static void
+shutdown_all(struct sup *s)
+{
+	int64_t deadline = now_ms() + conf_get_ms(s->cf, "stop_timeout");
+	int64_t grace;
+
+	s->stopping = 1;
+	sd_notify_send("STOPPING=1");
+	log_kv(LOG_INFO, "stopping stages", NULL);
+	for (size_t i = s->nchildren; i-- > 0;) {
+		struct child *c = &s->children[i];
+
+		if (c->pid <= 0) {
+			c->state = CHILD_DOWN;
+			continue;
+		}
+		grace = deadline - now_ms();
+		child_stop(s, c, grace > 0 ? grace : 0);
+		while (c->pid > 0) {
+			struct pollfd p = { .fd = sig_pipe[0], .events = POLLIN };
+			char buf[64];
+
+			children_tick(s);
+			(void)poll(&p, 1, 50);
+			while (read(sig_pipe[0], buf, sizeof(buf)) > 0)
+				;
+			reap(s);
+		}
+	}
+}
+
+int
+main(int argc, char **argv)
+{
+	struct sup sup, *s = &sup;
+	struct sigaction sa;
+	struct pollfd *pfd = NULL;
+	char path[4096], err[512];
+	int check = 0, ready_logged = 0;
+	int64_t wd_interval, next_wd = 0;
+
+	memset(s, 0, sizeof(*s));
+	s->argv = xcalloc((size_t)argc + 1, sizeof(char *));
+	for (int i = 0; i < argc; i++) {
+		if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+			usage();
+			return 0;
+		}
+		if (strcmp(argv[i], "--version") == 0) {
+			printf("decod %s\n", PACKAGE_VERSION);
+			return 0;
+		}
+		if (strcmp(argv[i], "--check-config") == 0) {
+			check = 1;
+			continue;
+		}
+		s->argv[s->argc++] = argv[i];
+	}
+	argc = s->argc;
+	{
+		char **copy = xcalloc((size_t)argc + 1, sizeof(char *));
+
+		memcpy(copy, s->argv, (size_t)argc * sizeof(char *));
+		s->cf = conf_from_args(&argc, copy);
+		if (s->cf != NULL && argc > 1) {
+			fprintf(stderr, "decod: unknown argument \"%s\" (see --help)\n", copy[1]);
+			free(copy);
+			return 2;
+		}
+		free(copy);
+	}
+	if (s->cf == NULL)
+		return check ? 1 : 2;
+	if (check) {
+		printf("%s: OK\n", *conf_path(s->cf) ? conf_path(s->cf) : "(defaults)");
+		return 0;
+	}
+	log_init("decod", log_parse_level(conf_get(s->cf, "log_level")),
+	    log_parse_format(conf_get(s->cf, "log_format")));
+	if (mkdir_p(conf_get(s->cf, "state_dir"), 0700) < 0)
+		fatal("state_dir %s: %s", conf_get(s->cf, "state_dir"), strerror(errno));
+	if (mkdir_p(conf_get(s->cf, "runtime_dir"), 0700) < 0)
+		fatal("runtime_dir %s: %s", conf_get(s->cf, "runtime_dir"), strerror(errno));
+	snprintf(path, sizeof(path), "%s/journal.db", conf_get(s->cf, "state_dir"));
+	if ((s->j = journal_open(path, err, sizeof(err))) == NULL)
+		fatal("%s", err);
+	if (pipe2(sig_pipe, O_CLOEXEC | O_NONBLOCK) < 0)
+		fatal("pipe: %s", strerror(errno));
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sa.sa_flags = SA_NOCLDSTOP;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGCHLD, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	if (ctl_open(s) < 0)
+		fatal("cannot open the control socket in %s", conf_get(s->cf, "runtime_dir"));
+	journal_audit(s->j, "decod", "-", "start", "");
+	set_children(s);
+	for (size_t i = 0; i < s->nchildren; i++) {
+		s->children[i].digest = child_digest(s->cf, s->children[i].name);
+		child_start(s, &s->children[i]);
+	}
+	wd_interval = sd_watchdog_interval_ms();
+	log_kv(LOG_INFO, "supervisor running", "stages", conf_get(s->cf, "stages"), NULL);
+
+	while (!got_term) {
+		size_t n = 0;
+		int64_t timeout = children_next_event(s) - now_ms();
+		char buf[64];
+
+		if (wd_interval > 0 && now_ms() >= next_wd) {
+			sd_notify_send("WATCHDOG=1");
+			next_wd = now_ms() + wd_interval;
+		}
+		if (wd_interval > 0 && next_wd - now_ms() < timeout)
+			timeout = next_wd - now_ms();
+		pfd = xrealloc(pfd, (s->nchildren + 2) * sizeof(*pfd));
+		pfd[n++] = (struct pollfd){ .fd = sig_pipe[0], .events = POLLIN };
+		pfd[n++] = (struct pollfd){ .fd = ctl_fd(), .events = POLLIN };
+		for (size_t i = 0; i < s->nchildren; i++)
+			pfd[n++] = (struct pollfd){ .fd = s->children[i].status_fd, .events = POLLIN };
+		if (poll(pfd, n, timeout < 0 ? 0 : (int)timeout) < 0 && errno != EINTR)
+			fatal("poll: %s", strerror(errno));
+		if (pfd[0].revents & POLLIN)
+			while (read(sig_pipe[0], buf, sizeof(buf)) > 0)
+				;
+		if (got_chld) {
+			got_chld = 0;
+			reap(s);
+		}
+		for (size_t i = 0; i < s->nchildren; i++)
+			if (pfd[2 + i].fd >= 0 && pfd[2 + i].revents)
+				child_status_readable(s, &s->children[i]);
+		if (pfd[1].revents & POLLIN)
+			ctl_handle(s);
+		if (got_hup) {
+			got_hup = 0;
+			reload(s);
+		}
+		children_tick(s);
+		if (children_all_ready(s)) {
+			if (!s->sd_ready_sent) {
+				sd_notify_send("READY=1");
+				s->sd_ready_sent = 1;
+			}
+			if (!ready_logged)
+				log_kv(LOG_INFO, "all stages ready", NULL);
+			ready_logged = 1;
+		}
+	}
+	shutdown_all(s);
+	ctl_close();
+	journal_audit(s->j, "decod", "-", "stop", "");
+	journal_close(s->j);
+	log_kv(LOG_INFO, "supervisor stopped", NULL);
+	for (size_t i = 0; i < s->nchildren; i++)
+		free(s->children[i].digest);
+	free(s->children);
+	free(pfd);
+	free(s->argv);
+	conf_free(s->cf);
+	return 0;
+}

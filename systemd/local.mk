@@ -1,0 +1,1 @@
+# systemd: build fragment (included by the top Makefile.am)
