@@ -1,0 +1,540 @@
+/*
+ * resource - resources and their status fragments in the store (see
+ * resource.h).  Documents are rebuilt field by field on write, so what the
+ * store holds always has the same shape whatever a client sent: apiVersion,
+ * kind, metadata (name, namespace, generation, annotations, labels,
+ * created_at, updated_at) and spec.  Status lives apart, one fragment per
+ * stage, and is merged on read.
+ */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/journal.h"
+#include "common/json.h"
+#include "common/log.h"
+#include "common/resource.h"
+#include "common/store.h"
+#include "common/store_keys.h"
+#include "common/util.h"
+
+static const struct {
+	const char *plural;
+	const char *kind;
+	const char *names[6];
+} kinds[] = {
+	{ "decofiles", "Decofile", { "decofile", "decofiles", "df", "dfs", NULL } },
+	{ "templates", "DecofileTemplate", { "decofiletemplate", "decofiletemplates",
+	  "template", "templates", "dft", NULL } },
+	{ "tenants", "Tenant", { "tenant", "tenants", NULL } },
+	{ "endpoints", "Endpoint", { "endpoint", "endpoints", "ep", NULL } },
+};
+
+#define NKINDS (sizeof(kinds) / sizeof(kinds[0]))
+
+const char *
+resource_kind_plural(const char *kind)
+{
+	char low[64];
+	size_t i;
+
+	for (i = 0; kind[i] && i < sizeof(low) - 1; i++)
+		low[i] = (kind[i] >= 'A' && kind[i] <= 'Z') ? kind[i] + 32 : kind[i];
+	low[i] = '\0';
+	for (size_t k = 0; k < NKINDS; k++)
+		for (int n = 0; kinds[k].names[n] != NULL; n++)
+			if (strcmp(low, kinds[k].names[n]) == 0)
+				return kinds[k].plural;
+	return NULL;
+}
+
+const char *
+resource_kind_name(const char *plural)
+{
+	for (size_t k = 0; k < NKINDS; k++)
+		if (strcmp(plural, kinds[k].plural) == 0)
+			return kinds[k].kind;
+	return NULL;
+}
+
+/* get_tree - read key and parse it; 0, 1 absent, -1 error */
+static int
+get_tree(struct store *s, const char *key, yajl_val *doc, char *err, size_t errlen)
+{
+	struct json_error je;
+	char *val;
+	size_t len;
+	int rc;
+
+	*doc = NULL;
+	if ((rc = store_get(s, key, &val, &len)) != 0) {
+		if (rc < 0)
+			snprintf(err, errlen, "%s", store_error(s));
+		return rc;
+	}
+	*doc = json_parse(val, len, &je);
+	free(val);
+	if (*doc == NULL) {
+		snprintf(err, errlen, "%s: stored value is not JSON (line %d column %d: %s)",
+		    key, je.line, je.column, je.msg);
+		return -1;
+	}
+	return 0;
+}
+
+int
+resource_get(struct store *s, const char *plural, const char *ns, const char *name,
+    yajl_val *doc, char *err, size_t errlen)
+{
+	char *key = key_resource(plural, ns, name);
+	int rc = get_tree(s, key, doc, err, errlen);
+
+	free(key);
+	return rc;
+}
+
+/* spec_text - the spec re-serialised, to tell whether it changed */
+static char *
+spec_text(yajl_val doc)
+{
+	struct buf b;
+	struct jw w;
+
+	buf_init(&b);
+	jw_init(&w, &b);
+	jw_value(&w, json_get(doc, "spec", NULL));
+	return buf_steal(&b, NULL);
+}
+
+int
+resource_put(struct store *s, yajl_val doc, const char *default_ns, int *changed,
+    char *out_plural, char *out_ns, char *out_name, char *err, size_t errlen)
+{
+	const char *api = json_get_str(doc, "apiVersion", NULL);
+	const char *kind = json_get_str(doc, "kind", NULL);
+	const char *name = json_get_str(doc, "metadata", "name", NULL);
+	const char *ns = json_get_str(doc, "metadata", "namespace", NULL);
+	const char *plural, *created = NULL;
+	yajl_val old = NULL, v;
+	char now[40], *key, *newspec, *oldspec = NULL;
+	int64_t gen = 1;
+	struct buf b;
+	struct jw w;
+	int rc, same = 0;
+
+	if (changed != NULL)
+		*changed = 0;
+	if (doc == NULL || !YAJL_IS_OBJECT(doc)) {
+		snprintf(err, errlen, "a resource must be a JSON/YAML object");
+		return -1;
+	}
+	if (api == NULL || strcmp(api, API_VERSION) != 0) {
+		snprintf(err, errlen, "apiVersion must be \"%s\" (got \"%s\")", API_VERSION,
+		    api ? api : "");
+		return -1;
+	}
+	if (kind == NULL || (plural = resource_kind_plural(kind)) == NULL) {
+		snprintf(err, errlen, "unknown kind \"%s\" (Decofile, DecofileTemplate, "
+		    "Tenant, Endpoint)", kind ? kind : "");
+		return -1;
+	}
+	if (name == NULL || !name_valid(name)) {
+		snprintf(err, errlen, "metadata.name \"%s\" is not a valid name "
+		    "(lower case letters, digits, '-' and '.', at most 253)", name ? name : "");
+		return -1;
+	}
+	if (ns == NULL || *ns == '\0')
+		ns = default_ns ? default_ns : "default";
+	if (!name_valid(ns)) {
+		snprintf(err, errlen, "metadata.namespace \"%s\" is not a valid name", ns);
+		return -1;
+	}
+	if ((v = json_get(doc, "spec", NULL)) != NULL && !YAJL_IS_OBJECT(v)) {
+		snprintf(err, errlen, "spec must be an object");
+		return -1;
+	}
+	key = key_resource(plural, ns, name);
+	if ((rc = get_tree(s, key, &old, err, errlen)) < 0) {
+		free(key);
+		return -1;
+	}
+	newspec = spec_text(doc);
+	if (old != NULL) {
+		oldspec = spec_text(old);
+		gen = json_get_int(old, 0, "metadata", "generation", NULL);
+		created = json_get_str(old, "metadata", "created_at", NULL);
+		same = strcmp(oldspec, newspec) == 0;
+		if (!same)
+			gen++;
+	}
+	rfc3339_now(now, sizeof(now));
+	buf_init(&b);
+	jw_init(&w, &b);
+	jw_obj(&w);
+	jw_key(&w, "apiVersion");
+	jw_str(&w, API_VERSION);
+	jw_key(&w, "kind");
+	jw_str(&w, resource_kind_name(plural));
+	jw_key(&w, "metadata");
+	jw_obj(&w);
+	jw_key(&w, "name");
+	jw_str(&w, name);
+	jw_key(&w, "namespace");
+	jw_str(&w, ns);
+	jw_key(&w, "generation");
+	jw_int(&w, gen > 0 ? gen : 1);
+	if ((v = json_get(doc, "metadata", "annotations", NULL)) != NULL && YAJL_IS_OBJECT(v)) {
+		jw_key(&w, "annotations");
+		jw_value(&w, v);
+	}
+	if ((v = json_get(doc, "metadata", "labels", NULL)) != NULL && YAJL_IS_OBJECT(v)) {
+		jw_key(&w, "labels");
+		jw_value(&w, v);
+	}
+	jw_key(&w, "created_at");
+	jw_str(&w, created ? created : now);
+	jw_key(&w, "updated_at");
+	jw_str(&w, now);
+	jw_end_obj(&w);
+	jw_key(&w, "spec");
+	jw_raw(&w, newspec, strlen(newspec));
+	jw_end_obj(&w);
+
+	rc = 0;
+	/* metadata (annotations, labels) may change without the spec */
+	if (old != NULL && same) {
+		struct buf ob;
+		struct jw ow;
+
+		buf_init(&ob);
+		jw_init(&ow, &ob);
+		jw_value(&ow, json_get(old, "metadata", "annotations", NULL));
+		jw_value(&ow, json_get(old, "metadata", "labels", NULL));
+		buf_adds(&ob, "|");
+		{
+			struct buf nb;
+			struct jw nw;
+
+			buf_init(&nb);
+			jw_init(&nw, &nb);
+			jw_value(&nw, json_get(doc, "metadata", "annotations", NULL));
+			jw_value(&nw, json_get(doc, "metadata", "labels", NULL));
+			buf_adds(&nb, "|");
+			same = strcmp(ob.data, nb.data) == 0;
+			buf_free(&nb);
+		}
+		buf_free(&ob);
+	}
+	if (old == NULL || !same) {
+		if (store_put(s, key, b.data, b.len) < 0) {
+			snprintf(err, errlen, "%s", store_error(s));
+			rc = -1;
+		}
+	}
+	if (changed != NULL)
+		*changed = old == NULL ? 2 : (same ? 0 : 1);
+	if (out_plural)
+		snprintf(out_plural, 32, "%s", plural);
+	if (out_ns)
+		snprintf(out_ns, 254, "%s", ns);
+	if (out_name)
+		snprintf(out_name, 254, "%s", name);
+	buf_free(&b);
+	free(newspec);
+	free(oldspec);
+	free(key);
+	yajl_tree_free(old);
+	return rc;
+}
+
+yajl_val
+status_get_fragment(struct store *s, const char *plural, const char *ns,
+    const char *name, const char *stage)
+{
+	char *key = key_status(plural, ns, name, stage), err[256];
+	yajl_val doc = NULL;
+
+	if (get_tree(s, key, &doc, err, sizeof(err)) < 0)
+		log_kv(LOG_WARN, "status fragment unreadable; rewriting it", "key", key,
+		    "error", err, NULL);
+	free(key);
+	if (doc != NULL && !YAJL_IS_OBJECT(doc)) {
+		yajl_tree_free(doc);
+		doc = NULL;
+	}
+	return doc;
+}
+
+/* put_fragment - write fields (except conditions) from `fields` over `old`,
+ * with conditions from `conds` (a written JSON array) */
+static int
+put_fragment(struct store *s, const char *plural, const char *ns, const char *name,
+    const char *stage, yajl_val old, yajl_val fields, const char *conds)
+{
+	char *key = key_status(plural, ns, name, stage);
+	struct buf b;
+	struct jw w;
+	int rc;
+
+	buf_init(&b);
+	jw_init(&w, &b);
+	jw_obj(&w);
+	for (size_t i = 0; old != NULL && i < old->u.object.len; i++) {
+		const char *k = old->u.object.keys[i];
+
+		if (strcmp(k, "conditions") == 0 || json_get(fields, k, NULL) != NULL)
+			continue;
+		jw_key(&w, k);
+		jw_value(&w, old->u.object.values[i]);
+	}
+	for (size_t i = 0; fields != NULL && i < fields->u.object.len; i++) {
+		if (strcmp(fields->u.object.keys[i], "conditions") == 0)
+			continue;
+		jw_key(&w, fields->u.object.keys[i]);
+		jw_value(&w, fields->u.object.values[i]);
+	}
+	jw_key(&w, "conditions");
+	if (conds != NULL)
+		jw_raw(&w, conds, strlen(conds));
+	else if (json_get(old, "conditions", NULL) != NULL)
+		jw_value(&w, json_get(old, "conditions", NULL));
+	else
+		jw_raw(&w, "[]", 2);
+	jw_end_obj(&w);
+	rc = store_put(s, key, b.data, b.len);
+	if (rc < 0)
+		log_kv(LOG_ERROR, "cannot write status", "key", key, "error", store_error(s), NULL);
+	buf_free(&b);
+	free(key);
+	return rc;
+}
+
+static void
+write_condition(struct jw *w, const char *type, const char *status, const char *reason,
+    const char *message, const char *when)
+{
+	jw_obj(w);
+	jw_key(w, "type");
+	jw_str(w, type);
+	jw_key(w, "status");
+	jw_str(w, status);
+	jw_key(w, "reason");
+	jw_str(w, reason);
+	jw_key(w, "message");
+	jw_str(w, message);
+	jw_key(w, "lastTransitionTime");
+	jw_str(w, when);
+	jw_end_obj(w);
+}
+
+int
+status_set_condition(struct store *s, struct journal *j, const char *plural,
+    const char *ns, const char *name, const char *stage, const char *type,
+    const char *status, const char *reason, const char *message)
+{
+	yajl_val frag = status_get_fragment(s, plural, ns, name, stage);
+	yajl_val conds = json_get(frag, "conditions", NULL);
+	const char *when = NULL;
+	int found = 0, moved = 1, rc;
+	char now[40];
+	struct buf b;
+	struct jw w;
+
+	rfc3339_now(now, sizeof(now));
+	buf_init(&b);
+	jw_init(&w, &b);
+	jw_arr(&w);
+	for (size_t i = 0; conds != NULL && YAJL_IS_ARRAY(conds) && i < conds->u.array.len; i++) {
+		yajl_val c = conds->u.array.values[i];
+		const char *t = json_get_str(c, "type", NULL);
+
+		if (t == NULL)
+			continue;
+		if (strcmp(t, type) != 0) {
+			jw_value(&w, c);
+			continue;
+		}
+		found = 1;
+		{
+			const char *os = json_get_str(c, "status", NULL);
+			const char *om = json_get_str(c, "message", NULL);
+			const char *orr = json_get_str(c, "reason", NULL);
+
+			if (os && om && strcmp(os, status) == 0 && strcmp(om, message) == 0) {
+				moved = 0;
+				when = json_get_str(c, "lastTransitionTime", NULL);
+				if (orr && strcmp(orr, reason) == 0) {
+					/* nothing at all changed */
+					buf_free(&b);
+					yajl_tree_free(frag);
+					return 0;
+				}
+			}
+		}
+		write_condition(&w, type, status, reason, message, when ? when : now);
+	}
+	if (!found)
+		write_condition(&w, type, status, reason, message, now);
+	jw_end_arr(&w);
+	rc = put_fragment(s, plural, ns, name, stage, frag, NULL, b.data);
+	if (rc == 0 && moved && j != NULL &&
+	    journal_record_condition(j, plural, ns, name, type, status, reason, message) < 0)
+		log_kv(LOG_WARN, "journal: cannot record condition", "error",
+		    journal_error(j), NULL);
+	buf_free(&b);
+	yajl_tree_free(frag);
+	return rc < 0 ? -1 : 1;
+}
+
+int
+status_set_fields(struct store *s, const char *plural, const char *ns, const char *name,
+    const char *stage, const char *fields_json)
+{
+	struct json_error je;
+	yajl_val frag, fields;
+	int rc;
+
+	if ((fields = json_parse(fields_json, strlen(fields_json), &je)) == NULL ||
+	    !YAJL_IS_OBJECT(fields)) {
+		log_kv(LOG_ERROR, "status_set_fields: not a JSON object (a bug)", NULL);
+		yajl_tree_free(fields);
+		return -1;
+	}
+	frag = status_get_fragment(s, plural, ns, name, stage);
+	rc = put_fragment(s, plural, ns, name, stage, frag, fields, NULL);
+	yajl_tree_free(frag);
+	yajl_tree_free(fields);
+	return rc;
+}
+
+/* cond_wins - should condition a replace b of the same type in the merge? */
+static int
+cond_wins(yajl_val a, yajl_val b)
+{
+	const char *sa = json_get_str(a, "status", NULL);
+	const char *sb = json_get_str(b, "status", NULL);
+	const char *ta = json_get_str(a, "lastTransitionTime", NULL);
+	const char *tb = json_get_str(b, "lastTransitionTime", NULL);
+	int fa = sa && strcmp(sa, "False") == 0, fb = sb && strcmp(sb, "False") == 0;
+
+	if (fa != fb)
+		return fa;
+	return ta && tb && strcmp(ta, tb) > 0;
+}
+
+int
+resource_status_merged(struct store *s, const char *plural, const char *ns,
+    const char *name, struct buf *out)
+{
+	char *prefix = key_status_prefix(plural, ns, name);
+	struct store_list l;
+	yajl_val *frags;
+	yajl_val conds[64];
+	size_t nconds = 0;
+	struct jw w;
+
+	if (store_list(s, prefix, &l) < 0) {
+		free(prefix);
+		return -1;
+	}
+	free(prefix);
+	frags = xcalloc(l.n + 1, sizeof(*frags));
+	for (size_t i = 0; i < l.n; i++) {
+		frags[i] = json_parse(l.kvs[i].value, l.kvs[i].vlen, NULL);
+		if (frags[i] != NULL && !YAJL_IS_OBJECT(frags[i])) {
+			yajl_tree_free(frags[i]);
+			frags[i] = NULL;
+		}
+	}
+	jw_init(&w, out);
+	jw_obj(&w);
+	for (size_t i = 0; i < l.n; i++) {
+		yajl_val f = frags[i];
+
+		for (size_t k = 0; f != NULL && k < f->u.object.len; k++) {
+			const char *key = f->u.object.keys[k];
+			yajl_val v = f->u.object.values[k];
+			int later = 0;
+
+			if (strcmp(key, "conditions") == 0) {
+				for (size_t c = 0; YAJL_IS_ARRAY(v) && c < v->u.array.len; c++) {
+					yajl_val cv = v->u.array.values[c];
+					const char *t = json_get_str(cv, "type", NULL);
+					size_t m;
+
+					if (t == NULL)
+						continue;
+					for (m = 0; m < nconds; m++)
+						if (strcmp(json_get_str(conds[m], "type", NULL), t) == 0)
+							break;
+					if (m == nconds && nconds < 64)
+						conds[nconds++] = cv;
+					else if (m < nconds && cond_wins(cv, conds[m]))
+						conds[m] = cv;
+				}
+				continue;
+			}
+			/* a field two fragments set: the later stage name wins */
+			for (size_t o = i + 1; o < l.n && !later; o++)
+				if (json_get(frags[o], key, NULL) != NULL)
+					later = 1;
+			if (later)
+				continue;
+			jw_key(&w, key);
+			jw_value(&w, v);
+		}
+	}
+	jw_key(&w, "conditions");
+	jw_arr(&w);
+	for (size_t m = 0; m < nconds; m++)
+		jw_value(&w, conds[m]);
+	jw_end_arr(&w);
+	jw_end_obj(&w);
+	for (size_t i = 0; i < l.n; i++)
+		yajl_tree_free(frags[i]);
+	free(frags);
+	store_list_free(&l);
+	return 0;
+}
+
+int
+status_delete(struct store *s, const char *plural, const char *ns, const char *name)
+{
+	char *prefix = key_status_prefix(plural, ns, name);
+	long n = store_delete_prefix(s, prefix);
+
+	free(prefix);
+	return n < 0 ? -1 : 0;
+}
+
+const char *
+decofile_source(yajl_val doc)
+{
+	const char *src = json_get_str(doc, "spec", "source", NULL);
+
+	return src != NULL && *src ? src : "inline";
+}
+
+const char *
+decofile_deployment_id(yajl_val doc)
+{
+	const char *d = json_get_str(doc, "spec", "deploymentId", NULL);
+
+	return d != NULL && *d ? d : json_get_str(doc, "metadata", "name", NULL);
+}
+
+const char *
+decofile_target(yajl_val doc, const char *def)
+{
+	const char *t = json_get_str(doc, "spec", "target", NULL);
+
+	return t != NULL && *t ? t : def;
+}
+
+int64_t
+decofile_generation(yajl_val doc)
+{
+	return json_get_int(doc, 0, "metadata", "generation", NULL);
+}
