@@ -1,9 +1,21 @@
 # daemons/publisher: build fragment (included by the top Makefile.am)
-# The publisher stage and its targets (publish_<target>.c); tests in
+# The publisher stage (publisher.c) and its targets (publish_<target>.c,
+# built into libpublish.a so unit tests link them); tests in
 # t/unit/publish_*_test.c and t/integration/publish_*.sh.
-PUBLISHER_SRC = daemons/publisher/publish_file.c daemons/publisher/publish_file.h
+noinst_LIBRARIES += daemons/publisher/libpublish.a
+daemons_publisher_libpublish_a_SOURCES = \
+	daemons/publisher/publish_file.c daemons/publisher/publish_file.h
+PUBLISH_LIBS = daemons/publisher/libpublish.a
+
+decodlibexec_PROGRAMS += daemons/publisher/publisher
+daemons_publisher_publisher_SOURCES = daemons/publisher/publisher.c
+daemons_publisher_publisher_LDADD = $(PUBLISH_LIBS) $(DECOD_LIBS)
 
 check_PROGRAMS += t/unit/publish_file_test
-t_unit_publish_file_test_SOURCES = t/unit/publish_file_test.c $(PUBLISHER_SRC)
-t_unit_publish_file_test_LDADD = $(DECOD_LIBS)
+t_unit_publish_file_test_LDADD = $(PUBLISH_LIBS) $(DECOD_LIBS)
 TESTS += t/unit/publish_file_test
+
+# a driver for t/integration/publish_*.sh (writes store, spool and journal)
+check_PROGRAMS += daemons/publisher/publish_testtool
+daemons_publisher_publish_testtool_SOURCES = daemons/publisher/publish_testtool.c
+daemons_publisher_publish_testtool_LDADD = $(DECOD_LIBS)

@@ -289,7 +289,8 @@ publish_file(const struct publish_file_req *req, struct publish_file_res *res,
 	/* 2. timestamp.txt, last of the writes */
 	snprintf(tspath, sizeof(tspath), "%s/" TS_FILE, res->dir);
 	tsrv = read_ts(tspath, &ts);
-	if (tsrv == 0 && !res->wrote_doc && (req->flags & PUBLISH_FILE_KEEP_TS)) {
+	if (tsrv == 0 && !res->wrote_doc && (req->flags & PUBLISH_FILE_KEEP_TS) &&
+	    ts > req->keep_after) {
 		res->timestamp = ts;
 	} else if (tsrv == 0 && ts == req->timestamp) {
 		res->timestamp = ts;

@@ -11,10 +11,11 @@
 
 /*
  * When the document is already in place, keep a valid timestamp.txt that is
- * there instead of writing req->timestamp (a redo after a crash between the
- * write and the journal commit keeps the timestamp the replicas may have
- * seen).  Without it, timestamp.txt must hold exactly req->timestamp (drift
- * repair puts back the last published version).
+ * there and newer than req->keep_after instead of writing req->timestamp (a
+ * redo after a crash between the write and the journal commit keeps the
+ * timestamp replicas may have seen; an older one belongs to the previous
+ * publish and is replaced).  Without the flag timestamp.txt must hold
+ * exactly req->timestamp (drift repair puts back the last published version).
  */
 #define PUBLISH_FILE_KEEP_TS 0x1
 
@@ -27,6 +28,7 @@ struct publish_file_req {
 	size_t len;
 	int64_t timestamp;	/* unix seconds */
 	int flags;		/* PUBLISH_FILE_* */
+	int64_t keep_after;	/* PUBLISH_FILE_KEEP_TS: keep only a newer one */
 };
 
 /* a cheap fingerprint of a file: changes whenever the file is written */
