@@ -10,6 +10,7 @@
 #define DECOD_LOG_H
 
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdnoreturn.h>
 
 enum log_level { LOG_DEBUG, LOG_INFO, LOG_WARN, LOG_ERROR };

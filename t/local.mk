@@ -17,3 +17,10 @@ TESTS += t/unit/util_test t/unit/log_test t/unit/hash_test t/unit/json_test
 check_PROGRAMS += t/stage/teststage t/stage/ctlreq
 t_stage_teststage_LDADD = $(TEST_LIBS)
 t_stage_ctlreq_LDADD = $(NNG_LIBS)
+
+check_PROGRAMS += t/unit/conf_test t/unit/spool_test t/unit/proto_test t/unit/journal_test
+t_unit_conf_test_LDADD = $(TEST_LIBS)
+t_unit_spool_test_LDADD = $(TEST_LIBS)
+t_unit_proto_test_LDADD = $(TEST_LIBS)
+t_unit_journal_test_LDADD = $(TEST_LIBS)
+TESTS += t/unit/conf_test t/unit/spool_test t/unit/proto_test t/unit/journal_test

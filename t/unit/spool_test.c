@@ -1,0 +1,53 @@
+/* spool_test - put/get by hash, idempotence, corruption, GC */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+#include "common/hash.h"
+#include "common/spool.h"
+#include "common/util.h"
+#include "t/tap.h"
+
+static int
+keep_first(void *arg, const char *hash)
+{
+	return strcmp(hash, (const char *)arg) == 0;
+}
+
+int
+main(void)
+{
+	char dir[] = "/tmp/spool_test.XXXXXX", h1[65], h2[65], h3[65], path[4096];
+	struct spool *sp;
+	size_t len;
+	char *data;
+
+	if (mkdtemp(dir) == NULL)
+		return 1;
+	sp = spool_open(dir);
+	ok(sp != NULL, "open");
+	ok(spool_put(sp, "hello", 5, h1) == 0, "put");
+	is_str(h1, "2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824",
+	    "named by sha256");
+	ok(spool_put(sp, "hello", 5, h2) == 0 && strcmp(h1, h2) == 0, "put again: same name");
+	data = spool_get(sp, h1, &len);
+	ok(data != NULL && len == 5 && memcmp(data, "hello", 5) == 0, "get");
+	free(data);
+	ok(spool_has(sp, h1), "has");
+	sha256_hex("other", 5, h3);
+	ok(spool_get(sp, h3, &len) == NULL && errno == ENOENT, "absent: ENOENT");
+	ok(spool_get(sp, "../../etc/passwd", &len) == NULL && errno == EINVAL,
+	    "not a hash: EINVAL");
+	/* a corrupted blob is refused, not served */
+	spool_path(sp, h1, path, sizeof(path));
+	write_file_atomic(path, "jello", 5, 0600);
+	ok(spool_get(sp, h1, &len) == NULL && errno == EIO, "corrupt blob: EIO");
+	spool_put(sp, "a", 1, h2);
+	spool_put(sp, "b", 1, h3);
+	is_int(spool_gc(sp, 0, keep_first, h2), 2, "gc removes what is not kept");
+	ok(spool_has(sp, h2) && !spool_has(sp, h3), "kept blob stays");
+	spool_close(sp);
+	rm_rf(dir);
+	return done_testing();
+}

@@ -1,0 +1,115 @@
+/* util_test - durations, sizes, path cleaning, buffers, atomic writes */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <unistd.h>
+#include <sys/stat.h>
+
+#include "common/util.h"
+#include "t/tap.h"
+
+static void
+test_durations(void)
+{
+	static const struct { const char *in; int ok; int64_t ms; } rows[] = {
+		{ "15s", 1, 15000 }, { "500ms", 1, 500 }, { "2m", 1, 120000 },
+		{ "1h", 1, 3600000 }, { "1.5s", 1, 1500 }, { "10", 1, 10000 },
+		{ "", 0, 0 }, { "abc", 0, 0 }, { "-1s", 0, 0 }, { "5 parsecs", 0, 0 },
+		{ "3d", 0, 0 },
+	};
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		int64_t ms = -1;
+		int rc = parse_duration_ms(rows[i].in, &ms);
+
+		ok((rc == 0) == rows[i].ok && (!rows[i].ok || ms == rows[i].ms),
+		    "duration \"%s\"", rows[i].in);
+	}
+}
+
+static void
+test_sizes(void)
+{
+	static const struct { const char *in; int ok; uint64_t n; } rows[] = {
+		{ "4096", 1, 4096 }, { "2.5MB", 1, 2500000 }, { "1MiB", 1, 1048576 },
+		{ "10k", 1, 10000 }, { "1 GiB", 1, 1073741824ULL }, { "x", 0, 0 },
+		{ "5 furlongs", 0, 0 }, { "-3", 0, 0 },
+	};
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		uint64_t n = 0;
+		int rc = parse_size(rows[i].in, &n);
+
+		ok((rc == 0) == rows[i].ok && (!rows[i].ok || n == rows[i].n),
+		    "size \"%s\"", rows[i].in);
+	}
+}
+
+static void
+test_paths(void)
+{
+	static const struct { const char *in; const char *out; } rows[] = {
+		{ "a/b/c", "a/b/c" }, { "a//b/./c/", "a/b/c" }, { "./x", "x" },
+		{ "../x", NULL }, { "a/../../b", NULL }, { "a/..", NULL },
+		{ "/abs", NULL }, { "", NULL }, { ".", NULL }, { "a\nb", NULL },
+		{ "a\\b", NULL },
+	};
+	char out[2048], big[4200];
+
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		int rc = path_clean_rel(rows[i].in, out, sizeof(out));
+
+		if (rows[i].out == NULL)
+			ok(rc == -1, "path \"%s\" refused", rows[i].in);
+		else
+			is_str(rc == 0 ? out : NULL, rows[i].out, "path \"%s\" cleaned", rows[i].in);
+	}
+	memset(big, 'a', sizeof(big) - 1);
+	big[sizeof(big) - 1] = '\0';
+	ok(path_clean_rel(big, out, sizeof(out)) == -1, "a 4 KB name is refused");
+	memset(big, 'a', 300);
+	big[300] = '\0';
+	ok(path_clean_rel(big, out, sizeof(out)) == -1, "a 300-byte component is refused");
+}
+
+static void
+test_buf_and_files(void)
+{
+	char dir[] = "/tmp/util_test.XXXXXX", path[256], *data;
+	struct buf b;
+	size_t len;
+	struct stat st;
+
+	buf_init(&b);
+	for (int i = 0; i < 1000; i++)
+		buf_printf(&b, "%d,", i);
+	ok(b.len > 2000 && strncmp(b.data, "0,1,2,", 6) == 0, "buf grows and keeps data");
+	buf_free(&b);
+
+	ok(mkdtemp(dir) != NULL, "temp dir");
+	snprintf(path, sizeof(path), "%s/x/y", dir);
+	ok(mkdir_p(path, 0700) == 0, "mkdir_p makes parents");
+	snprintf(path, sizeof(path), "%s/x/y/f", dir);
+	ok(write_file_atomic(path, "hello", 5, 0600) == 0, "atomic write");
+	data = read_file(path, &len, 0);
+	ok(data != NULL && len == 5 && memcmp(data, "hello", 5) == 0, "read back");
+	free(data);
+	ok(stat(path, &st) == 0 && (st.st_mode & 0777) == 0600, "mode 0600");
+	ok(read_file(path, &len, 3) == NULL && errno == EFBIG, "size cap gives EFBIG");
+	snprintf(path, sizeof(path), "%s/nope/f", dir);
+	ok(write_file_atomic(path, "x", 1, 0600) == -1, "write into a missing folder fails");
+	ok(rm_rf(dir) == 0 && access(dir, F_OK) != 0, "rm_rf removes the tree");
+}
+
+int
+main(void)
+{
+	char ts[40];
+
+	test_durations();
+	test_sizes();
+	test_paths();
+	test_buf_and_files();
+	rfc3339_from(1731598481, ts, sizeof(ts));
+	is_str(ts, "2024-11-14T15:34:41Z", "RFC 3339 from unix seconds");
+	return done_testing();
+}
