@@ -1,0 +1,9 @@
+# daemons/notifier: build fragment (included by the top Makefile.am)
+# The notify engine (notify_engine.c) is compiled into each program that
+# uses it: the notifier, its tests and the notify benchmark.
+NOTIFY_ENGINE_SRC = daemons/notifier/notify_engine.c daemons/notifier/notify_engine.h
+
+check_PROGRAMS += t/unit/notify_engine_test
+t_unit_notify_engine_test_SOURCES = t/unit/notify_engine_test.c $(NOTIFY_ENGINE_SRC)
+t_unit_notify_engine_test_LDADD = $(DECOD_LIBS)
+TESTS += t/unit/notify_engine_test
