@@ -6,11 +6,16 @@ daemons_fetcher_libfetch_a_SOURCES = \
 	daemons/fetcher/fetch_keys.c daemons/fetcher/fetch_keys.h \
 	daemons/fetcher/fetch_tree.c daemons/fetcher/fetch_tree.h \
 	daemons/fetcher/fetch_inline.c daemons/fetcher/fetch_inline.h \
-	daemons/fetcher/fetch_dir.c daemons/fetcher/fetch_dir.h
+	daemons/fetcher/fetch_dir.c daemons/fetcher/fetch_dir.h \
+	daemons/fetcher/fetch_run.c daemons/fetcher/fetch_run.h \
+	daemons/fetcher/fetch_git.c daemons/fetcher/fetch_git.h
 FETCH_LIBS = daemons/fetcher/libfetch.a
 
-check_PROGRAMS += t/unit/fetch_keys_test t/unit/fetch_dir_test t/unit/fetch_inline_test
+check_PROGRAMS += t/unit/fetch_keys_test t/unit/fetch_dir_test t/unit/fetch_inline_test \
+	t/unit/fetch_git_test
 t_unit_fetch_keys_test_LDADD = $(FETCH_LIBS) $(DECOD_LIBS)
 t_unit_fetch_dir_test_LDADD = $(FETCH_LIBS) $(DECOD_LIBS)
 t_unit_fetch_inline_test_LDADD = $(FETCH_LIBS) $(DECOD_LIBS)
-TESTS += t/unit/fetch_keys_test t/unit/fetch_dir_test t/unit/fetch_inline_test
+t_unit_fetch_git_test_LDADD = $(FETCH_LIBS) $(DECOD_LIBS)
+TESTS += t/unit/fetch_keys_test t/unit/fetch_dir_test t/unit/fetch_inline_test \
+	t/unit/fetch_git_test
