@@ -19,3 +19,6 @@ TESTS += t/unit/publish_file_test
 check_PROGRAMS += daemons/publisher/publish_testtool
 daemons_publisher_publish_testtool_SOURCES = daemons/publisher/publish_testtool.c
 daemons_publisher_publish_testtool_LDADD = $(DECOD_LIBS)
+
+TESTS += t/integration/publish_stage.sh
+EXTRA_DIST += t/integration/publish_stage.sh

@@ -166,7 +166,7 @@ finish_cb(struct stage *st, void *arg)
 /*
  * finish_later - return STAGE_ASYNC from on_item and settle the item from
  * the loop right after, so the journal row gets our error text rather than
- * the skeleton's generic one.
+ * the skeleton's generic one (the skeleton logs the outcome).
  */
 static enum stage_result
 finish_later(struct stage *st, const struct journal_item *it, enum stage_result r,
@@ -177,12 +177,8 @@ finish_later(struct stage *st, const struct journal_item *it, enum stage_result 
 	l->id = it->id;
 	l->r = r;
 	snprintf(l->why, sizeof(l->why), "%s", why);
-	if (r == STAGE_FAIL)
-		log_kv(LOG_ERROR, "item parked", "object", it->name, "ns", it->ns,
-		    "error", why, NULL);
-	else
-		log_kv(LOG_WARN, "item will be retried", "object", it->name, "ns", it->ns,
-		    "error", why, NULL);
+	log_kv(LOG_INFO, "item not published", "ns", it->ns, "name", it->name,
+	    "error", why, NULL);
 	stage_add_timer(st, 0, finish_cb, l);
 	return STAGE_ASYNC;
 }

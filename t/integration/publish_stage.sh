@@ -1,0 +1,153 @@
+#!/bin/sh
+# publish_stage - the publisher alone: a Decofile in a local store, a
+# rendered document in the spool and a publisher item in the journal give
+# decofile.json + timestamp.txt under file_root and a notifier item; a
+# changed or deleted file is put back (drift); deleting the Decofile removes
+# its folder unless it is annotated deco.sites/deletion: detach; a bin
+# document replaces the json one; an unsupported target parks the item;
+# a restart repairs what changed while it was down and prunes what was
+# deleted.
+. "$top_srcdir/t/lib/common.sh"
+
+PUB=$(bin publisher)
+TOOL="$top_builddir/daemons/publisher/publish_testtool"
+[ -x "$PUB" ] || bail "publisher not built"
+[ -x "$TOOL" ] || bail "publish_testtool not built"
+command -v sqlite3 >/dev/null || skip_all "sqlite3 command not installed"
+
+cat >"$T/conf" <<EOF
+state_dir = $T/state
+runtime_dir = $T/run
+store = local:$T/store
+file_root = $T/pub
+rescan_interval = 100ms
+drift_check_interval = 1s
+EOF
+C="-c $T/conf"
+DB="$T/state/journal.db"
+D="$T/pub/sites-loja/loja"
+sql() { sqlite3 -cmd '.timeout 5000' "$DB" "$1"; }
+
+decofile() { # decofile NAME [ANNOTATIONS_JSON] [TARGET]
+	ann=${2:-'{}'}
+	tgt=""
+	[ -n "${3:-}" ] && tgt=",\"target\":\"$3\""
+	printf '{"apiVersion":"deco.sites/v1alpha1","kind":"Decofile","metadata":{"name":"%s","namespace":"sites-loja","annotations":%s},"spec":{"source":"inline","inline":{"value":{"A":1}}%s}}' \
+	    "$1" "$ann" "$tgt" >"$T/df-$1.json"
+	"$TOOL" $C apply "$T/df-$1.json"
+}
+
+start_pub() {
+	"$PUB" $C >>"$T/pub.log" 2>&1 &
+	PUB_PID=$!
+	track_pid $PUB_PID
+	wait_for 10 grep -q 'msg=ready' "$T/pub.log" || bail "publisher did not start"
+}
+stop_pub() {
+	kill -TERM $PUB_PID
+	wait $PUB_PID 2>/dev/null
+}
+
+# --- publish -----------------------------------------------------------
+printf '{"A":1,"B":"ü"}' >"$T/doc.json"
+check "apply Decofile" decofile loja
+H=$("$TOOL" $C spool "$T/doc.json")
+is "$H" "$(sha256sum <"$T/doc.json" | cut -d' ' -f1)" "document in the spool by its sha256"
+start_pub
+"$TOOL" $C enqueue sites-loja loja "$H" "format=json commit=abc123" >/dev/null
+check "decofile.json appears" wait_for 10 test -s "$D/timestamp.txt"
+check "same bytes as rendered" cmp -s "$T/doc.json" "$D/decofile.json"
+TS=$(cat "$D/timestamp.txt")
+case $TS in *[!0-9]*|'') ok 1 "timestamp.txt is unix seconds ($TS)" ;;
+	*) ok 0 "timestamp.txt is unix seconds" ;; esac
+is "$(wc -c <"$D/timestamp.txt" | tr -d ' ')" "${#TS}" "timestamp.txt has no newline"
+check "publisher item done" wait_for 5 sh -c "[ \"\$(sqlite3 '$DB' \"SELECT state FROM items WHERE stage='publisher'\")\" = done ]"
+is "$(sql "SELECT kind||' '||hash||' '||detail FROM items WHERE stage='notifier'")" \
+    "decofile $H timestamp=$TS commit=abc123" "one notifier item with timestamp and commit"
+is "$(sql "SELECT location||' '||content_hash||' '||timestamp FROM publishes")" \
+    "file://$D/decofile.json $H $TS" "publish recorded"
+is "$(sql "SELECT count(*) FROM inventory WHERE location='file://$D/decofile.json'")" 1 \
+    "inventory row"
+STATUS="$T/store/kv/decod.d/status.d/decofiles.d/sites-loja.d/loja.d/publisher.v"
+check "status Ready=True Published" wait_for 5 grep -q '"type":"Ready","status":"True","reason":"Published"' "$STATUS"
+check "status fields" grep -q "\"contentHash\":\"$H\",\"timestamp\":$TS,\"lastUpdated\":\"[0-9TZ:-]*\",\"location\":\"file://$D/decofile.json\",\"format\":\"json\"" "$STATUS"
+
+# --- the same hash again publishes nothing ---------------------------------
+INO=$(stat -c %i "$D/decofile.json")
+"$TOOL" $C enqueue sites-loja loja "$H" "format=json commit=abc123" >/dev/null
+check "second item done" wait_for 5 sh -c "[ \"\$(sqlite3 '$DB' \"SELECT count(*) FROM items WHERE stage='publisher' AND state='done'\")\" = 2 ]"
+is "$(sql "SELECT count(*) FROM publishes")" 1 "exactly one publish per content hash"
+is "$(sql "SELECT count(*) FROM items WHERE stage='notifier'")" 1 "no second notifier item"
+is "$(stat -c %i "$D/decofile.json")" "$INO" "file not rewritten"
+
+# --- drift ---------------------------------------------------------------
+printf 'hand edit' >"$D/decofile.json"
+check "edited file put back within 1 s" wait_for 1 cmp -s "$T/doc.json" "$D/decofile.json"
+check "drift row" wait_for 2 sh -c "[ \"\$(sqlite3 '$DB' 'SELECT count(*) FROM drift')\" -ge 1 ]"
+check "drift audited" wait_for 2 sh -c "sqlite3 '$DB' \"SELECT action FROM audit\" | grep -q drift-repaired"
+check "Drifted=True Repaired" wait_for 2 grep -q '"type":"Drifted","status":"True","reason":"Repaired"' "$STATUS"
+rm -f "$D/decofile.json"
+check "deleted file put back within 1 s" wait_for 1 cmp -s "$T/doc.json" "$D/decofile.json"
+echo 1 >"$D/timestamp.txt"
+check "timestamp put back" wait_for 1 sh -c "[ \"\$(cat '$D/timestamp.txt')\" = $TS ]"
+rm -rf "$T/pub/sites-loja" 2>/dev/null	# races with the repair, on purpose
+check "removed folder put back" wait_for 2 cmp -s "$T/doc.json" "$D/decofile.json"
+is "$(sql "SELECT count(*) FROM publishes")" 1 "repairs are not publishes"
+
+# --- format switch: bin replaces json ---------------------------------------
+printf 'G1sAAB4=' >"$T/doc.bin"
+B=$("$TOOL" $C spool "$T/doc.bin")
+printf '{"A":2}' >"$T/doc2.json"
+H2=$("$TOOL" $C spool "$T/doc2.json")
+"$TOOL" $C enqueue sites-loja loja "$H2" "format=bin bin=$B commit=def456" >/dev/null
+check "decofile.bin published" wait_for 5 cmp -s "$T/doc.bin" "$D/decofile.bin"
+check "decofile.json removed" wait_for 2 test ! -e "$D/decofile.json"
+check "timestamp moved on" wait_for 2 sh -c "[ \"\$(cat '$D/timestamp.txt')\" -gt $TS ]"
+is "$(sql "SELECT location FROM inventory WHERE ns='sites-loja' AND name='loja'")" \
+    "file://$D/decofile.bin" "inventory follows the format"
+printf 'x' >"$D/decofile.bin"
+check "bin drift put back" wait_for 1 cmp -s "$T/doc.bin" "$D/decofile.bin"
+
+# --- unsupported target parks the item ------------------------------------
+check "apply s3 Decofile" decofile other '{}' s3
+"$TOOL" $C enqueue sites-loja other "$H" "format=json" >/dev/null
+check "item parked" wait_for 5 sh -c "[ \"\$(sqlite3 '$DB' \"SELECT state FROM items WHERE name='other'\")\" = failed ]"
+check "Ready=False UnsupportedTarget" wait_for 2 grep -q '"reason":"UnsupportedTarget"' \
+    "$T/store/kv/decod.d/status.d/decofiles.d/sites-loja.d/other.d/publisher.v"
+check "nothing published for it" test ! -e "$T/pub/sites-loja/other"
+
+# --- delete ----------------------------------------------------------------
+"$TOOL" $C delete sites-loja loja
+check "folder removed when the Decofile is deleted" wait_for 5 test ! -e "$D"
+is "$(sql "SELECT count(*) FROM inventory WHERE name='loja'")" 0 "inventory row removed"
+
+# --- detach ----------------------------------------------------------------
+check "apply detached Decofile" decofile kept '{"deco.sites/deletion":"detach"}'
+"$TOOL" $C enqueue sites-loja kept "$H" "format=json" >/dev/null
+check "kept published" wait_for 5 test -s "$T/pub/sites-loja/kept/timestamp.txt"
+"$TOOL" $C delete sites-loja kept
+check "detach audited" wait_for 5 sh -c "sqlite3 '$DB' \"SELECT action FROM audit WHERE object='decofile/sites-loja/kept'\" | grep -q '^detach$'"
+check "detached folder stays" cmp -s "$T/doc.json" "$T/pub/sites-loja/kept/decofile.json"
+printf 'edited after detach' >"$T/pub/sites-loja/kept/decofile.json"
+"$TOOL" $C enqueue sites-loja loja "$H" "format=json" >/dev/null	# a sync point
+check "later item handled" wait_for 5 sh -c "[ \"\$(sqlite3 '$DB' \"SELECT state FROM items WHERE name='loja' ORDER BY id DESC LIMIT 1\")\" = done ]"
+is "$(cat "$T/pub/sites-loja/kept/decofile.json")" "edited after detach" "detached files are no longer managed"
+
+# --- restart: repair and prune what changed while down -----------------------
+check "apply again" decofile loja
+"$TOOL" $C enqueue sites-loja loja "$H" "format=json" >/dev/null
+check "republished after re-create" wait_for 5 sh -c "[ \"\$(sqlite3 '$DB' \"SELECT count(*) FROM inventory WHERE name='loja'\")\" = 1 ]"
+check "apply another" decofile gone
+"$TOOL" $C enqueue sites-loja gone "$H" "format=json" >/dev/null
+check "gone published" wait_for 5 test -s "$T/pub/sites-loja/gone/timestamp.txt"
+stop_pub
+printf 'edited while down' >"$D/decofile.json"
+"$TOOL" $C delete sites-loja gone
+start_pub
+check "edit made while down repaired at start" wait_for 5 cmp -s "$T/doc.json" "$D/decofile.json"
+check "Decofile deleted while down pruned at start" wait_for 5 test ! -e "$T/pub/sites-loja/gone"
+check "detached folder still there" test -e "$T/pub/sites-loja/kept/decofile.json"
+
+check "no other errors logged" sh -c "! grep -E 'level=error' '$T/pub.log' | grep -v 'is not supported by this publisher'"
+grep -E 'level=(warn|error)' "$T/pub.log" | sed 's/^/# /' | head -20
+done_testing
