@@ -477,6 +477,28 @@ stage_finish(struct stage *st, int64_t id, enum stage_result r, const char *why)
 	st->kick = 1;
 }
 
+/*
+ * check_supervisor - between items, notice at once that the supervisor is
+ * gone (EOF on the status socket), so a busy stage still exits promptly.
+ */
+static void
+check_supervisor(struct stage *st)
+{
+	struct pollfd p = { .fd = st->status_fd, .events = POLLIN };
+	char buf[64];
+	ssize_t r;
+
+	if (st->status_fd < 0 || poll(&p, 1, 0) <= 0)
+		return;
+	r = read(st->status_fd, buf, sizeof(buf));
+	if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR)) {
+		log_kv(LOG_WARN, "supervisor is gone; exiting", NULL);
+		close(st->status_fd);
+		st->status_fd = -1;
+		sig_term = 1;
+	}
+}
+
 /* process_due - hand every due item to on_item, oldest first */
 static void
 process_due(struct stage *st)
@@ -497,6 +519,10 @@ process_due(struct stage *st)
 		struct journal_item *it = &items[i];
 		enum stage_result r;
 
+		if (i > 0)
+			check_supervisor(st);
+		if (sig_term)
+			break;
 		if (inflight_has(st, it->id))
 			continue;
 		if (st->ninflight >= max_async)
@@ -786,16 +812,8 @@ stage_main(int argc, char **argv, const struct stage_ops *ops)
 			}
 			if (pfd[2].revents & POLLIN)
 				recv_doorbells(st);
-			if (st->status_fd >= 0 && (pfd[3].revents & (POLLIN | POLLHUP | POLLERR))) {
-				ssize_t r = read(st->status_fd, buf, sizeof(buf));
-
-				if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR)) {
-					log_kv(LOG_WARN, "supervisor is gone; exiting", NULL);
-					close(st->status_fd);
-					st->status_fd = -1;
-					sig_term = 1;
-				}
-			}
+			if (st->status_fd >= 0 && (pfd[3].revents & (POLLIN | POLLHUP | POLLERR)))
+				check_supervisor(st);
 			/* callbacks may add or remove fds: match by fd, not index */
 			for (size_t i = base; i < n; i++) {
 				if (pfd[i].revents == 0)

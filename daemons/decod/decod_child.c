@@ -144,8 +144,9 @@ child_start(struct sup *s, struct child *c)
 	c->started = now_ms();
 	c->ready_at = 0;
 	c->kill_at = 0;
+	snprintf(detail, sizeof(detail), "%ld", (long)pid);
+	log_kv(LOG_INFO, "stage started", "stage", c->name, "pid", detail, NULL);
 	snprintf(detail, sizeof(detail), "pid=%ld restarts=%u", (long)pid, c->restarts);
-	log_kv(LOG_INFO, "stage started", "stage", c->name, "pid", detail + 4, NULL);
 	audit(s, c, c->restarts ? "restart" : "start", detail);
 }
 

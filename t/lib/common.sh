@@ -72,3 +72,11 @@ bin() {
 	done
 	echo "$top_builddir/$1"
 }
+
+# alive PID: the process exists and is not a zombie waiting to be reaped
+# (an orphan's zombie lingers until PID 1 reaps it; it is gone for us)
+alive() {
+	[ -r "/proc/$1/stat" ] || return 1
+	st=$(sed 's/^.*) //' "/proc/$1/stat" 2>/dev/null | cut -c1)
+	[ -n "$st" ] && [ "$st" != Z ] && [ "$st" != X ]
+}

@@ -7,8 +7,9 @@
  * the next stage in one journal transaction.
  *
  * The stage's name is its program name (symlink it as alpha, beta, ...).
- * Environment: TESTSTAGE_NEXT (stage to push to), TESTSTAGE_DELAY_MS
- * (work time per item), TESTSTAGE_FAIL_START (fail in init).
+ * Environment (NAME is the stage's name): TESTSTAGE_NEXT_NAME (stage to
+ * push to), TESTSTAGE_DELAY_MS (work time per item), TESTSTAGE_FAIL_START_NAME
+ * (fail in init).
  */
 #include "config.h"
 
@@ -30,7 +31,10 @@ static char effects_path[4096];
 static int
 ts_init(struct stage *st)
 {
-	if (getenv("TESTSTAGE_FAIL_START") != NULL) {
+	char var[128];
+
+	snprintf(var, sizeof(var), "TESTSTAGE_FAIL_START_%s", stage_name(st));
+	if (getenv(var) != NULL) {
 		log_kv(LOG_ERROR, "failing at start as asked", NULL);
 		return -1;
 	}
@@ -62,11 +66,14 @@ already_done(const char *name)
 static enum stage_result
 ts_on_item(struct stage *st, const struct journal_item *it)
 {
-	const char *next = getenv("TESTSTAGE_NEXT");
+	char var[128];
+	const char *next;
 	const char *delay = getenv("TESTSTAGE_DELAY_MS");
 	char line[300];
 	int fd;
 
+	snprintf(var, sizeof(var), "TESTSTAGE_NEXT_%s", stage_name(st));
+	next = getenv(var);
 	if (delay != NULL)
 		poll(NULL, 0, atoi(delay));
 	if (!already_done(it->name)) {
