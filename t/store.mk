@@ -6,3 +6,6 @@ t_unit_store_keys_test_LDADD = $(TEST_LIBS)
 t_unit_store_local_test_LDADD = $(TEST_LIBS)
 t_unit_store_contract_LDADD = $(TEST_LIBS)
 TESTS += t/unit/store_keys_test t/unit/store_local_test t/unit/store_contract
+# the contract suite polling, and two processes sharing one local store
+TESTS += t/integration/store_contract_local.sh
+EXTRA_DIST += t/integration/store_contract_local.sh
