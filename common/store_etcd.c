@@ -65,6 +65,14 @@ struct etcd {
 	struct client kacl;	/* the keep-alive thread only */
 };
 
+/* prange - the etcd range of a store prefix: see prange_init */
+struct prange {
+	char *key, *end;	/* [key, end) as raw bytes */
+	size_t klen, elen;
+	char *p;		/* non-NULL: filter on "p" or "p/..." */
+	size_t plen;
+};
+
 struct wev {
 	struct wev *next;
 	enum store_event_type type;
@@ -77,8 +85,7 @@ struct wev {
 struct ewatch {
 	struct etcd *e;
 	struct client cl;	/* the watch thread only */
-	char *key, *end;	/* range [key, end) as raw bytes */
-	size_t klen, endlen;
+	struct prange r;
 	pthread_t th;
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
@@ -462,22 +469,57 @@ prefix_end(const char *p, size_t n, size_t *outn)
 	return e;
 }
 
-/* range_keys - key and range_end for a prefix ("" means every key) */
+/*
+ * prange - the etcd range a store prefix covers.  A prefix is a path (the
+ * store's rule): "/a/b" names the key "/a/b" and the keys under "/a/b/",
+ * never "/a/bc"; "/a/b/" names only the keys under it; "" and "/" every
+ * key.  For "/a/b" the range ["/a/b", "/a/b0") also holds keys like
+ * "/a/b-c", so those are filtered out by prange_match.
+ */
 static void
-jw_prefix(struct jw *w, const char *prefix)
+prange_init(struct prange *r, const char *prefix)
 {
-	size_t n = strlen(prefix), en;
-	char *end;
+	size_t n = strlen(prefix);
 
-	if (n == 0) {
-		jw_b64(w, "key", "", 1);
-		jw_b64(w, "range_end", "", 1);
+	memset(r, 0, sizeof(*r));
+	if (n == 0 || strcmp(prefix, "/") == 0) {
+		r->key = xcalloc(1, 1);
+		r->klen = 1;
+		r->end = xcalloc(1, 1);
+		r->elen = 1;
 		return;
 	}
-	end = prefix_end(prefix, n, &en);
-	jw_b64(w, "key", prefix, n);
-	jw_b64(w, "range_end", end, en);
-	free(end);
+	r->key = xstrndup(prefix, n);
+	r->klen = n;
+	if (prefix[n - 1] == '/') {
+		r->end = prefix_end(prefix, n, &r->elen);
+		return;
+	}
+	r->end = xmalloc(n + 2);
+	memcpy(r->end, prefix, n);
+	r->end[n] = '/' + 1;
+	r->end[n + 1] = '\0';
+	r->elen = n + 1;
+	r->p = xstrndup(prefix, n);
+	r->plen = n;
+}
+
+static void
+prange_free(struct prange *r)
+{
+	free(r->key);
+	free(r->end);
+	free(r->p);
+}
+
+static int
+prange_match(const struct prange *r, const char *key, size_t klen)
+{
+	if (r->p == NULL)
+		return 1;
+	if (klen < r->plen || memcmp(key, r->p, r->plen) != 0)
+		return 0;
+	return klen == r->plen || key[r->plen] == '/';
 }
 
 static int
@@ -816,26 +858,70 @@ etcd_del(void *be, const char *key)
 	return 0;
 }
 
+/*
+ * etcd_del_prefix - one transaction (for "/a/b": the key itself and the
+ * range under "/a/b/"), so the count is exact and nothing is half done.
+ */
 static long
 etcd_del_prefix(void *be, const char *prefix)
 {
 	struct etcd *e = be;
+	struct prange r;
 	struct buf b;
 	struct jw w;
-	yajl_val v;
-	long n;
+	yajl_val v, rs;
+	long n = 0;
 
+	prange_init(&r, prefix);
 	buf_init(&b);
 	jw_init(&w, &b);
 	jw_obj(&w);
-	jw_prefix(&w, prefix);
+	jw_key(&w, "success");
+	jw_arr(&w);
+	if (r.p != NULL) {
+		size_t sl;
+		char *sub = xmalloc(r.plen + 2), *subend;
+
+		memcpy(sub, r.p, r.plen);
+		sub[r.plen] = '/';
+		sub[r.plen + 1] = '\0';
+		subend = prefix_end(sub, r.plen + 1, &sl);
+		jw_obj(&w);
+		jw_key(&w, "request_delete_range");
+		jw_obj(&w);
+		jw_b64(&w, "key", r.p, r.plen);
+		jw_end_obj(&w);
+		jw_end_obj(&w);
+		jw_obj(&w);
+		jw_key(&w, "request_delete_range");
+		jw_obj(&w);
+		jw_b64(&w, "key", sub, r.plen + 1);
+		jw_b64(&w, "range_end", subend, sl);
+		jw_end_obj(&w);
+		jw_end_obj(&w);
+		free(sub);
+		free(subend);
+	} else {
+		jw_obj(&w);
+		jw_key(&w, "request_delete_range");
+		jw_obj(&w);
+		jw_b64(&w, "key", r.key, r.klen);
+		jw_b64(&w, "range_end", r.end, r.elen);
+		jw_end_obj(&w);
+		jw_end_obj(&w);
+	}
+	jw_end_arr(&w);
 	jw_end_obj(&w);
-	if (etcd_call(e, "/v3/kv/deleterange", &b, &v) < 0) {
+	prange_free(&r);
+	if (etcd_call(e, "/v3/kv/txn", &b, &v) < 0) {
 		buf_free(&b);
 		return -1;
 	}
 	buf_free(&b);
-	n = (long)json_get_int(v, 0, "deleted", NULL);
+	rs = json_get(v, "responses", NULL);
+	for (size_t i = 0; rs != NULL && YAJL_IS_ARRAY(rs) && i < rs->u.array.len; i++)
+		n += (long)json_get_int(rs->u.array.values[i], 0, "response_delete_range",
+		    "deleted", NULL);
 	yajl_tree_free(v);
 	return n;
 }
@@ -848,13 +934,16 @@ static int
 etcd_list(void *be, const char *prefix, struct store_list *out)
 {
 	struct etcd *e = be;
-	size_t pn = strlen(prefix), en = 1, cap = 0;
-	char *end = pn ? prefix_end(prefix, pn, &en) : xstrdup("");
-	char *from = pn ? xstrndup(prefix, pn) : xstrndup("", 1);
-	size_t fromlen = pn ? pn : 1;
+	struct prange r;
+	size_t cap = 0, fromlen;
+	char *from;
 	int64_t rev = 0;
 	int more = 1, rv = 0;
 
+	prange_init(&r, prefix);
+	from = xmalloc(r.klen + 1);
+	memcpy(from, r.key, r.klen);
+	fromlen = r.klen;
 	while (more) {
 		struct buf b;
 		struct jw w;
@@ -864,7 +953,7 @@ etcd_list(void *be, const char *prefix, struct store_list *out)
 		jw_init(&w, &b);
 		jw_obj(&w);
 		jw_b64(&w, "key", from, fromlen);
-		jw_b64(&w, "range_end", end, en);
+		jw_b64(&w, "range_end", r.end, r.elen);
 		jw_i64(&w, "limit", ETCD_LIST_PAGE);
 		if (rev > 0)
 			jw_i64(&w, "revision", rev);
@@ -887,14 +976,6 @@ etcd_list(void *be, const char *prefix, struct store_list *out)
 			size_t kn;
 			char *k = b64_field(kv, "key", &kn);
 
-			if (out->n == cap) {
-				cap = cap ? cap * 2 : 64;
-				out->kvs = xrealloc(out->kvs, cap * sizeof(*out->kvs));
-			}
-			o = &out->kvs[out->n++];
-			o->key = k;
-			o->value = b64_field(kv, "value", &o->vlen);
-			o->mod_revision = json_get_int(kv, 0, "mod_revision", NULL);
 			if (i + 1 == kvs->u.array.len) {
 				/* next page starts just after this key */
 				free(from);
@@ -903,11 +984,23 @@ etcd_list(void *be, const char *prefix, struct store_list *out)
 				from[kn] = '\0';
 				fromlen = kn + 1;
 			}
+			if (!prange_match(&r, k, kn)) {
+				free(k);
+				continue;
+			}
+			if (out->n == cap) {
+				cap = cap ? cap * 2 : 64;
+				out->kvs = xrealloc(out->kvs, cap * sizeof(*out->kvs));
+			}
+			o = &out->kvs[out->n++];
+			o->key = k;
+			o->value = b64_field(kv, "value", &o->vlen);
+			o->mod_revision = json_get_int(kv, 0, "mod_revision", NULL);
 		}
 		yajl_tree_free(v);
 	}
 	free(from);
-	free(end);
+	prange_free(&r);
 	if (rv < 0) {
 		store_list_free(out);
 		return -1;
@@ -1002,12 +1095,16 @@ watch_line(struct ewatch *w, const char *s, size_t n)
 
 		if (kv == NULL || (rev > 0 && rev < w->next_rev))
 			continue;	/* seen already */
+		if (rev > maxrev)
+			maxrev = rev;
 		k = b64_field(kv, "key", &kn);
+		if (!prange_match(&w->r, k, kn)) {
+			free(k);
+			continue;
+		}
 		if (!del)
 			val = b64_field(kv, "value", &vn);
 		wev_push(w, del ? STORE_EV_DELETE : STORE_EV_PUT, k, val, vn, rev);
-		if (rev > maxrev)
-			maxrev = rev;
 	}
 	if (maxrev > 0)
 		w->next_rev = maxrev + 1;
@@ -1079,8 +1176,8 @@ watch_stream(struct ewatch *w, long *status)
 	jw_obj(&jw);
 	jw_key(&jw, "create_request");
 	jw_obj(&jw);
-	jw_b64(&jw, "key", w->key, w->klen);
-	jw_b64(&jw, "range_end", w->end, w->endlen);
+	jw_b64(&jw, "key", w->r.key, w->r.klen);
+	jw_b64(&jw, "range_end", w->r.end, w->r.elen);
 	if (w->next_rev > 0)
 		jw_i64(&jw, "start_revision", w->next_rev);
 	jw_end_obj(&jw);
@@ -1197,8 +1294,7 @@ ewatch_free_mem(struct ewatch *w)
 		close(w->pfd[1]);
 	pthread_mutex_destroy(&w->mu);
 	pthread_cond_destroy(&w->cv);
-	free(w->key);
-	free(w->end);
+	prange_free(&w->r);
 	free(w);
 }
 
@@ -1213,7 +1309,6 @@ etcd_watch_new(void *be, struct store_watch *sw, const char *prefix, int64_t fro
 	struct etcd *e = be;
 	struct ewatch *w = xcalloc(1, sizeof(*w));
 	pthread_condattr_t ca;
-	size_t pn = strlen(prefix);
 
 	(void)sw;
 	w->e = e;
@@ -1228,16 +1323,7 @@ etcd_watch_new(void *be, struct store_watch *sw, const char *prefix, int64_t fro
 	client_init(&w->cl, &e->cfg, &w->stop);
 	w->hdrs = curl_slist_append(NULL, "Content-Type: application/json");
 	w->cl.ep = e->cl.ep;
-	if (pn == 0) {
-		w->key = xstrndup("", 1);
-		w->klen = 1;
-		w->end = xstrndup("", 1);
-		w->endlen = 1;
-	} else {
-		w->key = xstrndup(prefix, pn);
-		w->klen = pn;
-		w->end = prefix_end(prefix, pn, &w->endlen);
-	}
+	prange_init(&w->r, prefix);
 	if (pipe(w->pfd) < 0 || set_nonblock(w->pfd[0]) < 0 || set_nonblock(w->pfd[1]) < 0 ||
 	    set_cloexec(w->pfd[0]) < 0 || set_cloexec(w->pfd[1]) < 0) {
 		store_set_error(e->s, "watch %s: pipe: %s", prefix, strerror(errno));
