@@ -55,6 +55,7 @@ struct obj {
 	long repairs;
 	int status_dirty;		/* Ready/fields not yet written to the store */
 	int complained;			/* logged that the bytes cannot be put back */
+	int gone;			/* Decofile deleted; removal to be retried */
 	struct obj *next;
 };
 
@@ -232,6 +233,28 @@ deletion_policy(struct journal *j, const char *object)
 	return rv;
 }
 
+/*
+ * publish_pending - nonzero when a publisher item for the object is still
+ * pending: the target may hold its (newer) document, written by a run that
+ * died before its commit, and that item -- not drift repair -- decides.
+ */
+static int
+publish_pending(struct journal *j, const char *ns, const char *name)
+{
+	sqlite3_stmt *q;
+	int rv = 0;
+
+	if (sqlite3_prepare_v2(journal_db(j), "SELECT 1 FROM items WHERE stage=? AND"
+	    " state='pending' AND ns=? AND name=? LIMIT 1", -1, &q, NULL) != SQLITE_OK)
+		return 0;
+	sqlite3_bind_text(q, 1, STAGE, -1, SQLITE_STATIC);
+	sqlite3_bind_text(q, 2, ns, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_text(q, 3, name, -1, SQLITE_TRANSIENT);
+	rv = sqlite3_step(q) == SQLITE_ROW;
+	sqlite3_finalize(q);
+	return rv;
+}
+
 static int
 doc_detach(yajl_val doc)
 {
@@ -298,7 +321,7 @@ check_obj(struct stage *st, struct obj *o, int full)
 	size_t len;
 	char *data;
 
-	if (o->data_hash[0] == '\0')
+	if (o->data_hash[0] == '\0' || o->gone)
 		return;
 	if (!full) {
 		snprintf(other, sizeof(other), "%s/decofile.%s", o->where.dir,
@@ -310,6 +333,8 @@ check_obj(struct stage *st, struct obj *o, int full)
 		    publish_file_sig_eq(&s2, &o->where.ts_sig) && lstat(other, &sb) < 0)
 			return;
 	}
+	if (publish_pending(stage_journal(st), o->ns, o->name))
+		return;
 	if ((data = spool_get(stage_spool(st), o->data_hash, &len)) == NULL) {
 		if (!o->complained)
 			log_kv(LOG_ERROR, "published bytes are no longer in the spool; cannot"
@@ -415,8 +440,10 @@ forget(struct stage *st, struct obj *o, const char *why)
 		    DELETION_ANNOTATION, why);
 	} else {
 		if (publish_file_remove(p->root, o->ns, o->name, err, sizeof(err)) < 0) {
-			log_kv(LOG_ERROR, "cannot remove published files; will retry",
-			    "ns", o->ns, "name", o->name, "error", err, NULL);
+			if (!o->gone)
+				log_kv(LOG_ERROR, "cannot remove published files; will retry",
+				    "ns", o->ns, "name", o->name, "error", err, NULL);
+			o->gone = 1;
 			return;
 		}
 		log_kv(LOG_INFO, "Decofile deleted; published files removed", "ns", o->ns,
@@ -483,6 +510,7 @@ on_store_event(void *arg, const struct store_event *ev)
 		forget(st, o, "");
 		return;
 	}
+	o->gone = 0;		/* back before its files could be removed */
 	if ((doc = json_parse(ev->value, ev->vlen, NULL)) != NULL) {
 		set_policy(st, o, doc_detach(doc));
 		yajl_tree_free(doc);
@@ -579,8 +607,10 @@ on_item(struct stage *st, const struct journal_item *it)
 		return finish_later(st, it, STAGE_FAIL, why);
 	}
 	o = obj_find(p, it->ns, it->name);
-	if (o != NULL)
+	if (o != NULL) {
+		o->gone = 0;
 		set_policy(st, o, doc_detach(doc));
+	}
 
 	/* the bytes */
 	blob = strcmp(format, "bin") == 0 ? bin : it->hash;
@@ -822,9 +852,13 @@ pub_timer(struct stage *st)
 {
 	struct pub *p = P(st);
 
-	for (struct obj *o = p->objs; o != NULL; o = o->next)
-		if (o->status_dirty)
+	for (struct obj *o = p->objs, *next; o != NULL; o = next) {
+		next = o->next;
+		if (o->gone)
+			forget(st, o, "(retried)");
+		else if (o->status_dirty)
 			write_status(st, o);
+	}
 	if (now_ms() < p->next_recheck)
 		return;
 	p->next_recheck = now_ms() + conf_get_ms(stage_conf(st), "drift_check_interval");

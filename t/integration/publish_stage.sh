@@ -148,6 +148,24 @@ check "edit made while down repaired at start" wait_for 5 cmp -s "$T/doc.json" "
 check "Decofile deleted while down pruned at start" wait_for 5 test ! -e "$T/pub/sites-loja/gone"
 check "detached folder still there" test -e "$T/pub/sites-loja/kept/decofile.json"
 
+# --- killed between writing the file and the commit: the redo rewrites nothing
+stop_pub
+printf '{"A":3}' >"$T/doc3.json"
+H3=$("$TOOL" $C spool "$T/doc3.json")
+OLD_TS=$(cat "$D/timestamp.txt")
+cp "$T/doc3.json" "$D/decofile.json.new" && mv "$D/decofile.json.new" "$D/decofile.json"
+printf '%s' $((OLD_TS + 5)) >"$D/timestamp.txt"
+INO=$(stat -c %i "$D/decofile.json")
+"$TOOL" $C enqueue sites-loja loja "$H3" "format=json commit=redo" >/dev/null
+start_pub
+check "redo recorded the publish" wait_for 5 sh -c "[ \"\$(sqlite3 '$DB' \"SELECT timestamp FROM publishes WHERE content_hash='$H3'\")\" = $((OLD_TS + 5)) ]"
+is "$(stat -c %i "$D/decofile.json")" "$INO" "redo did not rewrite the document"
+is "$(cat "$D/timestamp.txt")" "$((OLD_TS + 5))" "redo kept the timestamp already published"
+is "$(sql "SELECT detail FROM items WHERE stage='notifier' AND hash='$H3'")" \
+    "timestamp=$((OLD_TS + 5)) commit=redo" "redo still pushed the notifier item"
+is "$(sql "SELECT count(*) FROM drift WHERE at > (SELECT at FROM audit WHERE action='start' ORDER BY id DESC LIMIT 1)")" 0 \
+    "the newer document was not taken for drift"
+
 check "no other errors logged" sh -c "! grep -E 'level=error' '$T/pub.log' | grep -v 'is not supported by this publisher'"
 grep -E 'level=(warn|error)' "$T/pub.log" | sed 's/^/# /' | head -20
 done_testing
