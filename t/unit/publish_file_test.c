@@ -56,7 +56,7 @@ static int
 pub(const char *ns, const char *name, const char *fmt, const char *data,
     int64_t ts, int flags, struct publish_file_res *res)
 {
-	struct publish_file_req rq = { root, ns, name, fmt, data, strlen(data), ts, flags };
+	struct publish_file_req rq = { root, ns, name, fmt, data, strlen(data), ts, flags, 0 };
 	char err[256] = "";
 	int rv = publish_file(&rq, res, err, sizeof(err));
 
@@ -99,6 +99,25 @@ test_skip_same(void)
 	s = slurp("sites-loja", "loja", "timestamp.txt");
 	is_str(s, "1731598481", "timestamp.txt untouched");
 	free(s);
+}
+
+static void
+test_keep_after(void)
+{
+	struct publish_file_req rq = { root, "sites-loja", "loja", "json", "{\"a\":1}", 7,
+	    1731598490, PUBLISH_FILE_KEEP_TS, 1731598481 };
+	struct publish_file_res r;
+	char err[256], *s;
+
+	is_int(publish_file(&rq, &r, err, sizeof(err)), 0, "same content, keep_after = disk ts");
+	ok(!r.wrote_doc && r.wrote_ts, "a timestamp not newer than keep_after is replaced");
+	s = slurp("sites-loja", "loja", "timestamp.txt");
+	is_str(s, "1731598490", "new timestamp written (crash between document and timestamp)");
+	free(s);
+	rq.keep_after = 0;
+	rq.timestamp = 1731598495;
+	is_int(publish_file(&rq, &r, err, sizeof(err)), 0, "again, keep_after 0");
+	ok(!r.wrote_ts && r.timestamp == 1731598490, "newer timestamp on disk kept");
 }
 
 static void
@@ -222,12 +241,12 @@ test_hostile(void)
 
 	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
 		rq = (struct publish_file_req){ root, rows[i].ns, rows[i].name,
-		    rows[i].fmt, "{}", 2, 1, 0 };
+		    rows[i].fmt, "{}", 2, 1, 0, 0 };
 		err[0] = '\0';
 		is_int(publish_file(&rq, &r, err, sizeof(err)), -1, "refused: %s", rows[i].label);
 		ok(err[0] != '\0', "with a message: %s", err);
 	}
-	rq = (struct publish_file_req){ "relative/root", "a", "x", "json", "{}", 2, 1, 0 };
+	rq = (struct publish_file_req){ "relative/root", "a", "x", "json", "{}", 2, 1, 0, 0 };
 	is_int(publish_file(&rq, &r, err, sizeof(err)), -1, "relative root refused");
 }
 
@@ -280,6 +299,7 @@ main(void)
 	snprintf(root, sizeof(root), "%s/published", tmpl);
 	test_layout();
 	test_skip_same();
+	test_keep_after();
 	test_replace();
 	test_format_switch();
 	test_drift();
