@@ -1,0 +1,241 @@
+/*
+ * cli_apply - the commands that write to the store: apply (YAML or JSON,
+ * one or many documents, each through resource_put), delete, and sync
+ * (the "fetch now" trigger the fetcher watches).
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "cli/cli_yaml.h"
+#include "common/json.h"
+#include "common/resource.h"
+#include "common/store.h"
+#include "common/store_keys.h"
+
+#define APPLY_MAX_INPUT (64u << 20)
+
+/* read_input - the whole of path, or standard input for "-"; NULL after printing why */
+static char *
+read_input(const char *path, size_t *len)
+{
+	struct buf b;
+	char chunk[65536];
+	size_t n;
+	char *text;
+
+	if (strcmp(path, "-") != 0) {
+		if ((text = read_file(path, len, APPLY_MAX_INPUT)) == NULL)
+			cli_error("cannot read %s: %s", path, errno == EFBIG ?
+			    "larger than 64 MiB" : strerror(errno));
+		return text;
+	}
+	buf_init(&b);
+	buf_adds(&b, "");
+	while ((n = fread(chunk, 1, sizeof(chunk), stdin)) > 0) {
+		buf_add(&b, chunk, n);
+		if (b.len > APPLY_MAX_INPUT) {
+			buf_free(&b);
+			cli_error("standard input is larger than 64 MiB");
+			return NULL;
+		}
+	}
+	if (ferror(stdin)) {
+		buf_free(&b);
+		cli_error("cannot read standard input: %s", strerror(errno));
+		return NULL;
+	}
+	return buf_steal(&b, len);
+}
+
+/* same_json - the two values (either may be NULL) have the same compact JSON */
+static int
+same_json(yajl_val a, yajl_val b)
+{
+	struct buf x, y;
+	struct jw w;
+	int same;
+
+	if (a == NULL || b == NULL)
+		return a == b;
+	buf_init(&x);
+	buf_init(&y);
+	jw_init(&w, &x);
+	jw_value(&w, a);
+	jw_init(&w, &y);
+	jw_value(&w, b);
+	same = x.len == y.len && memcmp(x.data, y.data, x.len) == 0;
+	buf_free(&x);
+	buf_free(&y);
+	return same;
+}
+
+/* apply_one - put one document; prints its outcome; CLI_OK or CLI_FAIL */
+static int
+apply_one(struct cli *c, const char *fname, const struct cli_doc *d, int idx)
+{
+	struct json_error je;
+	yajl_val doc = json_parse(d->json, strlen(d->json), &je), old = NULL;
+	const char *kind, *name, *ns, *plural, *verb;
+	char err[512], oplural[256], ons[256], oname[256];
+	int changed = 0, had, rc = CLI_FAIL;
+
+	if (doc == NULL || !YAJL_IS_OBJECT(doc)) {
+		cli_error("%s:%d: document %d is not an object", fname, d->line, idx);
+		goto out;
+	}
+	kind = json_get_str(doc, "kind", NULL);
+	name = json_get_str(doc, "metadata", "name", NULL);
+	ns = json_get_str(doc, "metadata", "namespace", NULL);
+	if (kind == NULL) {
+		cli_error("%s:%d: document %d has no kind", fname, d->line, idx);
+		goto out;
+	}
+	if ((plural = resource_kind_plural(kind)) == NULL ||
+	    strcmp(plural, "endpoints") == 0) {
+		cli_error("%s:%d: unknown kind \"%s\" (Decofile, DecofileTemplate or Tenant)",
+		    fname, d->line, kind);
+		goto out;
+	}
+	if (name == NULL || *name == '\0') {
+		cli_error("%s:%d: %s has no metadata.name", fname, d->line, kind);
+		goto out;
+	}
+	if (ns != NULL && c->ns_set && strcmp(ns, c->ns) != 0) {
+		cli_error("%s:%d: the namespace from the provided object \"%s\" does not "
+		    "match the namespace \"%s\"; drop one of them", fname, d->line, ns, c->ns);
+		goto out;
+	}
+	if (ns == NULL)
+		ns = c->ns;
+	had = resource_get(c->st, plural, ns, name, &old, err, sizeof(err));
+	if (had < 0) {
+		cli_error("%s:%d: %s", fname, d->line, err);
+		goto out;
+	}
+	oplural[0] = ons[0] = oname[0] = '\0';
+	if (resource_put(c->st, doc, c->ns, &changed, oplural, ons, oname, err,
+	    sizeof(err)) < 0) {
+		cli_error("%s:%d: %s/%s: %s", fname, d->line, cli_kind_singular(plural), name, err);
+		goto out;
+	}
+	if (had == 1)
+		verb = "created";
+	else if (changed || !same_json(json_get(old, "metadata", "labels", NULL),
+	    json_get(doc, "metadata", "labels", NULL)) ||
+	    !same_json(json_get(old, "metadata", "annotations", NULL),
+	    json_get(doc, "metadata", "annotations", NULL)))
+		verb = "configured";
+	else
+		verb = "unchanged";
+	printf("%s/%s %s\n", cli_kind_singular(oplural[0] ? oplural : plural),
+	    oname[0] ? oname : name, verb);
+	rc = CLI_OK;
+out:
+	if (old)
+		yajl_tree_free(old);
+	if (doc)
+		yajl_tree_free(doc);
+	return rc;
+}
+
+int
+cli_apply(struct cli *c)
+{
+	struct cli_docs docs = { NULL, 0 };
+	struct cli_input_error e;
+	const char *fname;
+	char *text;
+	size_t len = 0;
+	int rc = CLI_OK;
+
+	if (c->file == NULL)
+		return cli_usage_error(c, "apply needs -f FILE (or -f - for standard input)");
+	fname = strcmp(c->file, "-") == 0 ? "<stdin>" : c->file;
+	if ((text = read_input(c->file, &len)) == NULL)
+		return CLI_FAIL;
+	memset(&e, 0, sizeof(e));
+	if (cli_read_docs(c->file, text, len, &docs, &e) < 0) {
+		free(text);
+		if (e.column > 0)
+			return cli_error("%s:%d:%d: %s", fname, e.line, e.column, e.msg);
+		return cli_error("%s:%d: %s", fname, e.line, e.msg);
+	}
+	free(text);
+	if (docs.n == 0) {
+		cli_docs_free(&docs);
+		return cli_error("%s: no objects passed to apply", fname);
+	}
+	if (cli_store(c) == NULL) {
+		cli_docs_free(&docs);
+		return CLI_FAIL;
+	}
+	for (size_t i = 0; i < docs.n; i++)
+		if (apply_one(c, fname, &docs.v[i], (int)i + 1) != CLI_OK)
+			rc = CLI_FAIL;
+	cli_docs_free(&docs);
+	return rc;
+}
+
+int
+cli_delete(struct cli *c)
+{
+	const char *plural = resource_kind_plural(c->argv[0]), *name = c->argv[1];
+	yajl_val doc = NULL;
+	char err[512], *key;
+	int rc;
+
+	if (plural == NULL)
+		return cli_usage_error(c, "unknown kind \"%s\" (decofile, template, tenant)",
+		    c->argv[0]);
+	if (strcmp(plural, "endpoints") == 0)
+		return cli_error("endpoints go away by themselves when their replica stops "
+		    "heart-beating");
+	if (cli_store(c) == NULL)
+		return CLI_FAIL;
+	rc = resource_get(c->st, plural, c->ns, name, &doc, err, sizeof(err));
+	if (rc < 0)
+		return cli_error("%s", err);
+	if (rc == 1)
+		return cli_not_found(plural, name);
+	yajl_tree_free(doc);
+	key = key_resource(plural, c->ns, name);
+	rc = store_delete(c->st, key);
+	free(key);
+	if (rc < 0)
+		return cli_error("cannot delete %s/%s: %s", cli_kind_singular(plural), name,
+		    store_error(c->st));
+	printf("%s \"%s\" deleted\n", cli_kind_singular(plural), name);
+	return CLI_OK;
+}
+
+int
+cli_sync(struct cli *c)
+{
+	const char *name = c->argv[0];
+	yajl_val doc = NULL;
+	char err[512], nonce[32], *key;
+	int rc;
+
+	if (cli_store(c) == NULL)
+		return CLI_FAIL;
+	rc = resource_get(c->st, "decofiles", c->ns, name, &doc, err, sizeof(err));
+	if (rc < 0)
+		return cli_error("%s", err);
+	if (rc == 1)
+		return cli_not_found("decofiles", name);
+	yajl_tree_free(doc);
+	snprintf(nonce, sizeof(nonce), "%lld", (long long)wall_ms());
+	key = key_sync(c->ns, name);
+	rc = store_put(c->st, key, nonce, strlen(nonce));
+	free(key);
+	if (rc < 0)
+		return cli_error("cannot write the sync trigger: %s", store_error(c->st));
+	printf("decofile/%s sync requested\n", name);
+	return CLI_OK;
+}

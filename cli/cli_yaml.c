@@ -1,0 +1,819 @@
+/*
+ * cli_yaml - YAML and JSON in and out for decoctl.  Input runs libyaml's
+ * event parser (not its loader, which forgets whether a tag was written)
+ * and writes JSON text as it goes, so quoting decides between string and
+ * number exactly as YAML 1.2's core schema says.  Output walks a yajl tree
+ * through libyaml's emitter or yajl's beautifying generator.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <yajl/yajl_gen.h>
+#include <yaml.h>
+
+#include "cli/cli_yaml.h"
+#include "common/json.h"
+
+#define YAML_MAX_DEPTH 200
+#define YAML_MAX_DOC (64u << 20)	/* bytes of JSON one document may expand to */
+#define TAG_PREFIX "tag:yaml.org,2002:"
+
+struct anchor {
+	char *name;
+	char *json;
+};
+
+struct yconv {
+	yaml_parser_t p;
+	struct anchor *anchors;
+	size_t nanchors;
+	int depth;
+	struct cli_input_error *e;
+};
+
+static void
+set_error(struct cli_input_error *e, const yaml_mark_t *m, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void
+set_error(struct cli_input_error *e, const yaml_mark_t *m, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (e == NULL)
+		return;
+	e->line = m ? (int)m->line + 1 : 0;
+	e->column = m ? (int)m->column + 1 : 0;
+	va_start(ap, fmt);
+	vsnprintf(e->msg, sizeof(e->msg), fmt, ap);
+	va_end(ap);
+}
+
+void
+cli_docs_free(struct cli_docs *docs)
+{
+	for (size_t i = 0; i < docs->n; i++)
+		free(docs->v[i].json);
+	free(docs->v);
+	docs->v = NULL;
+	docs->n = 0;
+}
+
+static void
+docs_add(struct cli_docs *docs, char *json, int line)
+{
+	docs->v = xrealloc(docs->v, (docs->n + 1) * sizeof(*docs->v));
+	docs->v[docs->n].json = json;
+	docs->v[docs->n].line = line;
+	docs->n++;
+}
+
+/* --- core schema ------------------------------------------------------ */
+
+static int
+eq(const char *s, size_t len, const char *lit)
+{
+	return strlen(lit) == len && memcmp(s, lit, len) == 0;
+}
+
+static int
+is_null(const char *s, size_t len)
+{
+	return len == 0 || eq(s, len, "~") || eq(s, len, "null") ||
+	    eq(s, len, "Null") || eq(s, len, "NULL");
+}
+
+/* is_bool - 1 true, 0 false, -1 not a boolean */
+static int
+is_bool(const char *s, size_t len)
+{
+	if (eq(s, len, "true") || eq(s, len, "True") || eq(s, len, "TRUE"))
+		return 1;
+	if (eq(s, len, "false") || eq(s, len, "False") || eq(s, len, "FALSE"))
+		return 0;
+	return -1;
+}
+
+static int
+all_in(const char *s, size_t len, const char *set)
+{
+	if (len == 0)
+		return 0;
+	for (size_t i = 0; i < len; i++)
+		if (strchr(set, s[i]) == NULL || s[i] == '\0')
+			return 0;
+	return 1;
+}
+
+#define DIGITS "0123456789"
+
+/* is_special_float - .inf, -.inf, .nan and their spellings */
+static int
+is_special_float(const char *s, size_t len)
+{
+	if (len > 0 && (s[0] == '+' || s[0] == '-')) {
+		s++;
+		len--;
+		if (eq(s, len, ".nan") || eq(s, len, ".NaN") || eq(s, len, ".NAN"))
+			return 0;
+	}
+	return eq(s, len, ".inf") || eq(s, len, ".Inf") || eq(s, len, ".INF") ||
+	    eq(s, len, ".nan") || eq(s, len, ".NaN") || eq(s, len, ".NAN");
+}
+
+/*
+ * number_json - if s is a core-schema int or float, append its JSON form
+ * to out and return 1; else 0.
+ */
+static int
+number_json(const char *s, size_t len, struct buf *out)
+{
+	size_t i = 0, ib, ie, fb = 0, fe = 0, eb = 0;
+	int neg = 0, dot = 0;
+
+	if (len > 2 && s[0] == '0' && (s[1] == 'o' || s[1] == 'x')) {
+		unsigned long long v;
+		char tmp[80];
+
+		if (len > sizeof(tmp) - 1 ||
+		    !all_in(s + 2, len - 2, s[1] == 'o' ? "01234567" :
+		    DIGITS "abcdefABCDEF"))
+			return 0;
+		memcpy(tmp, s + 2, len - 2);
+		tmp[len - 2] = '\0';
+		errno = 0;
+		v = strtoull(tmp, NULL, s[1] == 'o' ? 8 : 16);
+		if (errno == ERANGE)
+			return 0;
+		buf_printf(out, "%llu", v);
+		return 1;
+	}
+	if (i < len && (s[i] == '+' || s[i] == '-'))
+		neg = s[i++] == '-';
+	ib = i;
+	while (i < len && s[i] >= '0' && s[i] <= '9')
+		i++;
+	ie = i;
+	if (i < len && s[i] == '.') {
+		dot = 1;
+		fb = ++i;
+		while (i < len && s[i] >= '0' && s[i] <= '9')
+			i++;
+		fe = i;
+	}
+	if (ie == ib && fe == fb)
+		return 0;	/* no digits at all */
+	if (i < len && (s[i] == 'e' || s[i] == 'E')) {
+		eb = ++i;
+		if (i < len && (s[i] == '+' || s[i] == '-'))
+			i++;
+		if (i == len || !all_in(s + i, len - i, DIGITS))
+			return 0;
+		i = len;
+	}
+	if (i != len)
+		return 0;
+	if (neg)
+		buf_addc(out, '-');
+	while (ib + 1 < ie && s[ib] == '0')
+		ib++;	/* JSON allows no leading zeros */
+	if (ib == ie)
+		buf_addc(out, '0');
+	else
+		buf_add(out, s + ib, ie - ib);
+	if (dot) {
+		buf_addc(out, '.');
+		if (fe == fb)
+			buf_addc(out, '0');
+		else
+			buf_add(out, s + fb, fe - fb);
+	}
+	if (eb) {
+		buf_addc(out, 'e');
+		buf_add(out, s + eb, len - eb);
+	}
+	return 1;
+}
+
+/* resolve_plain - append the JSON of a plain scalar by the core schema */
+static void
+resolve_plain(const char *s, size_t len, struct buf *out)
+{
+	int b;
+
+	if (is_null(s, len))
+		buf_adds(out, "null");
+	else if ((b = is_bool(s, len)) >= 0)
+		buf_adds(out, b ? "true" : "false");
+	else if (!number_json(s, len, out))
+		json_escape(out, s, len);
+}
+
+char *
+cli_yaml_scalar_json(const char *s, size_t len)
+{
+	struct buf b;
+
+	buf_init(&b);
+	buf_adds(&b, "");
+	resolve_plain(s, len, &b);
+	return buf_steal(&b, NULL);
+}
+
+/* --- YAML to JSON ----------------------------------------------------- */
+
+static int
+next_event(struct yconv *c, yaml_event_t *ev)
+{
+	if (yaml_parser_parse(&c->p, ev))
+		return 0;
+	if (c->p.context != NULL)
+		set_error(c->e, &c->p.problem_mark, "%s %s", c->p.problem ?
+		    c->p.problem : "syntax error", c->p.context);
+	else
+		set_error(c->e, &c->p.problem_mark, "%s", c->p.problem ?
+		    c->p.problem : "syntax error");
+	return -1;
+}
+
+static void
+anchor_add(struct yconv *c, const yaml_char_t *name, const char *json, size_t len)
+{
+	if (name == NULL)
+		return;
+	c->anchors = xrealloc(c->anchors, (c->nanchors + 1) * sizeof(*c->anchors));
+	c->anchors[c->nanchors].name = xstrdup((const char *)name);
+	c->anchors[c->nanchors].json = xstrndup(json, len);
+	c->nanchors++;
+}
+
+static const char *
+anchor_find(struct yconv *c, const yaml_char_t *name)
+{
+	for (size_t i = c->nanchors; i-- > 0;)
+		if (strcmp(c->anchors[i].name, (const char *)name) == 0)
+			return c->anchors[i].json;
+	return NULL;
+}
+
+static void
+anchors_clear(struct yconv *c)
+{
+	for (size_t i = 0; i < c->nanchors; i++) {
+		free(c->anchors[i].name);
+		free(c->anchors[i].json);
+	}
+	free(c->anchors);
+	c->anchors = NULL;
+	c->nanchors = 0;
+}
+
+/* scalar_json - append the JSON of a scalar event's value */
+static int
+scalar_json(struct yconv *c, const yaml_event_t *ev, struct buf *out)
+{
+	const char *s = (const char *)ev->data.scalar.value;
+	size_t len = ev->data.scalar.length;
+	const char *tag = (const char *)ev->data.scalar.tag;
+	size_t before = out->len;
+	int b;
+
+	if (tag != NULL && strncmp(tag, TAG_PREFIX, strlen(TAG_PREFIX)) == 0) {
+		const char *t = tag + strlen(TAG_PREFIX);
+
+		if (strcmp(t, "null") == 0 && is_null(s, len))
+			buf_adds(out, "null");
+		else if (strcmp(t, "bool") == 0 && (b = is_bool(s, len)) >= 0)
+			buf_adds(out, b ? "true" : "false");
+		else if ((strcmp(t, "int") == 0 || strcmp(t, "float") == 0) &&
+		    number_json(s, len, out))
+			;
+		else if (strcmp(t, "str") == 0 || strcmp(t, "binary") == 0 ||
+		    strcmp(t, "timestamp") == 0)
+			json_escape(out, s, len);
+		else {
+			set_error(c->e, &ev->start_mark, "value \"%.40s\" does not fit tag !!%s",
+			    s, t);
+			return -1;
+		}
+	} else if (tag == NULL && ev->data.scalar.style == YAML_PLAIN_SCALAR_STYLE) {
+		resolve_plain(s, len, out);
+	} else {
+		json_escape(out, s, len);	/* quoted, block, or a local tag */
+	}
+	anchor_add(c, ev->data.scalar.anchor, out->data + before, out->len - before);
+	return 0;
+}
+
+static int convert_node(struct yconv *c, yaml_event_t *ev, struct buf *out);
+
+/* key_text - the JSON string for a mapping key event; -1 if not a scalar */
+static int
+key_text(struct yconv *c, yaml_event_t *ev, struct buf *key)
+{
+	const char *a;
+
+	if (ev->type == YAML_SCALAR_EVENT) {
+		json_escape(key, (const char *)ev->data.scalar.value, ev->data.scalar.length);
+		anchor_add(c, ev->data.scalar.anchor, key->data, key->len);
+		return 0;
+	}
+	if (ev->type == YAML_ALIAS_EVENT) {
+		a = anchor_find(c, ev->data.alias.anchor);
+		if (a == NULL) {
+			set_error(c->e, &ev->start_mark, "unknown alias *%s",
+			    (const char *)ev->data.alias.anchor);
+			return -1;
+		}
+		if (a[0] == '"')
+			buf_adds(key, a);
+		else if (a[0] != '{' && a[0] != '[')
+			json_escape(key, a, strlen(a));
+		else
+			goto complex;
+		return 0;
+	}
+complex:
+	set_error(c->e, &ev->start_mark, "a mapping key must be a scalar");
+	return -1;
+}
+
+static int
+convert_mapping(struct yconv *c, yaml_event_t *start, struct buf *out)
+{
+	struct buf *keys = NULL;
+	size_t nkeys = 0, begin = out->len;
+	yaml_event_t ev;
+	int rc = -1;
+
+	buf_addc(out, '{');
+	for (;;) {
+		struct buf key;
+		yaml_mark_t mark;
+
+		if (next_event(c, &ev) < 0)
+			goto out;
+		if (ev.type == YAML_MAPPING_END_EVENT) {
+			yaml_event_delete(&ev);
+			break;
+		}
+		buf_init(&key);
+		buf_adds(&key, "");
+		mark = ev.start_mark;
+		rc = key_text(c, &ev, &key);
+		yaml_event_delete(&ev);
+		if (rc < 0) {
+			buf_free(&key);
+			goto out;
+		}
+		rc = -1;
+		for (size_t i = 0; i < nkeys; i++) {
+			if (strcmp(keys[i].data, key.data) == 0) {
+				set_error(c->e, &mark, "duplicate key %s", key.data);
+				buf_free(&key);
+				goto out;
+			}
+		}
+		if (nkeys)
+			buf_addc(out, ',');
+		buf_add(out, key.data, key.len);
+		buf_addc(out, ':');
+		keys = xrealloc(keys, (nkeys + 1) * sizeof(*keys));
+		keys[nkeys++] = key;
+		if (next_event(c, &ev) < 0)
+			goto out;
+		rc = convert_node(c, &ev, out);
+		yaml_event_delete(&ev);
+		if (rc < 0)
+			goto out;
+		rc = -1;
+	}
+	buf_addc(out, '}');
+	anchor_add(c, start->data.mapping_start.anchor, out->data + begin, out->len - begin);
+	rc = 0;
+out:
+	for (size_t i = 0; i < nkeys; i++)
+		buf_free(&keys[i]);
+	free(keys);
+	return rc;
+}
+
+static int
+convert_sequence(struct yconv *c, yaml_event_t *start, struct buf *out)
+{
+	size_t begin = out->len;
+	yaml_event_t ev;
+	int first = 1;
+
+	buf_addc(out, '[');
+	for (;;) {
+		int rc;
+
+		if (next_event(c, &ev) < 0)
+			return -1;
+		if (ev.type == YAML_SEQUENCE_END_EVENT) {
+			yaml_event_delete(&ev);
+			break;
+		}
+		if (!first)
+			buf_addc(out, ',');
+		first = 0;
+		rc = convert_node(c, &ev, out);
+		yaml_event_delete(&ev);
+		if (rc < 0)
+			return -1;
+	}
+	buf_addc(out, ']');
+	anchor_add(c, start->data.sequence_start.anchor, out->data + begin, out->len - begin);
+	return 0;
+}
+
+/* convert_node - append the JSON of the node that ev starts; ev stays the caller's */
+static int
+convert_node(struct yconv *c, yaml_event_t *ev, struct buf *out)
+{
+	const char *a;
+	int rc;
+
+	if (out->len > YAML_MAX_DOC) {
+		set_error(c->e, &ev->start_mark, "document larger than %u MiB once aliases "
+		    "are expanded", YAML_MAX_DOC >> 20);
+		return -1;
+	}
+	switch (ev->type) {
+	case YAML_SCALAR_EVENT:
+		return scalar_json(c, ev, out);
+	case YAML_ALIAS_EVENT:
+		if ((a = anchor_find(c, ev->data.alias.anchor)) == NULL) {
+			set_error(c->e, &ev->start_mark, "unknown alias *%s",
+			    (const char *)ev->data.alias.anchor);
+			return -1;
+		}
+		buf_adds(out, a);
+		return 0;
+	case YAML_SEQUENCE_START_EVENT:
+	case YAML_MAPPING_START_EVENT:
+		if (++c->depth > YAML_MAX_DEPTH) {
+			set_error(c->e, &ev->start_mark, "nested deeper than %d levels",
+			    YAML_MAX_DEPTH);
+			return -1;
+		}
+		rc = ev->type == YAML_MAPPING_START_EVENT ? convert_mapping(c, ev, out) :
+		    convert_sequence(c, ev, out);
+		c->depth--;
+		return rc;
+	default:
+		set_error(c->e, &ev->start_mark, "unexpected YAML event");
+		return -1;
+	}
+}
+
+/* empty_document - a document that holds nothing ("---" alone, comments) */
+static int
+empty_document(const yaml_event_t *ev)
+{
+	return ev->type == YAML_SCALAR_EVENT && ev->data.scalar.tag == NULL &&
+	    ev->data.scalar.style == YAML_PLAIN_SCALAR_STYLE &&
+	    ev->data.scalar.anchor == NULL && ev->data.scalar.length == 0;
+}
+
+int
+cli_yaml_to_json(const char *text, size_t len, struct cli_docs *docs,
+    struct cli_input_error *e)
+{
+	struct yconv c;
+	yaml_event_t ev;
+	int rc = -1;
+
+	memset(&c, 0, sizeof(c));
+	c.e = e;
+	if (!yaml_parser_initialize(&c.p)) {
+		set_error(e, NULL, "cannot start the YAML parser");
+		return -1;
+	}
+	yaml_parser_set_input_string(&c.p, (const unsigned char *)text, len);
+	for (;;) {
+		struct buf out;
+		int line;
+
+		if (next_event(&c, &ev) < 0)
+			goto out;
+		if (ev.type == YAML_STREAM_END_EVENT) {
+			yaml_event_delete(&ev);
+			break;
+		}
+		if (ev.type != YAML_DOCUMENT_START_EVENT) {
+			yaml_event_delete(&ev);
+			continue;	/* stream start, document end */
+		}
+		yaml_event_delete(&ev);
+		if (next_event(&c, &ev) < 0)
+			goto out;
+		line = (int)ev.start_mark.line + 1;
+		if (empty_document(&ev)) {
+			yaml_event_delete(&ev);
+			continue;
+		}
+		buf_init(&out);
+		buf_adds(&out, "");
+		if (convert_node(&c, &ev, &out) < 0) {
+			yaml_event_delete(&ev);
+			buf_free(&out);
+			goto out;
+		}
+		yaml_event_delete(&ev);
+		anchors_clear(&c);
+		docs_add(docs, buf_steal(&out, NULL), line);
+	}
+	rc = 0;
+out:
+	anchors_clear(&c);
+	yaml_parser_delete(&c.p);
+	return rc;
+}
+
+/* --- choosing the input format ---------------------------------------- */
+
+static int
+ends_with(const char *s, const char *suffix)
+{
+	size_t n = strlen(s), m = strlen(suffix);
+
+	return n >= m && strcmp(s + n - m, suffix) == 0;
+}
+
+/* line_of - 1-based line of byte offset off */
+static int
+line_of(const char *text, size_t off)
+{
+	int line = 1;
+
+	for (size_t i = 0; i < off; i++)
+		if (text[i] == '\n')
+			line++;
+	return line;
+}
+
+/* add_json_value - one document, or one per item of an array or a List */
+static void
+add_json_value(struct cli_docs *docs, yajl_val v, int line)
+{
+	yajl_val items;
+	const char *kind;
+	struct buf b;
+	struct jw w;
+
+	if (YAJL_IS_ARRAY(v)) {
+		for (size_t i = 0; i < v->u.array.len; i++)
+			add_json_value(docs, v->u.array.values[i], line);
+		return;
+	}
+	kind = json_get_str(v, "kind", NULL);
+	items = json_get(v, "items", NULL);
+	if (kind != NULL && strcmp(kind, "List") == 0 && YAJL_IS_ARRAY(items)) {
+		add_json_value(docs, items, line);
+		return;
+	}
+	buf_init(&b);
+	jw_init(&w, &b);
+	jw_value(&w, v);
+	docs_add(docs, buf_steal(&b, NULL), line);
+}
+
+/* expand_lists - replace each List or array document by its items */
+static void
+expand_lists(struct cli_docs *in, struct cli_docs *out)
+{
+	for (size_t i = 0; i < in->n; i++) {
+		yajl_val v = json_parse(in->v[i].json, strlen(in->v[i].json), NULL);
+
+		if (v == NULL) {	/* cannot happen: we wrote it */
+			docs_add(out, in->v[i].json, in->v[i].line);
+			in->v[i].json = NULL;
+			continue;
+		}
+		add_json_value(out, v, in->v[i].line);
+		yajl_tree_free(v);
+	}
+	cli_docs_free(in);
+}
+
+int
+cli_read_docs(const char *name, const char *text, size_t len,
+    struct cli_docs *docs, struct cli_input_error *e)
+{
+	struct cli_docs raw = { NULL, 0 };
+	struct json_error je;
+	size_t i = 0;
+	int as_json, as_yaml;
+	yajl_val v;
+
+	while (i < len && (text[i] == ' ' || text[i] == '\t' || text[i] == '\n' ||
+	    text[i] == '\r'))
+		i++;
+	as_json = ends_with(name, ".json");
+	as_yaml = ends_with(name, ".yaml") || ends_with(name, ".yml");
+	if (!as_yaml && (as_json || (i < len && (text[i] == '{' || text[i] == '[')))) {
+		memset(&je, 0, sizeof(je));
+		v = json_parse(text, len, &je);
+		if (v != NULL) {
+			add_json_value(docs, v, line_of(text, i));
+			yajl_tree_free(v);
+			return 0;
+		}
+		if (as_json || cli_yaml_to_json(text, len, &raw, NULL) < 0) {
+			cli_docs_free(&raw);
+			if (e != NULL) {
+				e->line = je.line;
+				e->column = je.column;
+				snprintf(e->msg, sizeof(e->msg), "%s", je.msg);
+			}
+			return -1;
+		}
+		expand_lists(&raw, docs);
+		return 0;
+	}
+	if (cli_yaml_to_json(text, len, &raw, e) < 0) {
+		cli_docs_free(&raw);
+		return -1;
+	}
+	expand_lists(&raw, docs);
+	return 0;
+}
+
+/* --- output ------------------------------------------------------------ */
+
+/* plain_is_safe - a string that YAML readers (1.1 and 1.2) keep a string */
+static int
+plain_is_safe(const char *s, size_t len)
+{
+	static const char *const v11[] = { "y", "Y", "yes", "Yes", "YES", "n", "N",
+		"no", "No", "NO", "on", "On", "ON", "off", "Off", "OFF", NULL };
+	struct buf tmp;
+	int num;
+
+	if (is_null(s, len) || is_bool(s, len) >= 0 || is_special_float(s, len))
+		return 0;
+	for (int i = 0; v11[i]; i++)
+		if (eq(s, len, v11[i]))
+			return 0;
+	buf_init(&tmp);
+	num = number_json(s, len, &tmp);
+	buf_free(&tmp);
+	return !num;
+}
+
+static int
+emit(yaml_emitter_t *em, yaml_event_t *ev)
+{
+	return yaml_emitter_emit(em, ev) ? 0 : -1;
+}
+
+static int
+emit_scalar(yaml_emitter_t *em, const char *s, size_t len, int quote)
+{
+	yaml_event_t ev;
+
+	yaml_scalar_event_initialize(&ev, NULL, NULL, (yaml_char_t *)s, (int)len,
+	    !quote, 1, quote ? YAML_DOUBLE_QUOTED_SCALAR_STYLE : YAML_ANY_SCALAR_STYLE);
+	return emit(em, &ev);
+}
+
+static int
+emit_value(yaml_emitter_t *em, yajl_val v)
+{
+	yaml_event_t ev;
+	char tmp[32];
+
+	if (v == NULL || YAJL_IS_NULL(v))
+		return emit_scalar(em, "null", 4, 0);
+	if (YAJL_IS_TRUE(v))
+		return emit_scalar(em, "true", 4, 0);
+	if (YAJL_IS_FALSE(v))
+		return emit_scalar(em, "false", 5, 0);
+	if (YAJL_IS_NUMBER(v)) {
+		const char *r = v->u.number.r;
+
+		if (r == NULL) {
+			snprintf(tmp, sizeof(tmp), "%lld", (long long)YAJL_GET_INTEGER(v));
+			r = tmp;
+		}
+		return emit_scalar(em, r, strlen(r), 0);
+	}
+	if (YAJL_IS_STRING(v)) {
+		const char *s = YAJL_GET_STRING(v);
+		size_t len = strlen(s);
+
+		return emit_scalar(em, s, len, !plain_is_safe(s, len));
+	}
+	if (YAJL_IS_ARRAY(v)) {
+		yaml_sequence_start_event_initialize(&ev, NULL, NULL, 1, YAML_BLOCK_SEQUENCE_STYLE);
+		if (emit(em, &ev) < 0)
+			return -1;
+		for (size_t i = 0; i < v->u.array.len; i++)
+			if (emit_value(em, v->u.array.values[i]) < 0)
+				return -1;
+		yaml_sequence_end_event_initialize(&ev);
+		return emit(em, &ev);
+	}
+	yaml_mapping_start_event_initialize(&ev, NULL, NULL, 1, YAML_BLOCK_MAPPING_STYLE);
+	if (emit(em, &ev) < 0)
+		return -1;
+	for (size_t i = 0; i < v->u.object.len; i++) {
+		const char *k = v->u.object.keys[i];
+
+		if (emit_scalar(em, k, strlen(k), !plain_is_safe(k, strlen(k))) < 0 ||
+		    emit_value(em, v->u.object.values[i]) < 0)
+			return -1;
+	}
+	yaml_mapping_end_event_initialize(&ev);
+	return emit(em, &ev);
+}
+
+int
+cli_print_yaml(FILE *out, yajl_val v)
+{
+	yaml_emitter_t em;
+	yaml_event_t ev;
+	int rc = -1;
+
+	if (!yaml_emitter_initialize(&em))
+		return -1;
+	yaml_emitter_set_output_file(&em, out);
+	yaml_emitter_set_unicode(&em, 1);
+	yaml_emitter_set_width(&em, -1);
+	yaml_emitter_set_indent(&em, 2);
+	yaml_stream_start_event_initialize(&ev, YAML_UTF8_ENCODING);
+	if (emit(&em, &ev) < 0)
+		goto out;
+	yaml_document_start_event_initialize(&ev, NULL, NULL, NULL, 1);
+	if (emit(&em, &ev) < 0 || emit_value(&em, v) < 0)
+		goto out;
+	yaml_document_end_event_initialize(&ev, 1);
+	if (emit(&em, &ev) < 0)
+		goto out;
+	yaml_stream_end_event_initialize(&ev);
+	if (emit(&em, &ev) < 0)
+		goto out;
+	rc = yaml_emitter_flush(&em) ? 0 : -1;
+out:
+	yaml_emitter_delete(&em);
+	return rc;
+}
+
+static void
+gen_value(yajl_gen g, yajl_val v)
+{
+	if (v == NULL || YAJL_IS_NULL(v)) {
+		yajl_gen_null(g);
+	} else if (YAJL_IS_TRUE(v) || YAJL_IS_FALSE(v)) {
+		yajl_gen_bool(g, YAJL_IS_TRUE(v));
+	} else if (YAJL_IS_NUMBER(v)) {
+		if (v->u.number.r != NULL)
+			yajl_gen_number(g, v->u.number.r, strlen(v->u.number.r));
+		else
+			yajl_gen_integer(g, (long long)YAJL_GET_INTEGER(v));
+	} else if (YAJL_IS_STRING(v)) {
+		const char *s = YAJL_GET_STRING(v);
+
+		yajl_gen_string(g, (const unsigned char *)s, strlen(s));
+	} else if (YAJL_IS_ARRAY(v)) {
+		yajl_gen_array_open(g);
+		for (size_t i = 0; i < v->u.array.len; i++)
+			gen_value(g, v->u.array.values[i]);
+		yajl_gen_array_close(g);
+	} else {
+		yajl_gen_map_open(g);
+		for (size_t i = 0; i < v->u.object.len; i++) {
+			const char *k = v->u.object.keys[i];
+
+			yajl_gen_string(g, (const unsigned char *)k, strlen(k));
+			gen_value(g, v->u.object.values[i]);
+		}
+		yajl_gen_map_close(g);
+	}
+}
+
+int
+cli_print_json(FILE *out, yajl_val v)
+{
+	yajl_gen g = yajl_gen_alloc(NULL);
+	const unsigned char *p;
+	size_t len;
+	int rc;
+
+	yajl_gen_config(g, yajl_gen_beautify, 1);
+	yajl_gen_config(g, yajl_gen_indent_string, "  ");
+	gen_value(g, v);
+	yajl_gen_get_buf(g, &p, &len);
+	while (len > 0 && p[len - 1] == '\n')
+		len--;
+	rc = fwrite(p, 1, len, out) == len && fputc('\n', out) != EOF ? 0 : -1;
+	yajl_gen_free(g);
+	return rc;
+}

@@ -1,0 +1,783 @@
+/*
+ * decoctl - decod's command line (SPEC §7): main, the command table, the
+ * option parser every command shares, --help texts, and the helpers the
+ * command files use (store and journal handles, errors, tables, ages,
+ * JSON/YAML output).  Each group of commands lives in cli_<group>.c.
+ */
+#include "config.h"
+
+#include <ctype.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "cli/cli_yaml.h"
+#include "common/conf.h"
+#include "common/journal.h"
+#include "common/json.h"
+#include "common/resource.h"
+#include "common/store.h"
+#include "common/store_keys.h"
+
+/* option letters a command accepts (besides -n, -c, -h) */
+#define O_ALLNS 'A'
+#define O_OUT 'o'
+#define O_FILE 'f'
+#define O_FOR 'w'
+#define O_TIMEOUT 't'
+#define O_SINCE 's'
+#define O_DECOFILE 'd'
+#define O_LIMIT 'l'
+
+struct command {
+	const char *name;
+	int (*fn)(struct cli *);
+	const char *opts;
+	int min_args, max_args;
+	const char *usage;
+	const char *summary;
+	const char *help;
+};
+
+static const struct command commands[] = {
+	{ "apply", cli_apply, "f", 0, 0, "apply -f FILE|-",
+	  "create or update resources from YAML or JSON",
+	  "Reads one or more resources (YAML documents separated by ---, a JSON\n"
+	  "object, a JSON array or a List with items) and writes each to the store.\n"
+	  "The namespace is metadata.namespace, else -n, else \"default\".\n"
+	  "Prints KIND/NAME created, configured (spec or metadata changed) or\n"
+	  "unchanged.  Errors name the file, line and column.\n"
+	  "\nOptions:\n  -f, --filename FILE   file to read, - for standard input\n" },
+	{ "get", cli_get, "Ao", 0, 2, "get [KIND] [NAME]",
+	  "list resources or show one",
+	  "KIND is decofile (decofiles, df; the default), template (decofiletemplate,\n"
+	  "dft), tenant or endpoint.  A table by default; -o json|yaml prints the\n"
+	  "whole resource with its merged status.\n"
+	  "\nOptions:\n  -A, --all-namespaces  every namespace\n"
+	  "  -o, --output FORMAT   json, yaml or name\n" },
+	{ "delete", cli_delete, "", 2, 2, "delete KIND NAME",
+	  "delete a resource",
+	  "Removes the resource from the store; decod then removes what it\n"
+	  "published for it (unless annotated deco.sites/deletion: detach).\n" },
+	{ "status", cli_status, "Ao", 0, 1, "status [NAME]",
+	  "one line per decofile: source, commit, hash, target, Ready, PodsNotified",
+	  "Columns: NAMESPACE NAME SOURCE COMMIT HASH TARGET READY PODSNOTIFIED AGE,\n"
+	  "from the merged status; AGE is the time since the last publish.\n"
+	  "\nOptions:\n  -A, --all-namespaces  every namespace\n"
+	  "  -o, --output FORMAT   json or yaml\n" },
+	{ "describe", cli_describe, "o", 1, 1, "describe NAME",
+	  "conditions, location, replicas and recent history of a decofile",
+	  "Shows the decofile's conditions, where it is published, which replicas\n"
+	  "confirmed which content hash (the newest confirmation of each; those not\n"
+	  "on the current hash are marked), its inventory and its last 10 events.\n"
+	  "\nOptions:\n  -o, --output FORMAT   json or yaml\n" },
+	{ "wait", cli_wait, "wt", 1, 1,
+	  "wait NAME --for ready|commit:SHA|timestamp:N [--timeout 60s]",
+	  "wait until a change has rolled out to every replica",
+	  "Watches the decofile's status (the watch starts before the first read,\n"
+	  "so no change is missed) until:\n"
+	  "  ready        Ready=True, PodsNotified=True, and the status is of the\n"
+	  "               newest render (and generation, where known)\n"
+	  "  commit:SHA   status.githubCommit starts with SHA and every pod was\n"
+	  "               notified for that commit\n"
+	  "  timestamp:N  status.timestamp >= N and every pod was notified\n"
+	  "On a terminal a progress line \"notified X/Y\" is kept up to date.\n"
+	  "Exit 0 done, 1 failed (PodsNotified=False or Syncing=False for the\n"
+	  "awaited change; the message is printed), 2 timed out.\n"
+	  "\nOptions:\n  --for CONDITION       what to wait for (required)\n"
+	  "  --timeout DURATION    give up after this long (default 60s)\n" },
+	{ "sync", cli_sync, "", 1, 1, "sync NAME",
+	  "make the fetcher poll a decofile's source now",
+	  "Writes a trigger the fetcher watches, so it fetches without waiting\n"
+	  "for the next poll.\n" },
+	{ "history", cli_history, "ol", 1, 1, "history NAME",
+	  "the journal's record of a decofile, oldest first",
+	  "Fetches (commit, tree), renders (hash, format, size), publishes\n"
+	  "(location, timestamp), condition changes, confirmations by replicas\n"
+	  "(summarised per content hash) and drift repairs.\n"
+	  "\nOptions:\n  -o, --output FORMAT   json or yaml\n"
+	  "  --limit N             only the newest N rows (default 200)\n" },
+	{ "journal", cli_journal, "osdl", 0, 0,
+	  "journal [--since DURATION] [--decofile NAME]",
+	  "the audit log: time, stage, object, action, detail",
+	  "\nOptions:\n  --since DURATION      only entries newer than this (e.g. 1h)\n"
+	  "  --decofile NAME       only entries about this decofile (in -n)\n"
+	  "  --limit N             only the newest N entries (default 500)\n"
+	  "  -o, --output FORMAT   json or yaml\n" },
+	{ "stages", cli_ctl, "o", 0, 0, "stages",
+	  "the supervisor's stages: state, pid, restarts, uptime",
+	  "Asks the supervisor over its control socket <runtime_dir>/control.ipc.\n"
+	  "\nOptions:\n  -o, --output FORMAT   json or yaml\n" },
+	{ "restart", cli_ctl, "o", 1, 1, "restart STAGE",
+	  "restart one stage", "Asks the supervisor to restart STAGE now.\n" },
+	{ "stop", cli_ctl, "o", 1, 1, "stop STAGE",
+	  "stop one stage (it stays down until start)",
+	  "Asks the supervisor to stop STAGE and not restart it.\n" },
+	{ "start", cli_ctl, "o", 1, 1, "start STAGE",
+	  "start a stopped stage", "Asks the supervisor to start STAGE again.\n" },
+	{ NULL, NULL, NULL, 0, 0, NULL, NULL, NULL },
+};
+
+static const char global_help[] =
+    "Global options:\n"
+    "  -c, --config FILE     decod's config file (also DECOD_CONFIG;\n"
+    "                        default " DECOD_SYSCONFDIR "/decod/decod.conf)\n"
+    "  -n, --namespace NS    namespace (default \"default\")\n"
+    "  -h, --help            help for decoctl or a command\n"
+    "  --SETTING VALUE       any config setting, e.g. --store local:/srv/store\n"
+    "\nExit codes: 0 ok, 1 failure or not found, 2 usage error (wait: timed out).\n";
+
+static void
+print_main_help(FILE *out)
+{
+	fprintf(out, "decoctl - control decod, the configuration-delivery engine\n\n"
+	    "Usage: decoctl [OPTIONS] COMMAND [ARGS]\n\nCommands:\n");
+	for (const struct command *cmd = commands; cmd->name; cmd++)
+		fprintf(out, "  %-10s %s\n", cmd->name, cmd->summary);
+	fprintf(out, "\n%s\nRun 'decoctl COMMAND --help' for a command's options.\n",
+	    global_help);
+}
+
+static void
+print_command_help(const struct command *cmd, FILE *out)
+{
+	fprintf(out, "decoctl %s - %s\n\nUsage: decoctl %s [OPTIONS]\n\n%s\n%s",
+	    cmd->name, cmd->summary, cmd->usage, cmd->help, global_help);
+}
+
+static const struct command *
+find_command(const char *name)
+{
+	for (const struct command *cmd = commands; cmd->name; cmd++)
+		if (strcmp(cmd->name, name) == 0)
+			return cmd;
+	return NULL;
+}
+
+/* --- shared helpers --------------------------------------------------- */
+
+int
+cli_error(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "error: ");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "\n");
+	return CLI_FAIL;
+}
+
+int
+cli_usage_error(struct cli *c, const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "error: ");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	if (c->cmd != NULL)
+		fprintf(stderr, "\nSee 'decoctl %s --help'.\n", c->cmd);
+	else
+		fprintf(stderr, "\nSee 'decoctl --help'.\n");
+	return CLI_USAGE;
+}
+
+int
+cli_not_found(const char *plural, const char *name)
+{
+	fprintf(stderr, "Error from server (NotFound): %s \"%s\" not found\n", plural, name);
+	return CLI_FAIL;
+}
+
+const char *
+cli_kind_singular(const char *plural)
+{
+	if (strcmp(plural, "decofiles") == 0)
+		return "decofile";
+	if (strcmp(plural, "templates") == 0)
+		return "decofiletemplate";
+	if (strcmp(plural, "tenants") == 0)
+		return "tenant";
+	if (strcmp(plural, "endpoints") == 0)
+		return "endpoint";
+	return plural;
+}
+
+struct store *
+cli_store(struct cli *c)
+{
+	char err[512];
+
+	if (c->st != NULL)
+		return c->st;
+	keys_set_prefix(conf_get(c->cf, "store_prefix"));
+	c->st = store_open(conf_get(c->cf, "store"), c->cf, err, sizeof(err));
+	if (c->st == NULL)
+		cli_error("cannot open the store %s: %s", conf_get(c->cf, "store"), err);
+	return c->st;
+}
+
+struct journal *
+cli_journal_open(struct cli *c, int quiet)
+{
+	char err[512];
+	char *path;
+
+	if (c->j != NULL)
+		return c->j;
+	path = xasprintf("%s/journal.db", conf_get(c->cf, "state_dir"));
+	if (access(path, R_OK) != 0) {
+		if (!quiet)
+			cli_error("no journal at %s (is decod running on this host, and is "
+			    "state_dir right?)", path);
+		free(path);
+		return NULL;
+	}
+	c->j = journal_open(path, err, sizeof(err));
+	if (c->j == NULL && !quiet)
+		cli_error("%s", err);
+	free(path);
+	return c->j;
+}
+
+int
+cli_parse_time(const char *s, int64_t *ms)
+{
+	struct tm tm;
+	const char *p;
+	int64_t frac = 0, scale = 100;
+	time_t t;
+
+	if (s == NULL)
+		return -1;
+	memset(&tm, 0, sizeof(tm));
+	p = strptime(s, "%Y-%m-%dT%H:%M:%S", &tm);
+	if (p == NULL)
+		p = strptime(s, "%Y-%m-%d %H:%M:%S", &tm);
+	if (p == NULL)
+		return -1;
+	if (*p == '.') {
+		for (p++; isdigit((unsigned char)*p); p++) {
+			frac += (*p - '0') * scale;
+			scale /= 10;
+		}
+	}
+	t = timegm(&tm);
+	if (*p == '+' || *p == '-') {
+		int hh = 0, mm = 0;
+
+		if (sscanf(p + 1, "%d:%d", &hh, &mm) < 1)
+			return -1;
+		t += (*p == '+' ? -1 : 1) * (hh * 3600 + mm * 60);
+	} else if (*p != 'Z' && *p != 'z' && *p != '\0') {
+		return -1;
+	}
+	*ms = (int64_t)t * 1000 + frac;
+	return 0;
+}
+
+void
+cli_age(int64_t ms, char *out, size_t len)
+{
+	int64_t s = ms / 1000;
+
+	if (s < 0)
+		s = 0;
+	if (s < 120)
+		snprintf(out, len, "%llds", (long long)s);
+	else if (s < 600)
+		snprintf(out, len, "%lldm%llds", (long long)(s / 60), (long long)(s % 60));
+	else if (s < 3 * 3600)
+		snprintf(out, len, "%lldm", (long long)(s / 60));
+	else if (s < 8 * 3600)
+		snprintf(out, len, "%lldh%lldm", (long long)(s / 3600), (long long)(s % 3600 / 60));
+	else if (s < 48 * 3600)
+		snprintf(out, len, "%lldh", (long long)(s / 3600));
+	else if (s < 8 * 86400)
+		snprintf(out, len, "%lldd%lldh", (long long)(s / 86400),
+		    (long long)(s % 86400 / 3600));
+	else if (s < 2 * 365 * 86400LL)
+		snprintf(out, len, "%lldd", (long long)(s / 86400));
+	else
+		snprintf(out, len, "%lldy", (long long)(s / (365 * 86400LL)));
+}
+
+void
+cli_age_since(const char *rfc3339, char *out, size_t len)
+{
+	int64_t ms;
+
+	if (rfc3339 == NULL || *rfc3339 == '\0')
+		snprintf(out, len, "-");
+	else if (cli_parse_time(rfc3339, &ms) < 0)
+		snprintf(out, len, "<unknown>");
+	else
+		cli_age(wall_ms() - ms, out, len);
+}
+
+const char *
+cli_short(const char *s, size_t n)
+{
+	static char ring[8][80];
+	static int next;
+	char *b = ring[next++ % 8];
+
+	if (s == NULL || *s == '\0')
+		return "-";
+	if (n >= sizeof(ring[0]))
+		n = sizeof(ring[0]) - 1;
+	snprintf(b, n + 1, "%s", s);
+	return b;
+}
+
+void
+cli_sql_time(const char *at, char *out, size_t len)
+{
+	size_t i;
+
+	snprintf(out, len, "%s", at ? at : "");
+	for (i = 0; out[i]; i++) {
+		if (out[i] == 'T')
+			out[i] = ' ';
+		if (out[i] == '.' || out[i] == 'Z') {
+			out[i] = '\0';
+			break;
+		}
+	}
+}
+
+yajl_val
+cli_merged_status(struct cli *c, const char *plural, const char *ns, const char *name)
+{
+	struct buf b;
+	struct json_error je;
+	yajl_val v;
+
+	buf_init(&b);
+	buf_adds(&b, "");
+	if (resource_status_merged(c->st, plural, ns, name, &b) < 0 || b.len == 0) {
+		buf_reset(&b);
+		buf_adds(&b, "{}");
+	}
+	v = json_parse(b.data, b.len, &je);
+	if (v == NULL)
+		v = json_parse("{}", 2, NULL);
+	buf_free(&b);
+	return v;
+}
+
+yajl_val
+cli_resource_with_status(struct cli *c, const char *plural, yajl_val doc)
+{
+	const char *ns = json_get_str(doc, "metadata", "namespace", NULL);
+	const char *name = json_get_str(doc, "metadata", "name", NULL);
+	struct buf b, st;
+	struct jw w;
+	yajl_val v;
+
+	buf_init(&st);
+	buf_adds(&st, "");
+	if (ns == NULL || name == NULL ||
+	    resource_status_merged(c->st, plural, ns, name, &st) < 0 || st.len == 0) {
+		buf_reset(&st);
+		buf_adds(&st, "{}");
+	}
+	buf_init(&b);
+	jw_init(&w, &b);
+	jw_obj(&w);
+	for (size_t i = 0; YAJL_IS_OBJECT(doc) && i < doc->u.object.len; i++) {
+		if (strcmp(doc->u.object.keys[i], "status") == 0)
+			continue;
+		jw_key(&w, doc->u.object.keys[i]);
+		jw_value(&w, doc->u.object.values[i]);
+	}
+	jw_key(&w, "status");
+	jw_raw(&w, st.data, st.len);
+	jw_end_obj(&w);
+	v = json_parse(b.data, b.len, NULL);
+	buf_free(&b);
+	buf_free(&st);
+	if (v == NULL)
+		cli_error("internal error: cannot re-read %s/%s", plural, name ? name : "?");
+	return v;
+}
+
+yajl_val
+cli_condition(yajl_val status, const char *type)
+{
+	yajl_val conds = json_get(status, "conditions", NULL);
+
+	if (!YAJL_IS_ARRAY(conds))
+		return NULL;
+	for (size_t i = 0; i < conds->u.array.len; i++) {
+		const char *t = json_get_str(conds->u.array.values[i], "type", NULL);
+
+		if (t != NULL && strcmp(t, type) == 0)
+			return conds->u.array.values[i];
+	}
+	return NULL;
+}
+
+const char *
+cli_condition_status(yajl_val status, const char *type)
+{
+	const char *s = json_get_str(cli_condition(status, type), "status", NULL);
+
+	return s ? s : "-";
+}
+
+int
+cli_print(struct cli *c, yajl_val v)
+{
+	int rc = c->out == OUT_YAML ? cli_print_yaml(stdout, v) : cli_print_json(stdout, v);
+
+	if (rc < 0)
+		return cli_error("cannot write the output");
+	return CLI_OK;
+}
+
+int
+cli_print_text(struct cli *c, const char *json, size_t len)
+{
+	struct json_error je;
+	yajl_val v = json_parse(json, len, &je);
+	int rc;
+
+	if (v == NULL)
+		return cli_error("internal error: bad JSON output: %s", je.msg);
+	rc = cli_print(c, v);
+	yajl_tree_free(v);
+	return rc;
+}
+
+void
+table_init(struct table *t, size_t ncols, ...)
+{
+	va_list ap;
+
+	t->ncols = ncols;
+	t->nrows = 0;
+	t->cells = NULL;
+	t->cells = xcalloc(ncols, sizeof(char *));
+	va_start(ap, ncols);
+	for (size_t i = 0; i < ncols; i++)
+		t->cells[i] = xstrdup(va_arg(ap, const char *));
+	va_end(ap);
+	t->nrows = 1;
+}
+
+void
+table_row(struct table *t, ...)
+{
+	va_list ap;
+
+	t->cells = xrealloc(t->cells, (t->nrows + 1) * t->ncols * sizeof(char *));
+	va_start(ap, t);
+	for (size_t i = 0; i < t->ncols; i++) {
+		const char *s = va_arg(ap, const char *);
+		char *cell = xstrdup(s ? s : "");
+
+		for (char *p = cell; *p; p++)	/* one row is one line */
+			if (*p == '\n' || *p == '\r' || *p == '\t')
+				*p = ' ';
+		t->cells[t->nrows * t->ncols + i] = cell;
+	}
+	va_end(ap);
+	t->nrows++;
+}
+
+void
+table_print(struct table *t, FILE *out)
+{
+	size_t *w = xcalloc(t->ncols, sizeof(size_t));
+
+	for (size_t r = 0; r < t->nrows; r++)
+		for (size_t i = 0; i < t->ncols; i++) {
+			size_t n = strlen(t->cells[r * t->ncols + i]);
+
+			if (n > w[i])
+				w[i] = n;
+		}
+	for (size_t r = 0; r < t->nrows; r++) {
+		for (size_t i = 0; i < t->ncols; i++) {
+			const char *s = t->cells[r * t->ncols + i];
+
+			if (i + 1 == t->ncols)
+				fprintf(out, "%s", s);
+			else
+				fprintf(out, "%-*s   ", (int)w[i], s);
+		}
+		fputc('\n', out);
+	}
+	free(w);
+}
+
+void
+table_free(struct table *t)
+{
+	for (size_t i = 0; i < t->nrows * t->ncols; i++)
+		free(t->cells[i]);
+	free(t->cells);
+	t->cells = NULL;
+	t->nrows = 0;
+}
+
+/* --- command line ----------------------------------------------------- */
+
+/*
+ * option_value - for "-x V", "-xV", "--long V", "--long=V": the value, or
+ * NULL if arg is not this option.  *i advances past a separate value.
+ */
+static const char *
+option_value(int argc, char **argv, int *i, const char *shortopt, const char *longopt,
+    int *missing)
+{
+	const char *a = argv[*i];
+	size_t ln = strlen(longopt);
+
+	if ((shortopt && strcmp(a, shortopt) == 0) || strcmp(a, longopt) == 0) {
+		if (*i + 1 >= argc) {
+			*missing = 1;
+			return NULL;
+		}
+		return argv[++*i];
+	}
+	if (strncmp(a, longopt, ln) == 0 && a[ln] == '=')
+		return a + ln + 1;
+	if (shortopt && strncmp(a, shortopt, 2) == 0 && a[1] != '-' && a[2] != '\0')
+		return a + 2;
+	return NULL;
+}
+
+/*
+ * parse_args - fill c from argv (after conf took its flags).  CLI_OK with
+ * *used set to the option letters seen, or CLI_USAGE with *used set to
+ * the message.  Either string is the caller's to free.
+ */
+static int
+parse_args(struct cli *c, int argc, char **argv, int *help, char **used_out)
+{
+	static const struct {
+		char letter;
+		const char *s, *l;
+	} valued[] = {
+		{ 'n', "-n", "--namespace" }, { O_OUT, "-o", "--output" },
+		{ O_FILE, "-f", "--filename" }, { O_FOR, NULL, "--for" },
+		{ O_TIMEOUT, NULL, "--timeout" }, { O_SINCE, NULL, "--since" },
+		{ O_DECOFILE, NULL, "--decofile" }, { O_LIMIT, NULL, "--limit" },
+		{ 'c', "-c", "--config" },
+	};
+	char **pos = xcalloc((size_t)argc + 1, sizeof(char *));
+	c->args_mem = pos;
+	char used[16] = "";
+	int npos = 0, dashdash = 0;
+
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i], *v = NULL;
+		int missing = 0, matched = 0;
+
+		if (dashdash || a[0] != '-' || strcmp(a, "-") == 0) {
+			pos[npos++] = argv[i];
+			continue;
+		}
+		if (strcmp(a, "--") == 0) {
+			dashdash = 1;
+			continue;
+		}
+		if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+			*help = 1;
+			continue;
+		}
+		if (strcmp(a, "-A") == 0 || strcmp(a, "--all-namespaces") == 0) {
+			c->all_ns = 1;
+			if (!strchr(used, O_ALLNS))
+				strncat(used, "A", sizeof(used) - strlen(used) - 1);
+			continue;
+		}
+		for (size_t k = 0; k < sizeof(valued) / sizeof(valued[0]); k++) {
+			v = option_value(argc, argv, &i, valued[k].s, valued[k].l, &missing);
+			if (missing) {
+				*used_out = xasprintf("option %s needs a value", a);
+				return CLI_USAGE;
+			}
+			if (v == NULL)
+				continue;
+			matched = 1;
+			if (!strchr(used, valued[k].letter)) {
+				char l[2] = { valued[k].letter, '\0' };
+
+				strncat(used, l, sizeof(used) - strlen(used) - 1);
+			}
+			switch (valued[k].letter) {
+			case 'n':
+				c->ns = v;
+				c->ns_set = 1;
+				break;
+			case O_OUT:
+				if (strcmp(v, "json") == 0)
+					c->out = OUT_JSON;
+				else if (strcmp(v, "yaml") == 0)
+					c->out = OUT_YAML;
+				else if (strcmp(v, "name") == 0)
+					c->out = OUT_NAME;
+				else if (strcmp(v, "table") == 0 || strcmp(v, "wide") == 0)
+					c->out = OUT_TABLE;
+				else {
+					*used_out = xasprintf("unknown output format \"%s\" (json, yaml, "
+					    "name or table)", v);
+					return CLI_USAGE;
+				}
+				break;
+			case O_FILE:
+				c->file = v;
+				break;
+			case O_FOR:
+				c->wait_for = v;
+				break;
+			case O_TIMEOUT:
+				if (parse_duration_ms(v, &c->timeout_ms) < 0) {
+					*used_out = xasprintf("bad --timeout \"%s\" (e.g. 60s, 5m)", v);
+					return CLI_USAGE;
+				}
+				break;
+			case O_SINCE:
+				if (parse_duration_ms(v, &c->since_ms) < 0) {
+					*used_out = xasprintf("bad --since \"%s\" (e.g. 30m, 24h)", v);
+					return CLI_USAGE;
+				}
+				break;
+			case O_DECOFILE:
+				c->decofile = v;
+				break;
+			case O_LIMIT:
+				c->limit = atoi(v);
+				if (c->limit <= 0) {
+					*used_out = xasprintf("bad --limit \"%s\"", v);
+					return CLI_USAGE;
+				}
+				break;
+			default:
+				break;	/* -c: conf_from_args read it */
+			}
+			break;
+		}
+		if (!matched) {
+			*used_out = xasprintf("unknown option \"%s\"", a);
+			return CLI_USAGE;
+		}
+	}
+	if (npos > 0) {
+		c->cmd = pos[0];
+		c->argv = pos + 1;
+		c->argc = npos - 1;
+	} else {
+		c->argv = pos;
+		c->argc = 0;
+	}
+	/* remember which options were used, for the command check */
+	c->argv[c->argc] = NULL;
+	*used_out = xstrdup(used);
+	return CLI_OK;
+}
+
+/* wants_help - -h/--help anywhere, before the config is read */
+static int
+wants_help(int argc, char **argv)
+{
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--") == 0)
+			break;
+		if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0)
+			return 1;
+	}
+	return 0;
+}
+
+int
+main(int argc, char **argv)
+{
+	struct cli c;
+	const struct command *cmd;
+	char *used = NULL;
+	int help = 0, rc;
+
+	memset(&c, 0, sizeof(c));
+	c.prog = "decoctl";
+	c.ns = "default";
+	c.timeout_ms = -1;
+	c.since_ms = -1;
+	if (argc < 2) {
+		print_main_help(stderr);
+		return CLI_USAGE;
+	}
+	if (!wants_help(argc, argv) && (c.cf = conf_from_args(&argc, argv)) == NULL)
+		return CLI_FAIL;
+	if (parse_args(&c, argc, argv, &help, &used) != CLI_OK) {
+		rc = cli_usage_error(&c, "%s", used);
+		free(used);
+		goto out;
+	}
+	if (c.cmd == NULL) {
+		free(used);
+		print_main_help(help ? stdout : stderr);
+		rc = help ? CLI_OK : CLI_USAGE;
+		goto out;
+	}
+	if (strcmp(c.cmd, "help") == 0) {
+		free(used);
+		cmd = c.argc > 0 ? find_command(c.argv[0]) : NULL;
+		if (cmd)
+			print_command_help(cmd, stdout);
+		else
+			print_main_help(stdout);
+		rc = CLI_OK;
+		goto out;
+	}
+	if ((cmd = find_command(c.cmd)) == NULL) {
+		free(used);
+		fprintf(stderr, "error: unknown command \"%s\"\n", c.cmd);
+		c.cmd = NULL;
+		print_main_help(stderr);
+		rc = CLI_USAGE;
+		goto out;
+	}
+	if (help) {
+		free(used);
+		print_command_help(cmd, stdout);
+		rc = CLI_OK;
+		goto out;
+	}
+	for (const char *u = used; *u; u++) {
+		if (*u != 'n' && *u != 'c' && strchr(cmd->opts, *u) == NULL) {
+			free(used);
+			rc = cli_usage_error(&c, "decoctl %s takes no such option (see its usage: "
+			    "decoctl %s)", cmd->name, cmd->usage);
+			goto out;
+		}
+	}
+	free(used);
+	if (c.argc < cmd->min_args || c.argc > cmd->max_args) {
+		rc = cli_usage_error(&c, "usage: decoctl %s", cmd->usage);
+		goto out;
+	}
+	if (c.out == OUT_NAME && strcmp(cmd->name, "get") != 0) {
+		rc = cli_usage_error(&c, "-o name is only for get");
+		goto out;
+	}
+	rc = cmd->fn(&c);
+out:
+	if (c.j)
+		journal_close(c.j);
+	if (c.st)
+		store_close(c.st);
+	conf_free(c.cf);
+	free(c.args_mem);
+	return rc;
+}

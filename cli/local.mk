@@ -1,0 +1,22 @@
+# cli/: decoctl, the command line (SPEC §7).  One file per group of
+# commands; cli/cli_yaml.c is also linked into its unit test.
+bin_PROGRAMS += decoctl
+decoctl_SOURCES = \
+	cli/decoctl.c cli/cli.h \
+	cli/cli_apply.c cli/cli_get.c cli/cli_wait.c cli/cli_journal.c cli/cli_ctl.c \
+	cli/cli_yaml.c cli/cli_yaml.h
+decoctl_LDADD = $(DECOD_LIBS) $(YAML_LIBS)
+dist_man_MANS += cli/decoctl.1
+EXTRA_DIST += doc/decoctl.md
+
+# the tests' driver: writes status fragments and journal rows the way the
+# stages do, so decoctl's readers are tested against the real formats
+check_PROGRAMS += cli/cli_testtool
+cli_cli_testtool_SOURCES = cli/cli_testtool.c
+cli_cli_testtool_LDADD = $(DECOD_LIBS)
+
+check_PROGRAMS += t/unit/cli_yaml_test
+t_unit_cli_yaml_test_SOURCES = t/unit/cli_yaml_test.c cli/cli_yaml.c cli/cli_yaml.h
+t_unit_cli_yaml_test_LDADD = $(DECOD_LIBS) $(YAML_LIBS)
+TESTS += t/unit/cli_yaml_test t/integration/cli_basic.sh
+EXTRA_DIST += t/integration/cli_basic.sh
