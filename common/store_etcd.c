@@ -366,9 +366,14 @@ client_call(struct client *c, const char *path, const struct buf *body,
 		if (rc != CURLE_OK) {
 			snprintf(last, sizeof(last), "%s: %s", ep,
 			    ebuf[0] ? ebuf : curl_easy_strerror(rc));
+			/* settings errors: trying again will not help */
 			if (rc == CURLE_ABORTED_BY_CALLBACK || rc == CURLE_WRITE_ERROR ||
-			    rc == CURLE_UNSUPPORTED_PROTOCOL || rc == CURLE_URL_MALFORMAT)
-				break;
+			    rc == CURLE_UNSUPPORTED_PROTOCOL || rc == CURLE_URL_MALFORMAT ||
+			    rc == CURLE_PEER_FAILED_VERIFICATION || rc == CURLE_SSL_CERTPROBLEM ||
+			    rc == CURLE_SSL_CACERT_BADFILE) {
+				snprintf(c->err, sizeof(c->err), "etcd %s", last);
+				return -1;
+			}
 			transient = 1;
 		} else {
 			curl_easy_getinfo(c->h, CURLINFO_RESPONSE_CODE, &status);

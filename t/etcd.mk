@@ -8,10 +8,12 @@ TESTS += t/unit/store_etcd_test \
 	t/integration/etcd_watch_restart.sh \
 	t/integration/etcd_cluster.sh \
 	t/integration/etcd_lock_kill.sh \
+	t/integration/etcd_tls.sh \
 	t/integration/store_contract_etcd.sh
 EXTRA_DIST += t/lib/etcd.sh \
 	t/integration/etcd_ops.sh \
 	t/integration/etcd_watch_restart.sh \
 	t/integration/etcd_cluster.sh \
 	t/integration/etcd_lock_kill.sh \
+	t/integration/etcd_tls.sh \
 	t/integration/store_contract_etcd.sh
