@@ -1,0 +1,464 @@
+/*
+ * renderer - the render stage (SPEC §4.2).  For each "decofile" item it
+ * reads the Decofile, its fetched tree and its templates' newest fetched
+ * trees from the spool, merges them (render_merge), and either records the
+ * error on Syncing (fail-safe: nothing published, the last good version
+ * stays live) or puts the document into the spool and, when the content
+ * changed, records the render and hands it to the publisher in one journal
+ * transaction.  Owns the Syncing condition's ValidationError and Rendered
+ * reasons in its own status fragment, and the renders table.
+ *
+ * Not yet: the template update policy (Manual/Window keep the generations
+ * in resolvedTemplates and raise TemplateUpdateAvailable); every render
+ * uses each template's newest fetched tree, as Auto does.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <sqlite3.h>
+
+#include "common/conf.h"
+#include "common/hash.h"
+#include "common/journal.h"
+#include "common/json.h"
+#include "common/log.h"
+#include "common/resource.h"
+#include "common/spool.h"
+#include "common/stage.h"
+#include "daemons/renderer/render_brotli.h"
+#include "daemons/renderer/render_merge.h"
+
+#define STAGE "renderer"
+#define MAX_TEMPLATES 64
+#define MAX_SPOOL_MISSES 5	/* a blob still missing after this many tries is lost */
+
+struct renderer {
+	uint64_t threshold;
+	int quality, window;
+	const char *default_target;
+};
+
+/* one tree loaded from the spool: its manifest and every blob it lists */
+struct tree {
+	char hash[65];
+	char commit[200];
+	yajl_val manifest;
+	size_t n;
+	struct render_input *in;	/* key/path point into manifest; data owned */
+};
+
+static struct renderer *
+R(struct stage *st)
+{
+	return stage_data(st);
+}
+
+static void
+read_settings(struct stage *st)
+{
+	struct conf *cf = stage_conf(st);
+	struct renderer *r = R(st);
+
+	r->threshold = conf_get_size(cf, "compress_threshold");
+	r->quality = (int)conf_get_int(cf, "brotli_quality");
+	r->window = (int)conf_get_int(cf, "brotli_window");
+	r->default_target = conf_get(cf, "default_target");
+	if (r->quality < 0 || r->quality > 11)
+		r->quality = RENDER_BROTLI_QUALITY;
+	if (r->window < 10 || r->window > 24)
+		r->window = RENDER_BROTLI_WINDOW;
+}
+
+static int
+renderer_init(struct stage *st)
+{
+	char q[16], w[16], t[32];
+
+	stage_set_data(st, xcalloc(1, sizeof(struct renderer)));
+	read_settings(st);
+	snprintf(q, sizeof(q), "%d", R(st)->quality);
+	snprintf(w, sizeof(w), "%d", R(st)->window);
+	snprintf(t, sizeof(t), "%llu", (unsigned long long)R(st)->threshold);
+	log_kv(LOG_INFO, "renderer settings", "brotli_quality", q, "brotli_window", w,
+	    "compress_threshold", t, NULL);
+	return 0;
+}
+
+static int
+renderer_reload(struct stage *st)
+{
+	read_settings(st);
+	return 0;
+}
+
+static void
+renderer_shutdown(struct stage *st)
+{
+	free(stage_data(st));
+	stage_set_data(st, NULL);
+}
+
+/*
+ * latest_tree - the tree hash of the newest fetch of ns/name (a Decofile
+ * or a DecofileTemplate: the fetcher records both in `fetches`).
+ * 0 found, 1 none, -1 error.
+ */
+static int
+latest_tree(struct journal *j, const char *ns, const char *name, char *hash)
+{
+	sqlite3_stmt *q;
+	const unsigned char *h;
+	int rc, found = 1;
+
+	if (sqlite3_prepare_v2(journal_db(j), "SELECT tree_hash FROM fetches WHERE ns=?"
+	    " AND name=? ORDER BY id DESC LIMIT 1", -1, &q, NULL) != SQLITE_OK)
+		return -1;
+	sqlite3_bind_text(q, 1, ns, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_text(q, 2, name, -1, SQLITE_TRANSIENT);
+	rc = sqlite3_step(q);
+	if (rc == SQLITE_ROW) {
+		h = sqlite3_column_text(q, 0);
+		snprintf(hash, 65, "%s", h ? (const char *)h : "");
+		found = 0;
+	} else if (rc != SQLITE_DONE) {
+		found = -1;
+	}
+	sqlite3_finalize(q);
+	return found;
+}
+
+static void
+tree_free(struct tree *t)
+{
+	for (size_t i = 0; i < t->n; i++)
+		free((char *)t->in[i].data);
+	free(t->in);
+	if (t->manifest != NULL)
+		yajl_tree_free(t->manifest);
+	memset(t, 0, sizeof(*t));
+}
+
+/*
+ * tree_load - read manifest hash and its blobs from the spool, every input
+ * on layer.  0, or -1 with why filled; *missing says the spool lacks a
+ * blob (worth a retry) rather than holding a bad one.
+ */
+static int
+tree_load(struct spool *sp, const char *hash, int layer, struct tree *t,
+    int *missing, char *why, size_t whylen)
+{
+	struct json_error je;
+	yajl_val entries;
+	const char *c;
+	size_t len;
+	char *text;
+
+	memset(t, 0, sizeof(*t));
+	snprintf(t->hash, sizeof(t->hash), "%s", hash);
+	*missing = 0;
+	if ((text = spool_get(sp, hash, &len)) == NULL) {
+		*missing = errno == ENOENT;
+		snprintf(why, whylen, "tree manifest %s: %s", hash, strerror(errno));
+		return -1;
+	}
+	t->manifest = json_parse(text, len, &je);
+	free(text);
+	entries = json_get(t->manifest, "entries", NULL);
+	if (t->manifest == NULL || entries == NULL || !YAJL_IS_ARRAY(entries)) {
+		snprintf(why, whylen, "tree manifest %s is malformed", hash);
+		tree_free(t);
+		return -1;
+	}
+	if ((c = json_get_str(t->manifest, "commit", NULL)) != NULL)
+		snprintf(t->commit, sizeof(t->commit), "%s", c);
+	t->in = xcalloc(entries->u.array.len, sizeof(*t->in));
+	for (size_t i = 0; i < entries->u.array.len; i++) {
+		yajl_val e = entries->u.array.values[i];
+		const char *key = json_get_str(e, "key", NULL);
+		const char *path = json_get_str(e, "path", NULL);
+		const char *blob = json_get_str(e, "blob", NULL);
+		struct render_input *r = &t->in[t->n];
+
+		if (key == NULL || blob == NULL || !is_sha256_hex(blob)) {
+			snprintf(why, whylen, "tree manifest %s: entry %zu is malformed", hash, i);
+			tree_free(t);
+			return -1;
+		}
+		r->key = key;
+		r->path = path != NULL ? path : key;
+		r->layer = layer;
+		if ((r->data = spool_get(sp, blob, &r->len)) == NULL) {
+			*missing = errno == ENOENT;
+			snprintf(why, whylen, "%s: blob %s: %s", r->path, blob, strerror(errno));
+			tree_free(t);
+			return -1;
+		}
+		t->n++;
+	}
+	return 0;
+}
+
+/* syncing - set the renderer's Syncing condition; a store error is only logged */
+static void
+syncing(struct stage *st, const struct journal_item *it, const char *status,
+    const char *reason, const char *msg)
+{
+	if (status_set_condition(stage_store(st), stage_journal(st), "decofiles", it->ns,
+	    it->name, STAGE, "Syncing", status, reason, msg) < 0)
+		log_kv(LOG_WARN, "cannot write the Syncing condition", "ns", it->ns, "name",
+		    it->name, "reason", reason, NULL);
+}
+
+/* resolved_templates - status field resolvedTemplates [{name, generation}] */
+static void
+resolved_templates(struct stage *st, const struct journal_item *it,
+    char names[][254], size_t n)
+{
+	struct buf b;
+	struct jw w;
+
+	buf_init(&b);
+	jw_init(&w, &b);
+	jw_obj(&w);
+	jw_key(&w, "resolvedTemplates");
+	jw_arr(&w);
+	for (size_t i = 0; i < n; i++) {
+		yajl_val doc = NULL;
+		char err[256];
+
+		jw_obj(&w);
+		jw_key(&w, "name");
+		jw_str(&w, names[i]);
+		if (resource_get(stage_store(st), "templates", it->ns, names[i], &doc, err,
+		    sizeof(err)) == 0) {
+			jw_key(&w, "generation");
+			jw_int(&w, decofile_generation(doc));
+			yajl_tree_free(doc);
+		}
+		jw_end_obj(&w);
+	}
+	jw_end_arr(&w);
+	jw_end_obj(&w);
+	if (status_set_fields(stage_store(st), "decofiles", it->ns, it->name, STAGE,
+	    b.data) < 0)
+		log_kv(LOG_WARN, "cannot write resolvedTemplates", "ns", it->ns, "name",
+		    it->name, NULL);
+	buf_free(&b);
+}
+
+/* template_names - spec.templates: names, or objects with a name */
+static int
+template_names(yajl_val doc, char names[][254], size_t max, char *why, size_t whylen)
+{
+	yajl_val list = json_get(doc, "spec", "templates", NULL);
+	size_t n = 0;
+
+	if (list == NULL || YAJL_IS_NULL(list))
+		return 0;
+	if (!YAJL_IS_ARRAY(list)) {
+		snprintf(why, whylen, "spec.templates must be a list of names");
+		return -1;
+	}
+	for (size_t i = 0; i < list->u.array.len; i++) {
+		yajl_val v = list->u.array.values[i];
+		const char *s = YAJL_IS_STRING(v) ? v->u.string : json_get_str(v, "name", NULL);
+
+		if (s == NULL || *s == '\0' || strlen(s) > 253 || n == max) {
+			snprintf(why, whylen, "spec.templates[%zu] is not a template name", i);
+			return -1;
+		}
+		snprintf(names[n++], 254, "%s", s);
+	}
+	return (int)n;
+}
+
+static enum stage_result
+render(struct stage *st, const struct journal_item *it, yajl_val doc)
+{
+	struct renderer *r = R(st);
+	struct journal *j = stage_journal(st);
+	struct spool *sp = stage_spool(st);
+	static char names[MAX_TEMPLATES][254];
+	struct tree trees[MAX_TEMPLATES + 1];
+	struct render_input *all = NULL;
+	struct render_error e;
+	struct buf json;
+	char tree[65], hash[65], chk[65], bin_hash[65] = "", why[1200], detail[512];
+	char last[65] = "", last_fmt[8] = "", last_bin[65] = "", commit[200] = "";
+	const char *target, *format;
+	enum stage_result res = STAGE_DONE;
+	size_t ntrees = 0, nall = 0, binlen = 0;
+	char *bin = NULL;
+	int ntpl, missing, rv;
+
+	buf_init(&json);
+	/* the decofile's own tree: the item's, or the newest fetched */
+	if (it->hash[0] != '\0') {
+		if (!is_sha256_hex(it->hash)) {
+			log_kv(LOG_ERROR, "item hash is not a tree hash", "hash", it->hash, NULL);
+			return STAGE_FAIL;
+		}
+		snprintf(tree, sizeof(tree), "%s", it->hash);
+	} else if ((rv = latest_tree(j, it->ns, it->name, tree)) != 0) {
+		if (rv < 0)
+			return STAGE_RETRY;
+		log_kv(LOG_INFO, "nothing fetched yet; the fetcher will ask again", "ns",
+		    it->ns, "name", it->name, NULL);
+		return STAGE_DONE;
+	}
+	if ((ntpl = template_names(doc, names, MAX_TEMPLATES, why, sizeof(why))) < 0) {
+		syncing(st, it, "False", "ValidationError", why);
+		return STAGE_DONE;
+	}
+
+	/* templates first (layers 0..n-1), then the decofile's own blocks */
+	for (int i = 0; i <= ntpl; i++) {
+		char th[65];
+
+		if (i < ntpl) {
+			if ((rv = latest_tree(j, it->ns, names[i], th)) != 0) {
+				if (rv < 0) {
+					res = STAGE_RETRY;
+					goto out;
+				}
+				snprintf(why, sizeof(why), "DecofileTemplate '%.253s' has not been"
+				    " fetched yet", names[i]);
+				syncing(st, it, "False", "TemplateNotReady", why);
+				res = STAGE_RETRY;
+				goto out;
+			}
+		}
+		if (tree_load(sp, i < ntpl ? th : tree, i < ntpl ? i : RENDER_LAYER_OWN,
+		    &trees[ntrees], &missing, why, sizeof(why)) < 0) {
+			log_kv(LOG_WARN, "cannot load a tree", "ns", it->ns, "name", it->name,
+			    "error", why, NULL);
+			res = missing && it->attempts < MAX_SPOOL_MISSES ? STAGE_RETRY : STAGE_FAIL;
+			goto out;
+		}
+		nall += trees[ntrees++].n;
+	}
+	snprintf(commit, sizeof(commit), "%s", trees[ntrees - 1].commit);
+	if (commit[0] == '\0')
+		journal_detail_get(it->detail, "commit", commit, sizeof(commit));
+
+	all = xcalloc(nall ? nall : 1, sizeof(*all));
+	nall = 0;
+	for (size_t i = 0; i < ntrees; i++) {
+		memcpy(all + nall, trees[i].in, trees[i].n * sizeof(*all));
+		nall += trees[i].n;
+	}
+	if (render_merge(all, nall, &json, hash, &e) < 0) {
+		log_kv(LOG_WARN, "decofile refused", "ns", it->ns, "name", it->name, "error",
+		    e.msg, NULL);
+		syncing(st, it, "False", "ValidationError", e.msg);
+		journal_audit(j, STAGE, it->name, "refused", e.msg);
+		goto out;	/* done: fail-safe, the last good version stays live */
+	}
+
+	/* the document, and its compressed form when it is large */
+	target = decofile_target(doc, r->default_target);
+	format = render_want_bin(json.len, r->threshold, strcmp(target, "configmap") == 0) ?
+	    "bin" : "json";
+	if (spool_put(sp, json.data, json.len, chk) < 0 || strcmp(chk, hash) != 0) {
+		log_kv(LOG_ERROR, "cannot write the rendered document to the spool", "error",
+		    strerror(errno), NULL);
+		res = STAGE_RETRY;
+		goto out;
+	}
+	if (strcmp(format, "bin") == 0) {
+		bin = render_bin(json.data, json.len, r->quality, r->window, &binlen);
+		if (bin == NULL || spool_put(sp, bin, binlen, bin_hash) < 0) {
+			log_kv(LOG_ERROR, "cannot compress the rendered document", NULL);
+			res = STAGE_RETRY;
+			goto out;
+		}
+	}
+
+	if (journal_last_render(j, it->ns, it->name, last, last_fmt, last_bin) < 0) {
+		res = STAGE_RETRY;
+		goto out;
+	}
+	if (strcmp(last, hash) == 0 && strcmp(last_fmt, format) == 0) {
+		log_kv(LOG_INFO, "content unchanged; nothing to publish", "ns", it->ns, "name",
+		    it->name, "hash", hash, NULL);
+	} else {
+		char size[32];
+
+		snprintf(detail, sizeof(detail), "format=%s%s%s%s%s", format,
+		    bin_hash[0] ? " bin=" : "", bin_hash, commit[0] ? " commit=" : "", commit);
+		if (stage_begin(st) < 0) {
+			res = STAGE_RETRY;
+			goto out;
+		}
+		if (journal_record_render(j, it->ns, it->name, hash, format,
+		    bin_hash[0] ? binlen : json.len, tree, bin_hash) < 0 ||
+		    stage_push(st, "publisher", "decofile", it->ns, it->name, hash, detail) < 0 ||
+		    stage_commit(st, it, hash) < 0) {
+			stage_rollback(st);
+			log_kv(LOG_ERROR, "cannot record the render", "error", journal_error(j),
+			    NULL);
+			res = STAGE_RETRY;
+			goto out;
+		}
+		snprintf(size, sizeof(size), "%zu", bin_hash[0] ? binlen : json.len);
+		log_kv(LOG_INFO, "rendered", "ns", it->ns, "name", it->name, "hash", hash,
+		    "format", format, "bytes", size, "commit", commit, NULL);
+	}
+	resolved_templates(st, it, names, (size_t)ntpl);
+	syncing(st, it, "True", "Rendered", "Decofile rendered and valid");
+out:
+	free(bin);
+	free(all);
+	for (size_t i = 0; i < ntrees; i++)
+		tree_free(&trees[i]);
+	buf_free(&json);
+	return res;
+}
+
+static enum stage_result
+renderer_on_item(struct stage *st, const struct journal_item *it)
+{
+	enum stage_result res;
+	yajl_val doc = NULL;
+	char err[512];
+	int rv;
+
+	if (strcmp(it->kind, "decofile") != 0) {
+		log_kv(LOG_ERROR, "unknown item kind", "kind", it->kind, NULL);
+		return STAGE_FAIL;
+	}
+	rv = resource_get(stage_store(st), "decofiles", it->ns, it->name, &doc, err,
+	    sizeof(err));
+	if (rv < 0) {
+		log_kv(LOG_WARN, "cannot read the Decofile", "ns", it->ns, "name", it->name,
+		    "error", err, NULL);
+		return STAGE_RETRY;
+	}
+	if (rv == 1) {
+		log_kv(LOG_INFO, "Decofile deleted before rendering; nothing to do", "ns",
+		    it->ns, "name", it->name, NULL);
+		return STAGE_DONE;
+	}
+	res = render(st, it, doc);
+	yajl_tree_free(doc);
+	return res;
+}
+
+static const struct stage_ops renderer_ops = {
+	.name = STAGE,
+	.use_store = 1,
+	.init = renderer_init,
+	.on_item = renderer_on_item,
+	.reload = renderer_reload,
+	.shutdown = renderer_shutdown,
+};
+
+int
+main(int argc, char **argv)
+{
+	return stage_main(argc, argv, &renderer_ops);
+}
