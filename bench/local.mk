@@ -1,0 +1,22 @@
+# bench: build fragment (included by the top Makefile.am)
+# Benchmarks are not part of `make check`; each has its own target.
+
+# --- renderer benchmarks (bench/gen, bench/bench_render): `make bench-render`
+noinst_PROGRAMS += bench/gen bench/bench_render
+bench_gen_LDADD = $(DECOD_LIBS) -lm
+bench_bench_render_LDADD = $(RENDER_LIBS) $(DECOD_LIBS)
+EXTRA_DIST += bench/bench_render.sh
+bench-render: bench/gen bench/bench_render
+	$(SHELL) $(srcdir)/bench/bench_render.sh $(abs_top_builddir)
+.PHONY: bench-render
+# --- end of renderer benchmarks
+# notifier benchmarks
+noinst_PROGRAMS += bench/replica bench/bench_notify
+bench_replica_SOURCES = bench/replica.c
+bench_bench_notify_SOURCES = bench/bench_notify.c $(NOTIFY_ENGINE_SRC)
+bench_bench_notify_LDADD = $(DECOD_LIBS)
+EXTRA_DIST += bench/bench_notify.sh
+bench-notify: bench/replica bench/bench_notify
+	$(SHELL) $(srcdir)/bench/bench_notify.sh $(abs_top_builddir)
+.PHONY: bench-notify
+# --- end of notifier benchmarks
