@@ -23,8 +23,15 @@
 
 #define ERR_KEEP 4096
 
+static volatile int aborted;
 static void (*trace_fn)(void *, char *const *, char *const *);
 static void *trace_arg;
+
+void
+fetch_run_abort(void)
+{
+	__atomic_store_n(&aborted, 1, __ATOMIC_SEQ_CST);
+}
 
 void
 fetch_run_trace(void (*fn)(void *arg, char *const *argv, char *const *envp), void *arg)
@@ -133,7 +140,7 @@ fetch_run(const struct fetch_cmd *c, struct buf *out, struct buf *errout,
 		int64_t left = deadline - now_ms();
 		int np = 0;
 
-		if (left <= 0 || over) {
+		if (left <= 0 || over || __atomic_load_n(&aborted, __ATOMIC_SEQ_CST)) {
 			timed_out = !over;
 			kill(-pid, SIGKILL);
 			kill(pid, SIGKILL);

@@ -39,6 +39,12 @@ int fetch_run(const struct fetch_cmd *c, struct buf *out, struct buf *errout,
  */
 void fetch_run_trace(void (*fn)(void *arg, char *const *argv, char *const *envp), void *arg);
 
+/*
+ * fetch_run_abort - thread-safe: make every running and later fetch_run
+ * kill its program within a second and fail (used at shutdown).
+ */
+void fetch_run_abort(void);
+
 /* fetch_find_program - absolute path of name found on PATH (static buffer), or NULL */
 const char *fetch_find_program(const char *name);
 

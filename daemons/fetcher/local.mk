@@ -11,6 +11,10 @@ daemons_fetcher_libfetch_a_SOURCES = \
 	daemons/fetcher/fetch_git.c daemons/fetcher/fetch_git.h
 FETCH_LIBS = daemons/fetcher/libfetch.a
 
+decodlibexec_PROGRAMS += daemons/fetcher/fetcher
+daemons_fetcher_fetcher_SOURCES = daemons/fetcher/fetcher.c
+daemons_fetcher_fetcher_LDADD = $(FETCH_LIBS) $(DECOD_LIBS) -lpthread
+
 check_PROGRAMS += t/unit/fetch_keys_test t/unit/fetch_dir_test t/unit/fetch_inline_test \
 	t/unit/fetch_git_test
 t_unit_fetch_keys_test_LDADD = $(FETCH_LIBS) $(DECOD_LIBS)
@@ -19,3 +23,11 @@ t_unit_fetch_inline_test_LDADD = $(FETCH_LIBS) $(DECOD_LIBS)
 t_unit_fetch_git_test_LDADD = $(FETCH_LIBS) $(DECOD_LIBS)
 TESTS += t/unit/fetch_keys_test t/unit/fetch_dir_test t/unit/fetch_inline_test \
 	t/unit/fetch_git_test
+
+# a driver for t/integration/fetch_*.sh (writes Decofiles and sync triggers)
+check_PROGRAMS += daemons/fetcher/fetch_testtool
+daemons_fetcher_fetch_testtool_SOURCES = daemons/fetcher/fetch_testtool.c
+daemons_fetcher_fetch_testtool_LDADD = $(DECOD_LIBS)
+
+EXTRA_DIST += t/lib/git.sh
+TESTS += t/integration/fetch_stage.sh t/integration/fetch_git.sh

@@ -1,0 +1,844 @@
+/*
+ * fetcher - the first stage: level-triggered from the store, it keeps one
+ * schedule per Decofile (git: spec.git.period, jittered; dir: poll_period;
+ * inline: on spec changes), fetches on one worker thread (git calls block
+ * for up to fetch_timeout, never the loop), and, when the tree, commit or
+ * generation differs from what it last handed on, records the fetch and
+ * the renderer item in one transaction.  It owns the "fetcher" status
+ * fragment: sourceType, githubCommit, observedGeneration and Syncing for
+ * fetch errors.  The worker touches only git, the spool and its queues;
+ * sqlite and the store stay on the loop's thread.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <sqlite3.h>
+
+#include "common/conf.h"
+#include "common/hash.h"
+#include "common/journal.h"
+#include "common/json.h"
+#include "common/log.h"
+#include "common/resource.h"
+#include "common/spool.h"
+#include "common/stage.h"
+#include "common/store.h"
+#include "common/store_keys.h"
+#include "common/util.h"
+#include "daemons/fetcher/fetch_dir.h"
+#include "daemons/fetcher/fetch_git.h"
+#include "daemons/fetcher/fetch_inline.h"
+#include "daemons/fetcher/fetch_run.h"
+
+#define STAGE "fetcher"
+#define BACKOFF_MIN_MS 1000
+#define BACKOFF_MAX_MS (5 * 60 * 1000)
+#define MAX_FILE ((uint64_t)32 << 20)
+
+/* one fetch for the worker: everything copied, nothing shared */
+struct job {
+	char ns[254], name[254];
+	char source[16];
+	int64_t generation;
+	int force;		/* read the tree even if the remote id did not move */
+	char last_id[41];	/* git: remote id of the last good fetch */
+	char *url, *ref, *dir, *secret_file, *path, *inline_json;
+	/* results */
+	struct fetch_result res;
+	char remote_id[41];
+	int unchanged;		/* git: same remote id, tree not read */
+	int64_t took_ms;
+	struct job *next;
+};
+
+/* one Decofile's schedule */
+struct src {
+	char ns[254], name[254];
+	char source[16];
+	int64_t generation;
+	char spec_hash[65];	/* sha256 of the spec: a change means fetch now */
+	char *doc;		/* resource text */
+	int64_t period_ms;
+	int64_t timer;
+	int busy, again, again_force, gone, failures;
+	char last_id[41];
+	char last_status[512];
+	struct src *next;
+};
+
+struct fetcher {
+	struct src *srcs;
+	struct store_watch *watch, *sync_watch;
+	int64_t watch_timer;
+	char *df_prefix, *sync_prefix;
+	char askpass[PATH_MAX];
+	char cache_root[PATH_MAX];
+	char secrets_dir[PATH_MAX];
+	struct fetch_limits lim;
+	int64_t timeout_ms, poll_ms;
+	/* worker */
+	pthread_t thread;
+	int thread_up;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	struct job *todo, *done;
+	int stop;
+	struct spool *sp;
+	struct stage *st;
+};
+
+#define F(st) ((struct fetcher *)stage_data(st))
+
+static void schedule(struct stage *st, struct src *s, int64_t after_ms, int force);
+static int64_t jitter(int64_t ms);
+
+/* ---- the worker thread ---- */
+
+static void
+job_free(struct job *j)
+{
+	if (j == NULL)
+		return;
+	free(j->url);
+	free(j->ref);
+	free(j->dir);
+	free(j->secret_file);
+	free(j->path);
+	free(j->inline_json);
+	free(j);
+}
+
+static void
+run_job(struct fetcher *f, struct job *j)
+{
+	int64_t t0 = now_ms();
+
+	if (strcmp(j->source, "inline") == 0) {
+		yajl_val v = j->inline_json ? json_parse(j->inline_json,
+		    strlen(j->inline_json), NULL) : NULL;
+
+		fetch_inline(f->sp, &f->lim, v, &j->res);
+		yajl_tree_free(v);
+	} else if (strcmp(j->source, "dir") == 0) {
+		fetch_dir(f->sp, &f->lim, j->path, &j->res);
+	} else if (strcmp(j->source, "git") == 0) {
+		struct fetch_git_req req;
+
+		memset(&req, 0, sizeof(req));
+		req.url = j->url;
+		req.ref = j->ref;
+		req.dir = j->dir;
+		req.cache_root = f->cache_root;
+		req.secret_file = j->secret_file;
+		req.askpass = f->askpass;
+		req.timeout_ms = f->timeout_ms;
+		req.lim = f->lim;
+		if (fetch_git_resolve(&req, j->remote_id, &j->res) == 0) {
+			if (!j->force && strcmp(j->remote_id, j->last_id) == 0)
+				j->unchanged = 1;
+			else
+				fetch_git_tree(f->sp, &req, j->remote_id, &j->res);
+		}
+	}
+	j->took_ms = now_ms() - t0;
+}
+
+static void *
+worker(void *arg)
+{
+	struct fetcher *f = arg;
+	struct job *j, **tail;
+
+	pthread_mutex_lock(&f->mu);
+	for (;;) {
+		while (!f->stop && f->todo == NULL)
+			pthread_cond_wait(&f->cv, &f->mu);
+		if (f->stop)
+			break;
+		j = f->todo;
+		f->todo = j->next;
+		j->next = NULL;
+		pthread_mutex_unlock(&f->mu);
+		run_job(f, j);
+		pthread_mutex_lock(&f->mu);
+		for (tail = &f->done; *tail != NULL; tail = &(*tail)->next)
+			;
+		*tail = j;
+		stage_wake(f->st);
+	}
+	pthread_mutex_unlock(&f->mu);
+	return NULL;
+}
+
+/* ---- status and journal (loop thread) ---- */
+
+static void
+set_syncing(struct stage *st, struct src *s, const char *status, const char *reason,
+    const char *msg)
+{
+	if (status_set_condition(stage_store(st), stage_journal(st), "decofiles", s->ns,
+	    s->name, STAGE, "Syncing", status, reason, msg) < 0)
+		log_kv(LOG_WARN, "cannot write status", "ns", s->ns, "name", s->name, "error",
+		    store_error(stage_store(st)), NULL);
+}
+
+static void
+set_fields(struct stage *st, struct src *s, const char *commit, int64_t generation)
+{
+	struct buf b;
+	struct jw w;
+
+	buf_init(&b);
+	jw_init(&w, &b);
+	jw_obj(&w);
+	jw_key(&w, "sourceType");
+	jw_str(&w, s->source);
+	if (commit != NULL && commit[0] != '\0') {
+		jw_key(&w, "githubCommit");
+		jw_str(&w, commit);
+	}
+	jw_key(&w, "observedGeneration");
+	jw_int(&w, generation);
+	jw_end_obj(&w);
+	if (strcmp(b.data, s->last_status) != 0) {
+		if (status_set_fields(stage_store(st), "decofiles", s->ns, s->name, STAGE,
+		    b.data) == 0)
+			snprintf(s->last_status, sizeof(s->last_status), "%s", b.data);
+		else
+			log_kv(LOG_WARN, "cannot write status", "ns", s->ns, "name", s->name,
+			    "error", store_error(stage_store(st)), NULL);
+	}
+	buf_free(&b);
+}
+
+/*
+ * last_handed - the newest renderer item for ns/name: its tree hash and
+ * the commit and generation of its detail.  0 found, 1 none, -1 error.
+ */
+static int
+last_handed(struct stage *st, const char *ns, const char *name, char *hash,
+    char *commit, int64_t *generation)
+{
+	sqlite3 *db = journal_db(stage_journal(st));
+	sqlite3_stmt *q;
+	char gen[32];
+	int rc;
+
+	if (sqlite3_prepare_v2(db, "SELECT hash, detail FROM items WHERE stage='renderer'"
+	    " AND kind='decofile' AND ns=? AND name=? ORDER BY id DESC LIMIT 1", -1, &q,
+	    NULL) != SQLITE_OK)
+		return -1;
+	sqlite3_bind_text(q, 1, ns, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_text(q, 2, name, -1, SQLITE_TRANSIENT);
+	rc = sqlite3_step(q);
+	if (rc == SQLITE_ROW) {
+		const char *h = (const char *)sqlite3_column_text(q, 0);
+		const char *d = (const char *)sqlite3_column_text(q, 1);
+
+		snprintf(hash, 65, "%s", h ? h : "");
+		if (d == NULL || journal_detail_get(d, "commit", commit, 65) < 0)
+			commit[0] = '\0';
+		*generation = d != NULL && journal_detail_get(d, "generation", gen,
+		    sizeof(gen)) == 0 ? strtoll(gen, NULL, 10) : -1;
+		rc = 0;
+	} else {
+		rc = rc == SQLITE_DONE ? 1 : -1;
+	}
+	sqlite3_finalize(q);
+	return rc;
+}
+
+/* hand a good tree on to the renderer unless it already has it */
+static void
+hand_on(struct stage *st, struct src *s, struct job *j)
+{
+	char hash[65], commit[65], detail[256], gen[32];
+	int64_t generation;
+	int rc;
+
+	rc = last_handed(st, s->ns, s->name, hash, commit, &generation);
+	if (rc < 0)
+		log_kv(LOG_WARN, "journal: cannot read the last fetch", "error",
+		    sqlite3_errmsg(journal_db(stage_journal(st))), NULL);
+	if (rc == 0 && strcmp(hash, j->res.tree_hash) == 0 &&
+	    strcmp(commit, j->res.commit) == 0 && generation == j->generation) {
+		log_kv(LOG_DEBUG, "unchanged", "ns", s->ns, "name", s->name, "tree",
+		    j->res.tree_hash, NULL);
+		return;
+	}
+	if (j->res.commit[0] != '\0')
+		snprintf(detail, sizeof(detail), "source=%s commit=%s generation=%lld",
+		    s->source, j->res.commit, (long long)j->generation);
+	else
+		snprintf(detail, sizeof(detail), "source=%s generation=%lld", s->source,
+		    (long long)j->generation);
+	if (stage_begin(st) < 0)
+		goto retry;
+	if (journal_record_fetch(stage_journal(st), s->ns, s->name, s->source,
+	    j->res.commit, j->res.tree_hash) < 0 ||
+	    stage_push(st, "renderer", "decofile", s->ns, s->name, j->res.tree_hash,
+	    detail) < 0) {
+		stage_rollback(st);
+		goto retry;
+	}
+	if (stage_commit(st, NULL, NULL) < 0)
+		goto retry;
+	snprintf(gen, sizeof(gen), "%lld", (long long)j->generation);
+	log_kv(LOG_INFO, "fetched", "ns", s->ns, "name", s->name, "source", s->source,
+	    "commit", j->res.commit, "tree", j->res.tree_hash, "generation", gen, NULL);
+	return;
+retry:
+	log_kv(LOG_ERROR, "journal: cannot record the fetch", "ns", s->ns, "name", s->name,
+	    "error", journal_error(stage_journal(st)), NULL);
+	s->last_id[0] = '\0';	/* so the next poll reads the tree again */
+	s->failures++;
+}
+
+static int64_t
+backoff_ms(int failures)
+{
+	int64_t d = BACKOFF_MIN_MS;
+
+	for (int i = 1; i < failures && d < BACKOFF_MAX_MS; i++)
+		d *= 2;
+	return d < BACKOFF_MAX_MS ? d : BACKOFF_MAX_MS;
+}
+
+static struct src *
+src_find(struct fetcher *f, const char *ns, const char *name)
+{
+	for (struct src *s = f->srcs; s != NULL; s = s->next)
+		if (strcmp(s->ns, ns) == 0 && strcmp(s->name, name) == 0)
+			return s;
+	return NULL;
+}
+
+static void
+src_free(struct stage *st, struct src *s)
+{
+	struct fetcher *f = F(st);
+
+	for (struct src **pp = &f->srcs; *pp != NULL; pp = &(*pp)->next) {
+		if (*pp == s) {
+			*pp = s->next;
+			break;
+		}
+	}
+	if (s->timer > 0)
+		stage_cancel_timer(st, s->timer);
+	free(s->doc);
+	free(s);
+}
+
+static void
+finish_job(struct stage *st, struct job *j)
+{
+	struct fetcher *f = F(st);
+	struct src *s = src_find(f, j->ns, j->name);
+	char ms[32], n[32];
+
+	if (s == NULL)
+		return;
+	s->busy = 0;
+	if (s->gone) {
+		src_free(st, s);
+		return;
+	}
+	snprintf(ms, sizeof(ms), "%lld", (long long)j->took_ms);
+	if (j->res.reason != NULL) {
+		s->failures++;
+		snprintf(n, sizeof(n), "%lld", (long long)backoff_ms(s->failures));
+		log_kv(LOG_WARN, "fetch failed", "ns", s->ns, "name", s->name, "source",
+		    s->source, "reason", j->res.reason, "error", j->res.error, "retry_ms", n,
+		    NULL);
+		set_syncing(st, s, "False", j->res.reason, j->res.error);
+		if (s->again)
+			schedule(st, s, 0, s->again_force);
+		else
+			schedule(st, s, backoff_ms(s->failures), 0);
+		return;
+	}
+	s->failures = 0;
+	if (!j->unchanged) {
+		hand_on(st, s, j);
+		if (j->remote_id[0] != '\0')
+			snprintf(s->last_id, sizeof(s->last_id), "%s", j->remote_id);
+		set_fields(st, s, j->res.commit, j->generation);
+	}
+	if (s->failures == 0) {
+		set_syncing(st, s, "True", "Fetched", "Fetched from the source");
+		log_kv(LOG_DEBUG, "poll done", "ns", s->ns, "name", s->name, "took_ms", ms,
+		    "unchanged", j->unchanged ? "1" : "0", NULL);
+	}
+	if (s->again)
+		schedule(st, s, 0, s->again_force);
+	else if (s->failures > 0)
+		schedule(st, s, backoff_ms(s->failures), 1);
+	else if (s->period_ms > 0)
+		schedule(st, s, jitter(s->period_ms), 0);
+}
+
+static void
+on_wake(struct stage *st, void *arg)
+{
+	struct fetcher *f = F(st);
+	struct job *list, *j;
+
+	(void)arg;
+	pthread_mutex_lock(&f->mu);
+	list = f->done;
+	f->done = NULL;
+	pthread_mutex_unlock(&f->mu);
+	while ((j = list) != NULL) {
+		list = j->next;
+		finish_job(st, j);
+		job_free(j);
+	}
+}
+
+/* ---- scheduling ---- */
+
+/* a job for s from its resource text; NULL with the error on s's status */
+static struct job *
+make_job(struct stage *st, struct src *s, int force)
+{
+	struct fetcher *f = F(st);
+	struct job *j;
+	yajl_val doc;
+	const char *secret;
+	char msg[512];
+
+	if ((doc = json_parse(s->doc, strlen(s->doc), NULL)) == NULL)
+		return NULL;
+	j = xcalloc(1, sizeof(*j));
+	snprintf(j->ns, sizeof(j->ns), "%s", s->ns);
+	snprintf(j->name, sizeof(j->name), "%s", s->name);
+	snprintf(j->source, sizeof(j->source), "%s", s->source);
+	snprintf(j->last_id, sizeof(j->last_id), "%s", s->last_id);
+	j->generation = s->generation;
+	j->force = force;
+	msg[0] = '\0';
+	if (strcmp(s->source, "inline") == 0) {
+		struct buf b;
+		struct jw w;
+		yajl_val v = json_get(doc, "spec", "inline", "value", NULL);
+
+		if (v != NULL) {
+			buf_init(&b);
+			jw_init(&w, &b);
+			jw_value(&w, v);
+			j->inline_json = buf_steal(&b, NULL);
+		}
+	} else if (strcmp(s->source, "dir") == 0) {
+		const char *p = json_get_str(doc, "spec", "dir", "path", NULL);
+
+		j->path = p ? xstrdup(p) : NULL;
+	} else if (strcmp(s->source, "git") == 0) {
+		const char *u = json_get_str(doc, "spec", "git", "url", NULL);
+		const char *r = json_get_str(doc, "spec", "git", "ref", NULL);
+		const char *d = json_get_str(doc, "spec", "git", "dir", NULL);
+
+		j->url = u ? xstrdup(u) : NULL;
+		j->ref = r ? xstrdup(r) : NULL;
+		j->dir = d ? xstrdup(d) : NULL;
+		secret = json_get_str(doc, "spec", "git", "secret", NULL);
+		if (secret != NULL && *secret != '\0') {
+			if (strchr(secret, '/') != NULL || secret[0] == '.')
+				snprintf(msg, sizeof(msg),
+				    "spec.git.secret '%s' must be a file name in secrets_dir", secret);
+			else if (access((j->secret_file = xasprintf("%s/%s", f->secrets_dir,
+			    secret)), R_OK) < 0)
+				snprintf(msg, sizeof(msg),
+				    "secret '%s' not found in secrets_dir (%s)", secret,
+				    strerror(errno));
+		}
+	} else if (strcmp(s->source, "github") == 0 || strcmp(s->source, "oci") == 0) {
+		snprintf(msg, sizeof(msg), "source %s is not supported by this build yet",
+		    s->source);
+	} else {
+		snprintf(msg, sizeof(msg), "unknown source '%s' (inline, git, dir, github, oci)",
+		    s->source);
+	}
+	yajl_tree_free(doc);
+	if (msg[0] != '\0') {
+		log_kv(LOG_WARN, "cannot fetch", "ns", s->ns, "name", s->name, "error", msg, NULL);
+		set_syncing(st, s, "False", "FetchError", msg);
+		job_free(j);
+		return NULL;
+	}
+	return j;
+}
+
+static void
+poll_cb(struct stage *st, void *arg)
+{
+	struct fetcher *f = F(st);
+	struct src *s = arg;
+	struct job *j, **tail;
+	int force = s->again_force;
+
+	s->timer = 0;
+	if (s->busy) {
+		s->again = 1;
+		return;
+	}
+	s->again = 0;
+	s->again_force = 0;
+	if ((j = make_job(st, s, force)) == NULL) {
+		/* a bad spec waits for an edit; a missing secret may appear */
+		if (s->period_ms > 0)
+			schedule(st, s, backoff_ms(++s->failures), force);
+		return;
+	}
+	s->busy = 1;
+	pthread_mutex_lock(&f->mu);
+	for (tail = &f->todo; *tail != NULL; tail = &(*tail)->next)
+		;
+	*tail = j;
+	pthread_cond_signal(&f->cv);
+	pthread_mutex_unlock(&f->mu);
+}
+
+/* schedule - poll s after after_ms (jitter is the caller's); force reads the tree */
+static void
+schedule(struct stage *st, struct src *s, int64_t after_ms, int force)
+{
+	if (force)
+		s->again_force = 1;
+	if (s->busy) {
+		if (after_ms == 0)
+			s->again = 1;
+		return;
+	}
+	if (s->timer > 0)
+		stage_cancel_timer(st, s->timer);
+	s->timer = stage_add_timer(st, after_ms, poll_cb, s);
+}
+
+static int64_t
+jitter(int64_t ms)
+{
+	unsigned r = 0;
+
+	random_bytes(&r, sizeof(r));
+	return ms - ms / 10 + (int64_t)(r % (unsigned)(ms / 5 + 1));
+}
+
+/* the poll period of doc's source; 0: only on spec changes */
+static int64_t
+period_of(struct fetcher *f, yajl_val doc, const char *source)
+{
+	const char *p;
+	int64_t ms;
+
+	if (strcmp(source, "inline") == 0)
+		return 0;
+	p = json_get_str(doc, "spec", source, "period", NULL);
+	if (p != NULL && parse_duration_ms(p, &ms) == 0 && ms >= 1000)
+		return ms;
+	return f->poll_ms;
+}
+
+/* a Decofile was put (or listed) */
+static void
+upsert(struct stage *st, const char *ns, const char *name, const char *val, size_t len)
+{
+	struct fetcher *f = F(st);
+	struct src *s = src_find(f, ns, name);
+	char h[65];
+	yajl_val doc;
+	struct buf b;
+
+	if ((doc = json_parse(val, len, NULL)) == NULL) {
+		log_kv(LOG_WARN, "Decofile is not JSON; ignored", "ns", ns, "name", name, NULL);
+		return;
+	}
+	buf_init(&b);
+	{
+		struct jw w;
+
+		jw_init(&w, &b);
+		jw_value(&w, json_get(doc, "spec", NULL));
+	}
+	buf_printf(&b, "#%lld", (long long)decofile_generation(doc));
+	sha256_hex(b.data, b.len, h);
+	buf_free(&b);
+	if (s == NULL) {
+		s = xcalloc(1, sizeof(*s));
+		snprintf(s->ns, sizeof(s->ns), "%s", ns);
+		snprintf(s->name, sizeof(s->name), "%s", name);
+		s->next = f->srcs;
+		f->srcs = s;
+	} else if (strcmp(s->spec_hash, h) == 0) {
+		yajl_tree_free(doc);	/* metadata or status only: nothing to do */
+		return;
+	}
+	s->gone = 0;
+	memcpy(s->spec_hash, h, sizeof(h));
+	free(s->doc);
+	s->doc = xstrndup(val, len);
+	snprintf(s->source, sizeof(s->source), "%s", decofile_source(doc));
+	s->generation = decofile_generation(doc);
+	s->period_ms = period_of(f, doc, s->source);
+	s->failures = 0;
+	yajl_tree_free(doc);
+	schedule(st, s, 0, 1);
+}
+
+static void
+drop(struct stage *st, const char *ns, const char *name)
+{
+	struct src *s = src_find(F(st), ns, name);
+
+	if (s == NULL)
+		return;
+	log_kv(LOG_INFO, "Decofile deleted; schedule dropped", "ns", ns, "name", name, NULL);
+	if (s->busy)
+		s->gone = 1;
+	else
+		src_free(st, s);
+}
+
+static int
+relist(struct stage *st)
+{
+	struct fetcher *f = F(st);
+	struct store_list l;
+	char kind[254], ns[254], name[254];
+
+	if (store_list(stage_store(st), f->df_prefix, &l) < 0) {
+		log_kv(LOG_ERROR, "cannot list Decofiles", "error", store_error(stage_store(st)),
+		    NULL);
+		return -1;
+	}
+	for (size_t i = 0; i < l.n; i++)
+		if (key_parse_resource(l.kvs[i].key, kind, ns, name) == 0)
+			upsert(st, ns, name, l.kvs[i].value, l.kvs[i].vlen);
+	/* sweep what is no longer listed */
+	for (struct src *s = f->srcs, *next; s != NULL; s = next) {
+		int found = 0;
+
+		next = s->next;
+		for (size_t i = 0; i < l.n && !found; i++)
+			found = key_parse_resource(l.kvs[i].key, kind, ns, name) == 0 &&
+			    strcmp(ns, s->ns) == 0 && strcmp(name, s->name) == 0;
+		if (!found)
+			drop(st, s->ns, s->name);
+	}
+	store_list_free(&l);
+	return 0;
+}
+
+static void
+on_df_event(void *arg, const struct store_event *ev)
+{
+	struct stage *st = arg;
+	char kind[254], ns[254], name[254];
+
+	if (ev->type == STORE_EV_RELIST) {
+		relist(st);
+		return;
+	}
+	if (key_parse_resource(ev->key, kind, ns, name) < 0 || strcmp(kind, "decofiles") != 0)
+		return;
+	if (ev->type == STORE_EV_DELETE)
+		drop(st, ns, name);
+	else
+		upsert(st, ns, name, ev->value, ev->vlen);
+}
+
+static void
+on_sync_event(void *arg, const struct store_event *ev)
+{
+	struct stage *st = arg;
+	struct fetcher *f = F(st);
+	char ns[254], name[254];
+	const char *rest;
+	struct src *s;
+
+	if (ev->type != STORE_EV_PUT || strncmp(ev->key, f->sync_prefix,
+	    strlen(f->sync_prefix)) != 0)
+		return;
+	rest = ev->key + strlen(f->sync_prefix);
+	if (sscanf(rest, "%253[^/]/%253[^/]", ns, name) != 2 ||
+	    (s = src_find(f, ns, name)) == NULL)
+		return;
+	log_kv(LOG_INFO, "sync requested", "ns", ns, "name", name, NULL);
+	s->failures = 0;
+	schedule(st, s, 0, 0);
+}
+
+static void
+dispatch(struct stage *st)
+{
+	struct fetcher *f = F(st);
+
+	if (f->watch != NULL && store_watch_dispatch(f->watch) < 0)
+		log_kv(LOG_WARN, "store watch error", "error", store_error(stage_store(st)), NULL);
+	if (f->sync_watch != NULL && store_watch_dispatch(f->sync_watch) < 0)
+		log_kv(LOG_WARN, "store watch error", "error", store_error(stage_store(st)), NULL);
+}
+
+static void
+on_watch_fd(struct stage *st, int fd, short revents, void *arg)
+{
+	(void)fd;
+	(void)revents;
+	(void)arg;
+	dispatch(st);
+}
+
+static void
+watch_timer_cb(struct stage *st, void *arg)
+{
+	struct fetcher *f = F(st);
+	int t = 1000, t2;
+
+	(void)arg;
+	dispatch(st);
+	if (f->watch != NULL && (t2 = store_watch_timeout_ms(f->watch)) > 0 && t2 < t)
+		t = t2;
+	if (f->sync_watch != NULL && (t2 = store_watch_timeout_ms(f->sync_watch)) > 0 &&
+	    t2 < t)
+		t = t2;
+	f->watch_timer = stage_add_timer(st, t, watch_timer_cb, NULL);
+}
+
+/* ---- stage callbacks ---- */
+
+static struct store_watch *
+watch(struct stage *st, const char *prefix, store_watch_cb cb)
+{
+	struct store_watch *w = store_watch_new(stage_store(st), prefix, 0, cb, st);
+	int fd;
+
+	if (w == NULL) {
+		log_kv(LOG_ERROR, "cannot watch the store", "prefix", prefix, "error",
+		    store_error(stage_store(st)), NULL);
+		return NULL;
+	}
+	if ((fd = store_watch_fd(w)) >= 0)
+		stage_add_fd(st, fd, POLLIN, on_watch_fd, NULL);
+	return w;
+}
+
+static int
+fetcher_init(struct stage *st)
+{
+	struct fetcher *f = xcalloc(1, sizeof(*f));
+	struct conf *cf = stage_conf(st);
+	uint64_t max_tree = conf_get_size(cf, "max_tree_size");
+
+	stage_set_data(st, f);
+	f->st = st;
+	f->sp = stage_spool(st);
+	f->lim.max_tree = max_tree;
+	f->lim.max_file = max_tree > 0 && max_tree < MAX_FILE ? max_tree : MAX_FILE;
+	f->timeout_ms = conf_get_ms(cf, "fetch_timeout");
+	f->poll_ms = conf_get_ms(cf, "poll_period");
+	snprintf(f->cache_root, sizeof(f->cache_root), "%s/git", conf_get(cf, "state_dir"));
+	snprintf(f->secrets_dir, sizeof(f->secrets_dir), "%s", conf_get(cf, "secrets_dir"));
+	if (realpath("/proc/self/exe", f->askpass) == NULL) {
+		log_kv(LOG_ERROR, "cannot find my own program for GIT_ASKPASS", "error",
+		    strerror(errno), NULL);
+		return -1;
+	}
+	if (fetch_find_program("git") == NULL)
+		log_kv(LOG_WARN, "git is not installed: git sources will fail", NULL);
+	pthread_mutex_init(&f->mu, NULL);
+	pthread_cond_init(&f->cv, NULL);
+	stage_set_wake_cb(st, on_wake, NULL);
+	if (pthread_create(&f->thread, NULL, worker, f) != 0) {
+		log_kv(LOG_ERROR, "cannot start the fetch worker", NULL);
+		return -1;
+	}
+	f->thread_up = 1;
+
+	/* watch first, then list: nothing put in between is missed */
+	f->df_prefix = key_resource_prefix("decofiles", NULL);
+	f->sync_prefix = xasprintf("%s/sync/", keys_prefix());
+	if ((f->watch = watch(st, f->df_prefix, on_df_event)) == NULL ||
+	    (f->sync_watch = watch(st, f->sync_prefix, on_sync_event)) == NULL)
+		return -1;
+	f->watch_timer = stage_add_timer(st, 1000, watch_timer_cb, NULL);
+	if (relist(st) < 0)
+		return -1;
+	{
+		char n[32];
+		size_t k = 0;
+
+		for (struct src *s = f->srcs; s != NULL; s = s->next)
+			k++;
+		snprintf(n, sizeof(n), "%zu", k);
+		log_kv(LOG_INFO, "fetcher ready", "decofiles", n, NULL);
+	}
+	return 0;
+}
+
+static enum stage_result
+fetcher_item(struct stage *st, const struct journal_item *it)
+{
+	(void)st;
+	/* nothing is addressed to the fetcher; an item here is someone's mistake */
+	log_kv(LOG_WARN, "unexpected item for the fetcher; dropped", "kind", it->kind, NULL);
+	return STAGE_DONE;
+}
+
+static void
+fetcher_shutdown(struct stage *st)
+{
+	struct fetcher *f = F(st);
+	struct job *j;
+
+	if (f == NULL)
+		return;
+	if (f->thread_up) {
+		fetch_run_abort();
+		pthread_mutex_lock(&f->mu);
+		f->stop = 1;
+		pthread_cond_signal(&f->cv);
+		pthread_mutex_unlock(&f->mu);
+		pthread_join(f->thread, NULL);
+	}
+	while ((j = f->todo) != NULL) {
+		f->todo = j->next;
+		job_free(j);
+	}
+	while ((j = f->done) != NULL) {
+		f->done = j->next;
+		job_free(j);
+	}
+	while (f->srcs != NULL)
+		src_free(st, f->srcs);
+	store_watch_free(f->watch);
+	store_watch_free(f->sync_watch);
+	free(f->df_prefix);
+	free(f->sync_prefix);
+	free(f);
+	stage_set_data(st, NULL);
+}
+
+static const struct stage_ops ops = {
+	.name = STAGE,
+	.use_store = 1,
+	.init = fetcher_init,
+	.on_item = fetcher_item,
+	.shutdown = fetcher_shutdown,
+};
+
+int
+main(int argc, char **argv)
+{
+	/* git runs us as its askpass helper: answer and leave */
+	if (getenv(FETCH_GIT_ASKPASS_ENV) != NULL)
+		return fetch_git_askpass_main(argc > 1 ? argv[1] : NULL);
+	return stage_main(argc, argv, &ops);
+}
