@@ -568,6 +568,10 @@ journal_referenced(struct journal *j, void (*fn)(void *arg, const char *hash), v
 		"SELECT bin_hash FROM renders WHERE bin_hash<>'' AND id IN"
 		"  (SELECT MAX(id) FROM renders GROUP BY ns, name)",
 		"SELECT content_hash FROM inventory",
+		/* the bin blob of what is published, to repair drift of a .bin */
+		"SELECT DISTINCT r.bin_hash FROM renders r JOIN inventory i"
+		"  ON r.ns=i.ns AND r.name=i.name AND r.content_hash=i.content_hash"
+		"  WHERE r.bin_hash<>''",
 	};
 	sqlite3_stmt *st;
 	int rc;

@@ -81,6 +81,7 @@ struct stage {
 	int in_txn;
 	int64_t cur_id;		/* item being handled by on_item, 0 if none */
 	int cur_closed;		/* on_item committed it itself */
+	char cur_error[512];	/* stage_item_error() for the current item */
 	int kick;
 	int64_t next_rescan;
 	int64_t next_ops_timer;
@@ -175,6 +176,12 @@ stage_stopping(struct stage *st)
 {
 	(void)st;
 	return sig_term != 0;
+}
+
+void
+stage_item_error(struct stage *st, const char *why)
+{
+	snprintf(st->cur_error, sizeof(st->cur_error), "%s", why ? why : "");
 }
 
 void
@@ -529,6 +536,7 @@ process_due(struct stage *st)
 			break;
 		st->cur_id = it->id;
 		st->cur_closed = 0;
+		st->cur_error[0] = '\0';
 		r = st->ops->on_item(st, it);
 		if (st->in_txn) {
 			log_kv(LOG_ERROR, "stage left a transaction open (a bug)", NULL);
@@ -540,7 +548,7 @@ process_due(struct stage *st)
 			st->inflight[st->ninflight++] = it->id;
 		} else if (!(r == STAGE_DONE && st->cur_closed)) {
 			settle(st, it->id, it->attempts, r, r == STAGE_DONE ? "done" :
-			    "see log");
+			    (st->cur_error[0] ? st->cur_error : "see log"));
 		}
 		st->cur_id = 0;
 	}

@@ -73,6 +73,12 @@ int64_t stage_enqueue(struct stage *st, const char *to, const char *kind,
 /* stage_finish - end a STAGE_ASYNC item (result as on_item would return) */
 void stage_finish(struct stage *st, int64_t id, enum stage_result r, const char *why);
 
+/*
+ * stage_item_error - the reason to record when the item on_item is handling
+ * ends in STAGE_RETRY or STAGE_FAIL (copied; the last call wins).
+ */
+void stage_item_error(struct stage *st, const char *why);
+
 /* stage_kick - process due items soon (e.g. after a store watch event) */
 void stage_kick(struct stage *st);
 
