@@ -1,0 +1,27 @@
+#!/bin/sh
+# install-deps.sh - install what decod needs to build, test and run its demo
+# on Debian 12.  Run as root (or it re-runs itself with sudo).  Installs only
+# what is missing; safe to run again.
+set -eu
+PKGS="build-essential autoconf automake libtool pkg-config
+libnng-dev libcurl4-openssl-dev libyajl-dev libbrotli-dev libmicrohttpd-dev
+libssl-dev libhiredis-dev libsqlite3-dev libyaml-dev libarchive-dev
+sqlite3 git curl jq brotli python3 etcd-server etcd-client"
+missing=""
+for p in $PKGS; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' ||
+		missing="$missing $p"
+done
+[ -z "$missing" ] && exit 0
+if [ "$(id -u)" -ne 0 ]; then
+	exec sudo "$0" "$@"
+fi
+echo "installing:$missing"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq -o DPkg::Lock::Timeout=600
+# shellcheck disable=SC2086
+apt-get install -y -qq -o DPkg::Lock::Timeout=600 $missing >/dev/null
+# the etcd package starts a system etcd on :2379; decod's tests start their own
+if command -v systemctl >/dev/null 2>&1; then
+	systemctl disable --now etcd >/dev/null 2>&1 || true
+fi
