@@ -9,6 +9,7 @@
 #include "config.h"
 
 #include <ftw.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -181,6 +182,10 @@ main(int argc, char **argv)
 		char *bin;
 
 		merge_once(&json, hash);
+		/* as the stage does: the blocks are freed before brotli */
+		for (size_t i = 0; i < ninputs; i++)
+			free((char *)inputs[i].data);
+		malloc_trim(0);
 		bin = render_bin(json.data, json.len, q, w, &binlen);
 		getrusage(RUSAGE_SELF, &ru);
 		printf("rss files=%zu input_bytes=%zu json_bytes=%zu bin_bytes=%zu "

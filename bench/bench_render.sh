@@ -47,10 +47,11 @@ for d in d4 d25; do
 		t=$(best_of 1 brotli -f -q $q -w 24 -o "$W/$d.q$q.br" "$W/$d.json")
 		echo "brotli_cli q=$q w=24 ms=$t bytes=$(stat -c %s "$W/$d.q$q.br") json_bytes=$(stat -c %s "$W/$d.json")"
 	done
-	"$BR" -n 3 -q 11 -w 24 "$W/$d" | grep '^render'
+	[ $d = d4 ] && "$BR" -n 1 -q 11 -w 24 "$W/$d" | grep '^render'
 done
 echo "## sweep d4"
 "$BR" -n 3 -S "$W/d4" | grep '^sweep'
 echo "## rss d100"
 "$BR" -R "$W/d100"
-"$BR" -R -q 11 -w 24 "$W/d25"
+"$BR" -R "$W/d25"
+"$BR" -R "$W/d4"

@@ -15,6 +15,9 @@
 #include "config.h"
 
 #include <errno.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -358,6 +361,16 @@ render(struct stage *st, const struct journal_item *it, yajl_val doc)
 		journal_audit(j, STAGE, it->name, "refused", e.msg);
 		goto out;	/* done: fail-safe, the last good version stays live */
 	}
+
+	/* the blocks are in json now: give their memory back before brotli */
+	free(all);
+	all = NULL;
+	for (size_t i = 0; i < ntrees; i++)
+		tree_free(&trees[i]);
+	ntrees = 0;
+#ifdef __GLIBC__
+	malloc_trim(0);	/* small blocks sit in the heap; return the pages */
+#endif
 
 	/* the document, and its compressed form when it is large */
 	target = decofile_target(doc, r->default_target);
