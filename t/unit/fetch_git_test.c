@@ -205,6 +205,34 @@ main(int argc, char **argv)
 	fetch_run_trace(NULL, NULL);
 	ok(execs > 0, "git was run %d times", execs);
 	is_int(leaks, 0, "the secret is in no argv and no environment");
+	/* the askpass side, as git runs it */
+	{
+		static const struct { const char *file, *prompt, *want; } ap[] = {
+			{ "deploy:pw:with:colons\n", "Username for 'https://h': ", "deploy" },
+			{ "deploy:pw:with:colons\n", "Password for 'https://deploy@h': ",
+			    "pw:with:colons" },
+			{ "ghp_token\n", "Username for 'https://h': ", "x-access-token" },
+			{ "ghp_token\n", "Password for 'https://x-access-token@h': ", "ghp_token" },
+		};
+		char *f = xasprintf("%s/ap", top), line[256], *cmd;
+		FILE *p;
+
+		for (size_t i = 0; i < sizeof(ap) / sizeof(ap[0]); i++) {
+			write_file_atomic(f, ap[i].file, strlen(ap[i].file), 0600);
+			cmd = xasprintf("%s=%s '%s' \"%s\"", FETCH_GIT_ASKPASS_ENV, f, self,
+			    ap[i].prompt);
+			line[0] = '\0';
+			if ((p = popen(cmd, "r")) != NULL) {
+				if (fgets(line, sizeof(line), p) == NULL)
+					line[0] = '\0';
+				pclose(p);
+			}
+			line[strcspn(line, "\n")] = '\0';
+			is_str(line, ap[i].want, "askpass answers %.8s...", ap[i].prompt);
+			free(cmd);
+		}
+		free(f);
+	}
 	b = fetch_git_redact("https://user:pw@host/x.git");
 	is_str(b, "https://***@host/x.git", "URLs are redacted for messages");
 	free(b);
