@@ -62,7 +62,9 @@ wait_for() {
 }
 
 # port_open PORT: something accepts TCP on 127.0.0.1:PORT
-port_open() { (exec 3<>/dev/tcp/127.0.0.1/"$1") 2>/dev/null; }
+port_open() {
+	python3 -c 'import socket,sys; socket.create_connection(("127.0.0.1", int(sys.argv[1])), 1).close()' "$1" 2>/dev/null
+}
 
 # bin NAME: path of a built program (decod, decoctl, stage programs, examples)
 bin() {
