@@ -659,6 +659,11 @@ plain_is_safe(const char *s, size_t len)
 
 	if (is_null(s, len) || is_bool(s, len) >= 0 || is_special_float(s, len))
 		return 0;
+	/* YAML 1.1 readers take dates and times ("2026-12-02...", "12:30") */
+	if (len >= 8 && all_in(s, 4, DIGITS) && s[4] == '-' && s[5] >= '0' && s[5] <= '9')
+		return 0;
+	if (all_in(s, len, DIGITS ":._") && strchr(s, ':') != NULL)
+		return 0;
 	for (int i = 0; v11[i]; i++)
 		if (eq(s, len, v11[i]))
 			return 0;
@@ -740,11 +745,19 @@ cli_print_yaml(FILE *out, yajl_val v)
 {
 	yaml_emitter_t em;
 	yaml_event_t ev;
+	char *text = NULL;
+	size_t len = 0;
+	FILE *mem;
 	int rc = -1;
 
-	if (!yaml_emitter_initialize(&em))
+	if ((mem = open_memstream(&text, &len)) == NULL)
 		return -1;
-	yaml_emitter_set_output_file(&em, out);
+	if (!yaml_emitter_initialize(&em)) {
+		fclose(mem);
+		free(text);
+		return -1;
+	}
+	yaml_emitter_set_output_file(&em, mem);
 	yaml_emitter_set_unicode(&em, 1);
 	yaml_emitter_set_width(&em, -1);
 	yaml_emitter_set_indent(&em, 2);
@@ -763,6 +776,12 @@ cli_print_yaml(FILE *out, yajl_val v)
 	rc = yaml_emitter_flush(&em) ? 0 : -1;
 out:
 	yaml_emitter_delete(&em);
+	fclose(mem);
+	/* the emitter leaves a flow collection at the end without its newline */
+	if (rc == 0 && (fwrite(text, 1, len, out) != len ||
+	    (len > 0 && text[len - 1] != '\n' && fputc('\n', out) == EOF)))
+		rc = -1;
+	free(text);
 	return rc;
 }
 

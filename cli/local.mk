@@ -18,5 +18,5 @@ cli_cli_testtool_LDADD = $(DECOD_LIBS)
 check_PROGRAMS += t/unit/cli_yaml_test
 t_unit_cli_yaml_test_SOURCES = t/unit/cli_yaml_test.c cli/cli_yaml.c cli/cli_yaml.h
 t_unit_cli_yaml_test_LDADD = $(DECOD_LIBS) $(YAML_LIBS)
-TESTS += t/unit/cli_yaml_test t/integration/cli_basic.sh
-EXTRA_DIST += t/integration/cli_basic.sh
+TESTS += t/unit/cli_yaml_test t/integration/cli_basic.sh t/integration/cli_ctl.sh
+EXTRA_DIST += t/integration/cli_basic.sh t/integration/cli_ctl.sh

@@ -55,6 +55,8 @@ static const struct {
 	  { "{\"base\":{\"x\":1},\"other\":{\"x\":1},\"k\":\"v\",\"l\":\"v\"}" } },
 	{ "block scalars are strings", "a: |\n  12\nb: >-\n  x\n  y\n", 1,
 	  { "{\"a\":\"12\\n\",\"b\":\"x y\"}" } },
+	{ "dates quoted on output stay strings", "at: \"2026-12-02T10:00:00Z\"\n", 1,
+	  { "{\"at\":\"2026-12-02T10:00:00Z\"}" } },
 	{ "unicode kept", "name: \"caf\\u00e9\"\nt: ação\n", 1,
 	  { "{\"name\":\"café\",\"t\":\"ação\"}" } },
 	{ "empty collections", "a: {}\nb: []\nc:\n", 1,
@@ -168,6 +170,7 @@ test_yaml_output(void)
 		"{\"a\":\"1\",\"b\":1,\"c\":\"true\",\"d\":null,\"e\":\"yes\",\"f\":\"\"}",
 		"{\"list\":[{\"x\":\"0x1F\"},[],{}],\"s\":\"multi\\nline\",\"u\":\"ação\"}",
 		"{\"k: v\":\"- a\",\"#\":\"# c\",\"n\":-1.5e3,\"q\":\"'x'\"}",
+		"{\"at\":\"2026-12-02T10:00:00Z\",\"t\":\"12:30\",\"e\":[]}",
 	};
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -180,6 +183,7 @@ test_yaml_output(void)
 
 		ok(v != NULL && cli_print_yaml(f, v) == 0, "case %zu: YAML written", i + 1);
 		fclose(f);
+		ok(len > 0 && text[len - 1] == '\n', "case %zu: ends with a newline", i + 1);
 		is_int(cli_read_docs("out.yaml", text, len, &d, &e), 0, "case %zu: reads back", i + 1);
 		if (d.n == 1)
 			is_str(d.v[0].json, cases[i], "case %zu: same JSON", i + 1);
