@@ -365,6 +365,9 @@ start_try(struct notify_job *job, struct rep *rep)
 	curl_easy_setopt(c->easy, CURLOPT_WRITEFUNCTION, on_write);
 	curl_easy_setopt(c->easy, CURLOPT_WRITEDATA, c);
 	curl_easy_setopt(c->easy, CURLOPT_NOSIGNAL, 1L);
+	/* replicas are mostly IP addresses; a DNS cache of thousands of them
+	 * costs a full scan on every new name (curl prunes it on each resolve) */
+	curl_easy_setopt(c->easy, CURLOPT_DNS_CACHE_TIMEOUT, 0L);
 	curl_easy_setopt(c->easy, CURLOPT_TIMEOUT_MS, (long)timeout);
 	curl_easy_setopt(c->easy, CURLOPT_CONNECTTIMEOUT_MS,
 	    (long)(job->p.connect_timeout_ms < timeout ? job->p.connect_timeout_ms : timeout));
