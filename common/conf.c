@@ -76,8 +76,9 @@ static const struct conf_setting settings[] = {
 	/* renderer */
 	{ "compress_threshold", CONF_SIZE, "2.5MB", "DECOFILE_COMPRESS_THRESHOLD", 0, 0,
 	  "documents above this size are published brotli-compressed" },
-	{ "brotli_quality", CONF_INT, "5", NULL, 0, 11, "brotli quality (0-11)" },
-	{ "brotli_window", CONF_INT, "22", NULL, 10, 24, "brotli window bits (10-24)" },
+	{ "brotli_quality", CONF_INT, "8", NULL, 0, 11,
+	  "brotli quality (0-11): 8 renders 4 MB in about 0.1 s; 11 is smallest but ~40x slower" },
+	{ "brotli_window", CONF_INT, "24", NULL, 10, 24, "brotli window bits (10-24)" },
 	/* publisher */
 	{ "default_target", CONF_STR, "file", NULL, 0, 0, "target of a Decofile that names none" },
 	{ "file_root", CONF_STR, "${state_dir}/published", NULL, 0, 0,
