@@ -256,6 +256,16 @@ is "$?" 1 "delete of a missing decofile: exit 1"
 dc delete gadget x >/dev/null 2>&1
 is "$?" 2 "delete of an unknown kind: exit 2"
 
+# --- endpoints (a replica's record dropped into the local store by hand) ---------
+mkdir -p "$T/store/kv/decod.d/endpoints.d/default.d/loja.d"
+printf '{"url":"http://127.0.0.1:8000","token":"sekrit"}' \
+    >"$T/store/kv/decod.d/endpoints.d/default.d/loja.d/r1.v"
+dc get endpoints >"$T/out" 2>&1
+check "get endpoints lists the replica" grep -q "^loja  *r1  *http://127.0.0.1:8000  *push" "$T/out"
+dc get ep -o json >"$T/out" 2>&1
+is "$(json_field "$T/out" items.0.url)" "http://127.0.0.1:8000" "get ep -o json"
+check "an endpoint's token is never printed" sh -c "! grep -q sekrit '$T/out'"
+
 # --- control socket without a supervisor ----------------------------------------
 dc stages >"$T/out" 2>&1
 is "$?" 1 "stages without decod: exit 1"
