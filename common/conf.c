@@ -50,6 +50,8 @@ static const struct conf_setting settings[] = {
 	  "longest delay between retries of a failed item" },
 	{ "journal_retention", CONF_DURATION, "168h", NULL, 60000, 0,
 	  "how long history stays in the journal" },
+	{ "housekeeping_interval", CONF_DURATION, "1h", NULL, 100, 86400000,
+	  "how often the journal is pruned and unreferenced spool blobs removed" },
 	{ "addr_fetcher", CONF_STR, NULL, NULL, 0, 0, "nng address the fetcher listens on" },
 	{ "addr_renderer", CONF_STR, NULL, NULL, 0, 0, "nng address the renderer listens on" },
 	{ "addr_publisher", CONF_STR, NULL, NULL, 0, 0, "nng address the publisher listens on" },

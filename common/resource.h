@@ -46,7 +46,9 @@ int resource_get(struct store *s, const char *plural, const char *ns,
  * apiVersion/kind/metadata.name, fills namespace, keeps created_at from the
  * stored record, stamps updated_at, raises metadata.generation by one when
  * spec changed (1 for a new one), and drops any client-written status.
- * *changed (if non-NULL) says whether spec changed.  0 or -1 with err.
+ * *changed (if non-NULL) gets 2 for a new resource, 1 when spec or
+ * metadata changed, 0 when nothing did (nothing is written then).  0 or -1
+ * with err.
  */
 int resource_put(struct store *s, yajl_val doc, const char *default_ns,
     int *changed, char *out_plural, char *out_ns, char *out_name,

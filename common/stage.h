@@ -40,6 +40,12 @@ struct stage_ops {
 	void (*shutdown)(struct stage *st);	/* before exit */
 	/* max items in STAGE_ASYNC at once (0: 1, i.e. strictly one at a time) */
 	int max_async;
+	/*
+	 * housekeeping: this stage prunes the journal (journal_retention) and
+	 * garbage-collects the spool once an hour.  One stage per host does it
+	 * (the renderer), so it happens with or without the supervisor.
+	 */
+	int housekeeping;
 };
 
 /* stage_main - run the stage; returns the process exit status */

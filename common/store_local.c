@@ -735,7 +735,8 @@ local_list(void *be, const char *prefix, struct store_list *out)
 		store_list_free(&tmp);
 		return -1;
 	}
-	qsort(a.kvs, a.n, sizeof(*a.kvs), kv_cmp);
+	if (a.n > 1)
+		qsort(a.kvs, a.n, sizeof(*a.kvs), kv_cmp);
 	out->kvs = a.kvs;
 	out->n = a.n;
 	return 0;

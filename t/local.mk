@@ -24,3 +24,8 @@ t_unit_spool_test_LDADD = $(TEST_LIBS)
 t_unit_proto_test_LDADD = $(TEST_LIBS)
 t_unit_journal_test_LDADD = $(TEST_LIBS)
 TESTS += t/unit/conf_test t/unit/spool_test t/unit/proto_test t/unit/journal_test
+
+TESTS += t/integration/supervisor.sh
+EXTRA_DIST += t/integration/supervisor.sh
+TESTS += t/integration/housekeeping.sh
+EXTRA_DIST += t/integration/housekeeping.sh

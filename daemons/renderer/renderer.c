@@ -468,6 +468,7 @@ static const struct stage_ops renderer_ops = {
 	.on_item = renderer_on_item,
 	.reload = renderer_reload,
 	.shutdown = renderer_shutdown,
+	.housekeeping = 1,
 };
 
 int
