@@ -29,3 +29,5 @@ TESTS += t/integration/supervisor.sh
 EXTRA_DIST += t/integration/supervisor.sh
 TESTS += t/integration/housekeeping.sh
 EXTRA_DIST += t/integration/housekeeping.sh
+TESTS += t/integration/rollout.sh
+EXTRA_DIST += t/integration/rollout.sh
