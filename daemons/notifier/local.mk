@@ -7,3 +7,16 @@ check_PROGRAMS += t/unit/notify_engine_test
 t_unit_notify_engine_test_SOURCES = t/unit/notify_engine_test.c $(NOTIFY_ENGINE_SRC)
 t_unit_notify_engine_test_LDADD = $(DECOD_LIBS)
 TESTS += t/unit/notify_engine_test
+
+# the notifier stage
+decodlibexec_PROGRAMS += daemons/notifier/notifier
+daemons_notifier_notifier_SOURCES = daemons/notifier/notifier.c $(NOTIFY_ENGINE_SRC)
+daemons_notifier_notifier_LDADD = $(DECOD_LIBS)
+
+TESTS += t/integration/notify_stage.sh
+EXTRA_DIST += t/integration/notify_stage.sh
+
+# a driver for t/integration/notify_*.sh (writes store, spool and journal)
+check_PROGRAMS += daemons/notifier/notify_testtool
+daemons_notifier_notify_testtool_SOURCES = daemons/notifier/notify_testtool.c
+daemons_notifier_notify_testtool_LDADD = $(DECOD_LIBS)
