@@ -205,7 +205,10 @@ main(void)
 		is_int(r->attempts, 1, "one attempt");
 		is_str(r->error, "", "no error");
 		notify_job_free(job);
-		text = get(xasprintf("%s/.decofile", ua));
+		char *u = xasprintf("%s/.decofile", ua);
+
+		text = get(u);
+		free(u);
 		ok(strstr(text, "\"decofile\":{\"Header\":{\"title\":\"hello\"}}") != NULL,
 		    "the replica serves the pushed document");
 		free(text);
