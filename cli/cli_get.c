@@ -321,6 +321,24 @@ publish_age(yajl_val st, char *out, size_t len)
 		cli_age_since(json_get_str(st, "lastUpdated", NULL), out, len);
 }
 
+/*
+ * lock_owner - the instance working ns/name: its job lock's holder (etcd
+ * keeps it as the lock key's value); NULL if none is known (caller frees).
+ */
+static char *
+lock_owner(struct cli *c, const char *ns, const char *name)
+{
+	char *key = key_lock(ns, name), *v = NULL;
+	size_t len;
+
+	if (store_get(c->st, key, &v, &len) != 0 || len == 0) {
+		free(v);
+		v = NULL;
+	}
+	free(key);
+	return v;
+}
+
 int
 cli_status(struct cli *c)
 {
@@ -348,8 +366,8 @@ cli_status(struct cli *c)
 	} else if (list_resources(c, "decofiles", &l) < 0) {
 		return CLI_FAIL;
 	}
-	table_init(&t, 9, "NAMESPACE", "NAME", "SOURCE", "COMMIT", "HASH", "TARGET", "READY",
-	    "PODSNOTIFIED", "AGE");
+	table_init(&t, 10, "NAMESPACE", "NAME", "SOURCE", "COMMIT", "HASH", "TARGET", "READY",
+	    "PODSNOTIFIED", "AGE", "OWNER");
 	buf_init(&b);
 	jw_init(&w, &b);
 	jw_arr(&w);
@@ -359,12 +377,12 @@ cli_status(struct cli *c)
 		const char *commit = json_get_str(st, "githubCommit", NULL);
 		const char *hash = json_get_str(st, "contentHash", NULL);
 		const char *target = decofile_target(l.v[i], conf_get(c->cf, "default_target"));
-		char age[32];
+		char age[32], *owner = lock_owner(c, ns, name);
 
 		publish_age(st, age, sizeof(age));
 		table_row(&t, ns, name, decofile_source(l.v[i]), cli_short(commit, 7),
 		    cli_short(hash, 12), target, cli_condition_status(st, "Ready"),
-		    cli_condition_status(st, "PodsNotified"), age);
+		    cli_condition_status(st, "PodsNotified"), age, owner ? owner : "-");
 		jw_obj(&w);
 		jw_key(&w, "namespace");
 		jw_str(&w, ns);
@@ -392,7 +410,10 @@ cli_status(struct cli *c)
 		jw_str(&w, cli_condition_status(st, "PodsNotified"));
 		jw_key(&w, "syncing");
 		jw_str(&w, cli_condition_status(st, "Syncing"));
+		jw_key(&w, "owner");
+		jw_str(&w, owner);
 		jw_end_obj(&w);
+		free(owner);
 		yajl_tree_free(st);
 	}
 	jw_end_arr(&w);
