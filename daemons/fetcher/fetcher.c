@@ -7,7 +7,9 @@
  * the renderer item in one transaction.  It owns the "fetcher" status
  * fragment: sourceType, githubCommit, observedGeneration and Syncing for
  * fetch errors.  The worker touches only git, the spool and its queues;
- * sqlite and the store stay on the loop's thread.
+ * sqlite and the store stay on the loop's thread.  With several instances
+ * on one store it works only the decofiles whose job lock it holds
+ * (fetch_lock.c); the others are known but idle until their lock is ours.
  */
 #include "config.h"
 
@@ -36,6 +38,7 @@
 #include "daemons/fetcher/fetch_dir.h"
 #include "daemons/fetcher/fetch_git.h"
 #include "daemons/fetcher/fetch_inline.h"
+#include "daemons/fetcher/fetch_lock.h"
 #include "daemons/fetcher/fetch_run.h"
 
 #define STAGE "fetcher"
@@ -93,6 +96,7 @@ struct fetcher {
 	int stop;
 	struct spool *sp;
 	struct stage *st;
+	struct fetch_lock *locks;
 };
 
 #define F(st) ((struct fetcher *)stage_data(st))
@@ -367,6 +371,12 @@ finish_job(struct stage *st, struct job *j)
 		return;
 	}
 	s->failures = 0;
+	if (!fetch_lock_held(f->locks, s->ns, s->name)) {
+		/* the lock went to another instance meanwhile: its fetch counts */
+		log_kv(LOG_INFO, "fetch dropped: job lock no longer ours", "ns", s->ns,
+		    "name", s->name, NULL);
+		return;
+	}
 	if (!j->unchanged) {
 		hand_on(st, s, j);
 		if (j->remote_id[0] != '\0')
@@ -486,6 +496,8 @@ poll_cb(struct stage *st, void *arg)
 	int force = s->again_force;
 
 	s->timer = 0;
+	if (!fetch_lock_held(f->locks, s->ns, s->name))
+		return;		/* another instance works it; fetch_lock calls us back */
 	if (s->busy) {
 		s->again = 1;
 		return;
@@ -590,7 +602,10 @@ upsert(struct stage *st, const char *ns, const char *name, const char *val, size
 	s->period_ms = period_of(f, doc, s->source);
 	s->failures = 0;
 	yajl_tree_free(doc);
-	schedule(st, s, 0, 1);
+	if (fetch_lock_want(f->locks, ns, name))
+		schedule(st, s, 0, 1);
+	else
+		s->again_force = 1;	/* fetch at once when the lock is ours */
 }
 
 static void
@@ -601,6 +616,7 @@ drop(struct stage *st, const char *ns, const char *name)
 	if (s == NULL)
 		return;
 	log_kv(LOG_INFO, "Decofile deleted; schedule dropped", "ns", ns, "name", name, NULL);
+	fetch_lock_drop(F(st)->locks, ns, name);
 	if (s->busy)
 		s->gone = 1;
 	else
@@ -712,6 +728,64 @@ watch_timer_cb(struct stage *st, void *arg)
 	f->watch_timer = stage_add_timer(st, t, watch_timer_cb, NULL);
 }
 
+/* ---- job locks (fetch_lock.c calls these) ---- */
+
+static void
+lock_gained(struct stage *st, const char *ns, const char *name)
+{
+	struct src *s = src_find(F(st), ns, name);
+
+	if (s == NULL || s->gone)
+		return;
+	log_kv(LOG_INFO, "job lock taken; working the decofile", "ns", ns, "name", name,
+	    NULL);
+	s->failures = 0;
+	schedule(st, s, 0, 1);
+}
+
+static void
+lock_lost(struct stage *st, const char *ns, const char *name)
+{
+	struct src *s = src_find(F(st), ns, name);
+
+	if (s == NULL)
+		return;
+	if (s->timer > 0)
+		stage_cancel_timer(st, s->timer);
+	s->timer = 0;
+	s->again = 0;
+	/* whoever works it meanwhile writes the status: start afresh if it comes back */
+	s->last_id[0] = '\0';
+	s->last_status[0] = '\0';
+}
+
+/* lock_settled - nothing of ns/name in flight here: no fetch, no pending item */
+static int
+lock_settled(struct stage *st, const char *ns, const char *name)
+{
+	struct src *s = src_find(F(st), ns, name);
+	sqlite3 *db = journal_db(stage_journal(st));
+	sqlite3_stmt *q;
+	int busy;
+
+	if (s != NULL && (s->busy || s->again))
+		return 0;
+	if (sqlite3_prepare_v2(db, "SELECT 1 FROM items WHERE state='pending' AND ns=? AND"
+	    " name=? LIMIT 1", -1, &q, NULL) != SQLITE_OK)
+		return 0;
+	sqlite3_bind_text(q, 1, ns, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_text(q, 2, name, -1, SQLITE_TRANSIENT);
+	busy = sqlite3_step(q) != SQLITE_DONE;
+	sqlite3_finalize(q);
+	return !busy;
+}
+
+static const struct fetch_lock_ops lock_ops = {
+	.gained = lock_gained,
+	.lost = lock_lost,
+	.settled = lock_settled,
+};
+
 /* ---- stage callbacks ---- */
 
 static struct store_watch *
@@ -769,8 +843,11 @@ fetcher_init(struct stage *st)
 	    (f->sync_watch = watch(st, f->sync_prefix, on_sync_event)) == NULL)
 		return -1;
 	f->watch_timer = stage_add_timer(st, 1000, watch_timer_cb, NULL);
+	if ((f->locks = fetch_lock_new(st, &lock_ops)) == NULL)
+		return -1;
 	if (relist(st) < 0)
 		return -1;
+	fetch_lock_start(f->locks);
 	{
 		char n[32];
 		size_t k = 0;
@@ -818,6 +895,7 @@ fetcher_shutdown(struct stage *st)
 	}
 	while (f->srcs != NULL)
 		src_free(st, f->srcs);
+	fetch_lock_free(f->locks);
 	store_watch_free(f->watch);
 	store_watch_free(f->sync_watch);
 	free(f->df_prefix);

@@ -5,7 +5,11 @@
  * published objects afterwards: it watches them (inotify, plus a periodic
  * re-check) and puts back the last published version when someone changes
  * them (Drifted), and removes them when their Decofile is deleted, unless
- * the Decofile said `deco.sites/deletion: detach`.
+ * the Decofile said `deco.sites/deletion: detach`.  With several decod
+ * instances on one store the store's status fragment is the record of who
+ * published what: a content hash another instance already put on the
+ * target is adopted, not published again, and an object another instance
+ * has since published anew is handed over, not "repaired" back.
  */
 #include "config.h"
 
@@ -39,6 +43,8 @@
 #define DELETION_ANNOTATION "deco.sites/deletion"
 #define CHECK_DEBOUNCE_MS 20
 #define MAX_SPOOL_MISSES 5
+#define MAX_DEFERS 5		/* checks put off while another instance publishes */
+#define DEFER_MS 1000
 
 /* one published object: what we put there, so we can tell when it changed */
 struct obj {
@@ -56,6 +62,7 @@ struct obj {
 	int status_dirty;		/* Ready/fields not yet written to the store */
 	int complained;			/* logged that the bytes cannot be put back */
 	int gone;			/* Decofile deleted; removal to be retried */
+	int defers;			/* repairs put off: a newer timestamp.txt */
 	struct obj *next;
 };
 
@@ -303,6 +310,126 @@ write_status(struct stage *st, struct obj *o)
 	return rv;
 }
 
+/* ---- what other instances published (the store's status fragment) ---- */
+
+/* what the publisher fragment in the store says was published last */
+struct published {
+	char hash[65];
+	char format[8];
+	char location[4300];
+	int64_t timestamp;
+};
+
+/* store_published - read it; 0 (fields "" / 0 where absent) or -1 */
+static int
+store_published(struct stage *st, const char *ns, const char *name, struct published *pb)
+{
+	yajl_val f = status_get_fragment(stage_store(st), "decofiles", ns, name, STAGE);
+	const char *v;
+
+	memset(pb, 0, sizeof(*pb));
+	if (f == NULL)
+		return 0;
+	if ((v = json_get_str(f, "contentHash", NULL)) != NULL && is_sha256_hex(v))
+		snprintf(pb->hash, sizeof(pb->hash), "%s", v);
+	if ((v = json_get_str(f, "format", NULL)) != NULL)
+		snprintf(pb->format, sizeof(pb->format), "%s", v);
+	if ((v = json_get_str(f, "location", NULL)) != NULL)
+		snprintf(pb->location, sizeof(pb->location), "%s", v);
+	pb->timestamp = json_get_int(f, 0, "timestamp", NULL);
+	yajl_tree_free(f);
+	return 0;
+}
+
+/* target_holds - nonzero when the file at path hashes to blob */
+static int
+target_holds(const char *path, const char *blob)
+{
+	char h[65];
+	size_t len;
+	char *data = read_file(path, &len, (size_t)1 << 31);
+
+	if (data == NULL)
+		return 0;
+	sha256_hex(data, len, h);
+	free(data);
+	return strcmp(h, blob) == 0;
+}
+
+/* target_ts - the unix seconds in dir/timestamp.txt, 0 if none */
+static int64_t
+target_ts(const char *dir)
+{
+	char path[4400], *data;
+	int64_t ts;
+	size_t len;
+
+	snprintf(path, sizeof(path), "%s/timestamp.txt", dir);
+	if ((data = read_file(path, &len, 64)) == NULL)
+		return 0;
+	ts = strtoll(data, NULL, 10);
+	free(data);
+	return ts;
+}
+
+static void schedule_check_in(struct stage *st, struct obj *o, int64_t ms);
+
+/*
+ * hand_over - another instance has published o anew since we did: it
+ * owns the object now.  Drop it from our inventory without touching the
+ * target or the status.
+ */
+static void
+hand_over(struct stage *st, struct obj *o, const struct published *pb)
+{
+	struct journal *j = stage_journal(st);
+	char obj[600], detail[600];
+
+	object_id(o, obj, sizeof(obj));
+	snprintf(detail, sizeof(detail), "hash=%s timestamp=%lld published by another"
+	    " instance after ours (hash=%s timestamp=%lld)", pb->hash,
+	    (long long)pb->timestamp, o->content_hash, (long long)o->timestamp);
+	log_kv(LOG_INFO, "published object handed over to another instance", "ns", o->ns,
+	    "name", o->name, "hash", pb->hash, NULL);
+	if (journal_begin(j) < 0 ||
+	    journal_inventory_del(j, o->ns, o->name, o->where.location) < 0 ||
+	    journal_audit(j, STAGE, obj, "handed-over", detail) < 0 ||
+	    journal_commit(j) < 0) {
+		log_kv(LOG_ERROR, "journal: cannot record the hand-over", "error",
+		    journal_error(j), NULL);
+		journal_rollback(j);
+	}
+	obj_free(st, o);	/* target and status now belong to the other instance */
+}
+
+/*
+ * someone_else - decide before a repair whether the change on the target
+ * is another instance's newer publish: 1 handed over (o is freed), 2 put
+ * off (another check is scheduled), 0 repair it.
+ */
+static int
+someone_else(struct stage *st, struct obj *o)
+{
+	struct published pb;
+
+	if (store_published(st, o->ns, o->name, &pb) < 0)
+		return 0;
+	if (pb.hash[0] != '\0' && pb.timestamp > o->timestamp &&
+	    (strcmp(pb.hash, o->content_hash) != 0 || strcmp(pb.location,
+	    o->where.location) != 0)) {
+		hand_over(st, o, &pb);
+		return 1;
+	}
+	/* its timestamp.txt lands before its status: wait for the status */
+	if (target_ts(o->where.dir) > o->timestamp && o->defers < MAX_DEFERS) {
+		o->defers++;
+		schedule_check_in(st, o, DEFER_MS);
+		return 2;
+	}
+	o->defers = 0;
+	return 0;
+}
+
 /* ---- drift ---- */
 
 /*
@@ -334,6 +461,8 @@ check_obj(struct stage *st, struct obj *o, int full)
 			return;
 	}
 	if (publish_pending(stage_journal(st), o->ns, o->name))
+		return;
+	if (someone_else(st, o) != 0)
 		return;
 	if ((data = spool_get(stage_spool(st), o->data_hash, &len)) == NULL) {
 		if (!o->complained)
@@ -387,6 +516,15 @@ schedule_check(struct stage *st, struct obj *o)
 {
 	if (o->check_timer == 0)
 		o->check_timer = stage_add_timer(st, CHECK_DEBOUNCE_MS, check_timer_cb, o);
+}
+
+/* schedule_check_in - a full check after ms (replaces a pending one) */
+static void
+schedule_check_in(struct stage *st, struct obj *o, int64_t ms)
+{
+	if (o->check_timer > 0)
+		stage_cancel_timer(st, o->check_timer);
+	o->check_timer = stage_add_timer(st, ms, check_timer_cb, o);
 }
 
 static void
@@ -554,6 +692,65 @@ is_format(const char *f)
 	return strcmp(f, "json") == 0 || strcmp(f, "bin") == 0;
 }
 
+/*
+ * adopt - another instance already published this content hash and the
+ * target holds its bytes: take the object over without a new publish (no
+ * publish row, the timestamp replicas know is kept) and hand the change
+ * on to the notifier, whose replicas may not all have confirmed it.
+ */
+static enum stage_result
+adopt(struct stage *st, const struct journal_item *it, struct obj *o, yajl_val doc,
+    const char *format, const char *blob, const char *data, size_t len,
+    const struct published *pb, const char *commit)
+{
+	struct pub *p = P(st);
+	struct journal *j = stage_journal(st);
+	struct publish_file_req rq;
+	struct publish_file_res res;
+	char err[512], obj[600], detail[4800], why[1024];
+
+	/* make timestamp.txt and the other format right (a crash may have cut them) */
+	rq = (struct publish_file_req){ p->root, it->ns, it->name, format, data, len,
+	    pb->timestamp, 0, 0 };
+	if (publish_file(&rq, &res, err, sizeof(err)) < 0)
+		return finish_later(st, it, STAGE_RETRY, err);
+	if (o == NULL) {
+		o = obj_get(p, it->ns, it->name);
+		o->detach = doc_detach(doc);
+	}
+	object_id(o, obj, sizeof(obj));
+	snprintf(detail, sizeof(detail), "hash=%s location=%s timestamp=%lld deletion=%s"
+	    " (published by another instance; adopted)", it->hash, res.location,
+	    (long long)res.timestamp, o->detach ? "detach" : "delete");
+	snprintf(why, sizeof(why), "timestamp=%lld commit=%s", (long long)res.timestamp,
+	    commit[0] ? commit : "-");
+	if (stage_begin(st) < 0)
+		return finish_later(st, it, STAGE_RETRY, "journal busy");
+	if (journal_inventory_put(j, it->ns, it->name, TARGET, res.location, it->hash) < 0 ||
+	    journal_audit(j, STAGE, obj, "adopt", detail) < 0 ||
+	    ((res.wrote_doc || res.wrote_ts || res.removed) &&
+	    journal_record_drift(j, it->ns, it->name, res.location, res.detail) < 0) ||
+	    stage_push(st, "notifier", "decofile", it->ns, it->name, it->hash, why) < 0) {
+		snprintf(why, sizeof(why), "journal: %s", journal_error(j));
+		stage_rollback(st);
+		return finish_later(st, it, STAGE_RETRY, why);
+	}
+	if (stage_commit(st, it, "already published by another instance") < 0)
+		return finish_later(st, it, STAGE_RETRY, "journal commit failed");
+	snprintf(o->format, sizeof(o->format), "%s", strcmp(format, "bin") == 0 ? "bin" : "json");
+	memcpy(o->content_hash, it->hash, sizeof(o->content_hash));
+	snprintf(o->data_hash, sizeof(o->data_hash), "%.64s", blob);
+	o->timestamp = res.timestamp;
+	o->where = res;
+	o->complained = 0;
+	o->defers = 0;
+	obj_watch(p, o);
+	log_kv(LOG_INFO, "already published by another instance; adopted", "ns", o->ns,
+	    "name", o->name, "location", res.location, "hash", it->hash, NULL);
+	write_status(st, o);
+	return STAGE_DONE;
+}
+
 static enum stage_result
 on_item(struct stage *st, const struct journal_item *it)
 {
@@ -566,6 +763,7 @@ on_item(struct stage *st, const struct journal_item *it)
 	struct publish_file_res res;
 	const char *target, *blob;
 	int64_t last_ts = 0, ts;
+	struct published pb;
 	struct obj *o;
 	yajl_val doc = NULL;
 	size_t len;
@@ -628,8 +826,24 @@ on_item(struct stage *st, const struct journal_item *it)
 		yajl_tree_free(doc);
 		return finish_later(st, it, STAGE_RETRY, journal_error(j));
 	}
+	/* ... over every instance: the store's status says what is live */
+	store_published(st, it->ns, it->name, &pb);
+	if (pb.timestamp > last_ts)
+		last_ts = pb.timestamp;
 	same = o != NULL && strcmp(last_hash, it->hash) == 0 &&
-	    strcmp(o->format, format) == 0;
+	    strcmp(o->format, format) == 0 &&
+	    (pb.hash[0] == '\0' || strcmp(pb.hash, it->hash) == 0);
+	if (!same && strcmp(pb.hash, it->hash) == 0 && strcmp(pb.format, format) == 0 &&
+	    publish_file_paths(p->root, it->ns, it->name, format, &res, err,
+	    sizeof(err)) == 0 && strcmp(pb.location, res.location) == 0 &&
+	    target_holds(res.path, blob)) {
+		enum stage_result r = adopt(st, it, o, doc, format, blob, data, len, &pb,
+		    commit);
+
+		free(data);
+		yajl_tree_free(doc);
+		return r;
+	}
 	ts = wall_ms() / 1000;
 	if (ts <= last_ts)
 		ts = last_ts + 1;

@@ -1,0 +1,538 @@
+/*
+ * fetch_lock - job locks that split the decofiles between decod instances
+ * on one store (see fetch_lock.h).  It owns one entry per known decofile
+ * (held or not, who holds it), this instance's registry record, the watch
+ * on the lock prefix and the sweep timer.  Everything runs on the stage
+ * loop's thread; store calls are synchronous and short (one etcd txn).
+ */
+#include "config.h"
+
+#include <poll.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/conf.h"
+#include "common/hash.h"
+#include "common/log.h"
+#include "common/stage.h"
+#include "common/store.h"
+#include "common/store_keys.h"
+#include "common/util.h"
+#include "daemons/fetcher/fetch_lock.h"
+
+#define NBUCKET 16384
+#define GRACE_MS 300		/* an under-share instance gets first pick */
+#define BATCH 500		/* lock attempts per loop turn (start-up of 10,000) */
+
+struct ent {
+	char *ns, *name, *key;
+	int held;
+	int seen_locked;	/* someone holds it (last listing or event) */
+	int free_sweeps;	/* sweeps in a row it was seen free */
+	int64_t released_ms;	/* we let it go to even out the split */
+	int64_t grace_timer;
+	struct fetch_lock *fl;
+	struct ent *next;
+};
+
+struct fetch_lock {
+	struct stage *st;
+	const struct fetch_lock_ops *ops;
+	struct ent *tab[NBUCKET];
+	size_t total, held;
+	char *lock_prefix, *inst_prefix, *inst_key;
+	int ttl_s;
+	int64_t sweep_ms;
+	int64_t sweep_timer, watch_timer;
+	struct store_watch *watch;
+	int started, more;	/* more: the last sweep stopped at BATCH */
+	size_t ninst, prev_ninst;
+	int prev_over;
+	int64_t since;
+};
+
+static struct store *
+S(struct fetch_lock *fl)
+{
+	return stage_store(fl->st);
+}
+
+static unsigned
+hash2(const char *ns, const char *name)
+{
+	uint32_t h = 2166136261u;
+
+	for (const char *p = ns; *p; p++)
+		h = (h ^ (unsigned char)*p) * 16777619u;
+	h = (h ^ '/') * 16777619u;
+	for (const char *p = name; *p; p++)
+		h = (h ^ (unsigned char)*p) * 16777619u;
+	return h % NBUCKET;
+}
+
+static struct ent *
+ent_find(const struct fetch_lock *fl, const char *ns, const char *name)
+{
+	for (struct ent *e = fl->tab[hash2(ns, name)]; e != NULL; e = e->next)
+		if (strcmp(e->ns, ns) == 0 && strcmp(e->name, name) == 0)
+			return e;
+	return NULL;
+}
+
+/* fair - the most decofiles one instance takes without waiting */
+static size_t
+fair(const struct fetch_lock *fl)
+{
+	size_t n = fl->ninst > 0 ? fl->ninst : 1;
+
+	return (fl->total + n - 1) / n;
+}
+
+static int64_t
+jittered(int64_t ms)
+{
+	unsigned r = 0;
+
+	random_bytes(&r, sizeof(r));
+	return ms - ms / 10 + (int64_t)(r % (unsigned)(ms / 5 + 1));
+}
+
+/* try - take e's lock; 1 taken, 0 someone else's, -1 error (logged) */
+static int
+try(struct fetch_lock *fl, struct ent *e)
+{
+	char *holder = NULL;
+	int rv;
+
+	if (e->held)
+		return 1;
+	rv = store_try_lock(S(fl), e->key, &holder);
+	if (rv == 1) {
+		e->held = 1;
+		e->seen_locked = 1;
+		e->free_sweeps = 0;
+		fl->held++;
+		log_kv(LOG_DEBUG, "job lock taken", "ns", e->ns, "name", e->name, NULL);
+	} else if (rv == 0) {
+		e->seen_locked = 1;
+		e->free_sweeps = 0;
+	} else {
+		log_kv(LOG_WARN, "job lock: cannot take", "ns", e->ns, "name", e->name,
+		    "error", store_error(S(fl)), NULL);
+	}
+	free(holder);
+	return rv;
+}
+
+static void
+lose(struct fetch_lock *fl, struct ent *e, const char *why)
+{
+	if (!e->held)
+		return;
+	e->held = 0;
+	fl->held--;
+	log_kv(LOG_WARN, "job lock lost; stopped working the decofile", "ns", e->ns,
+	    "name", e->name, "why", why, NULL);
+	fl->ops->lost(fl->st, e->ns, e->name);
+}
+
+/* take - try e and tell the fetcher when it became ours */
+static void
+take(struct fetch_lock *fl, struct ent *e)
+{
+	if (!e->held && try(fl, e) == 1)
+		fl->ops->gained(fl->st, e->ns, e->name);
+}
+
+static void
+grace_cb(struct stage *st, void *arg)
+{
+	struct ent *e = arg;
+
+	(void)st;
+	e->grace_timer = 0;
+	if (!e->held && !e->seen_locked)
+		take(e->fl, e);
+}
+
+/* freed - nobody holds e now: ours at once if under our share, else after a grace */
+static void
+freed(struct fetch_lock *fl, struct ent *e)
+{
+	e->seen_locked = 0;
+	if (e->held || e->grace_timer > 0)
+		return;
+	if (e->released_ms > 0 && now_ms() - e->released_ms < 3 * fl->sweep_ms)
+		return;		/* we gave it away on purpose */
+	if (fl->held < fair(fl))
+		take(fl, e);
+	else
+		e->grace_timer = stage_add_timer(fl->st, jittered(GRACE_MS), grace_cb, e);
+}
+
+/* ---- the instance registry ---- */
+
+static void
+heartbeat(struct fetch_lock *fl)
+{
+	char v[512], since[40], held[32];
+
+	rfc3339_from(fl->since, since, sizeof(since));
+	snprintf(held, sizeof(held), "%zu", fl->held);
+	snprintf(v, sizeof(v), "{\"id\":\"%s\",\"since\":\"%s\",\"decofiles\":%s}",
+	    store_identity(S(fl)), since, held);
+	if (store_put_ttl(S(fl), fl->inst_key, v, strlen(v), fl->ttl_s) < 0)
+		log_kv(LOG_WARN, "instance registry: heartbeat failed", "error",
+		    store_error(S(fl)), NULL);
+}
+
+static void
+count_instances(struct fetch_lock *fl)
+{
+	struct store_list l;
+
+	if (store_list(S(fl), fl->inst_prefix, &l) < 0) {
+		log_kv(LOG_WARN, "instance registry: cannot list", "error", store_error(S(fl)),
+		    NULL);
+		return;
+	}
+	fl->ninst = l.n > 0 ? l.n : 1;
+	store_list_free(&l);
+}
+
+/* ---- the sweep ---- */
+
+/* mark - what the lock listing says about every entry */
+static void
+mark(struct fetch_lock *fl)
+{
+	struct store_list l;
+	size_t plen = strlen(fl->lock_prefix);
+	char ns[254], name[254];
+	size_t k = 0;
+	struct ent **all;
+
+	if (store_list(S(fl), fl->lock_prefix, &l) < 0) {
+		log_kv(LOG_WARN, "job locks: cannot list", "error", store_error(S(fl)), NULL);
+		return;
+	}
+	all = xcalloc(fl->total + 1, sizeof(*all));
+	for (size_t b = 0; b < NBUCKET; b++)
+		for (struct ent *e = fl->tab[b]; e != NULL; e = e->next)
+			if (k < fl->total)
+				all[k++] = e;
+	for (size_t i = 0; i < k; i++)
+		all[i]->seen_locked = 0;
+	for (size_t i = 0; i < l.n; i++) {
+		struct ent *e;
+
+		if (strncmp(l.kvs[i].key, fl->lock_prefix, plen) != 0 ||
+		    sscanf(l.kvs[i].key + plen, "%253[^/]/%253s", ns, name) != 2 ||
+		    (e = ent_find(fl, ns, name)) == NULL)
+			continue;
+		e->seen_locked = 1;
+		if (e->held && strcmp(l.kvs[i].value, store_identity(S(fl))) != 0)
+			lose(fl, e, "held by another instance");
+	}
+	store_list_free(&l);
+	/* ours but not listed: our session was lost (etcd) or the backend lists no locks */
+	for (size_t i = 0; i < k; i++) {
+		struct ent *e = all[i];
+
+		if (e->held && !e->seen_locked) {
+			e->held = 0;
+			fl->held--;
+			if (try(fl, e) != 1)
+				fl->ops->lost(fl->st, e->ns, e->name);
+		}
+	}
+	free(all);
+}
+
+static void
+sweep(struct fetch_lock *fl)
+{
+	size_t f, gained = 0, released = 0, k = 0, tries = 0;
+	struct ent **all;
+	int over, cont = fl->more;	/* cont: finishing the last sweep's batch */
+
+	heartbeat(fl);
+	count_instances(fl);
+	mark(fl);
+	f = fair(fl);
+	all = xcalloc(fl->total + 1, sizeof(*all));
+	for (size_t b = 0; b < NBUCKET; b++)
+		for (struct ent *e = fl->tab[b]; e != NULL; e = e->next)
+			if (k < fl->total)
+				all[k++] = e;
+	for (size_t i = 0; i < k; i++) {
+		struct ent *e = all[i];
+
+		if (e->held || e->seen_locked) {
+			e->free_sweeps = 0;
+			continue;
+		}
+		if (!cont)
+			e->free_sweeps++;
+		if (e->released_ms > 0 && now_ms() - e->released_ms < 3 * fl->sweep_ms)
+			continue;
+		if (fl->held < f || e->free_sweeps >= 2) {
+			size_t before = fl->held;
+
+			if (++tries > BATCH)
+				break;
+			take(fl, e);
+			gained += fl->held > before;
+		}
+	}
+	/* even out: hand settled decofiles beyond our share to the others */
+	over = fl->held > f && fl->ninst > 1;
+	if (!cont && over && fl->prev_over && fl->ninst == fl->prev_ninst) {
+		for (size_t i = 0; i < k && fl->held > f; i++) {
+			struct ent *e = all[i];
+
+			if (!e->held || !fl->ops->settled(fl->st, e->ns, e->name))
+				continue;
+			if (store_unlock(S(fl), e->key) < 0) {
+				log_kv(LOG_WARN, "job lock: cannot release", "ns", e->ns, "name",
+				    e->name, "error", store_error(S(fl)), NULL);
+				continue;
+			}
+			e->held = 0;
+			fl->held--;
+			e->released_ms = now_ms();
+			released++;
+			fl->ops->lost(fl->st, e->ns, e->name);
+		}
+	}
+	fl->more = tries > BATCH;
+	fl->prev_over = over;
+	fl->prev_ninst = fl->ninst;
+	free(all);
+	if (gained > 0 || released > 0) {
+		char g[32], r[32], h[32], n[32], t[32];
+
+		snprintf(g, sizeof(g), "%zu", gained);
+		snprintf(r, sizeof(r), "%zu", released);
+		snprintf(h, sizeof(h), "%zu", fl->held);
+		snprintf(n, sizeof(n), "%zu", fl->ninst);
+		snprintf(t, sizeof(t), "%zu", fl->total);
+		log_kv(LOG_INFO, "job locks", "gained", g, "released", r, "held", h,
+		    "decofiles", t, "instances", n, "identity", store_identity(S(fl)), NULL);
+	}
+}
+
+static void
+sweep_cb(struct stage *st, void *arg)
+{
+	struct fetch_lock *fl = arg;
+
+	fl->sweep_timer = 0;
+	sweep(fl);
+	fl->sweep_timer = stage_add_timer(st, fl->more ? 0 : jittered(fl->sweep_ms),
+	    sweep_cb, fl);
+}
+
+/* ---- the lock watch ---- */
+
+static void
+on_lock_event(void *arg, const struct store_event *ev)
+{
+	struct fetch_lock *fl = arg;
+	size_t plen = strlen(fl->lock_prefix);
+	char ns[254], name[254];
+	struct ent *e;
+
+	if (ev->type == STORE_EV_RELIST) {
+		if (fl->started)
+			sweep(fl);
+		return;
+	}
+	if (strncmp(ev->key, fl->lock_prefix, plen) != 0 ||
+	    sscanf(ev->key + plen, "%253[^/]/%253s", ns, name) != 2 ||
+	    (e = ent_find(fl, ns, name)) == NULL || !fl->started)
+		return;
+	if (ev->type == STORE_EV_PUT) {
+		e->seen_locked = 1;
+		if (e->held && (ev->vlen != strlen(store_identity(S(fl))) ||
+		    memcmp(ev->value, store_identity(S(fl)), ev->vlen) != 0))
+			lose(fl, e, "held by another instance");
+		return;
+	}
+	if (e->held) {
+		/* our own key went away (session expired): take it again at once */
+		e->held = 0;
+		fl->held--;
+		if (try(fl, e) != 1)
+			fl->ops->lost(fl->st, e->ns, e->name);
+		return;
+	}
+	freed(fl, e);
+}
+
+static void
+dispatch(struct fetch_lock *fl)
+{
+	if (fl->watch != NULL && store_watch_dispatch(fl->watch) < 0)
+		log_kv(LOG_WARN, "lock watch error", "error", store_error(S(fl)), NULL);
+}
+
+static void
+on_watch_fd(struct stage *st, int fd, short revents, void *arg)
+{
+	(void)st;
+	(void)fd;
+	(void)revents;
+	dispatch(arg);
+}
+
+static void
+watch_timer_cb(struct stage *st, void *arg)
+{
+	struct fetch_lock *fl = arg;
+	int t = fl->watch != NULL ? store_watch_timeout_ms(fl->watch) : 1000;
+
+	dispatch(fl);
+	fl->watch_timer = stage_add_timer(st, t > 0 && t < 1000 ? t : 1000, watch_timer_cb, fl);
+}
+
+/* ---- the interface ---- */
+
+struct fetch_lock *
+fetch_lock_new(struct stage *st, const struct fetch_lock_ops *ops)
+{
+	struct fetch_lock *fl = xcalloc(1, sizeof(*fl));
+	int64_t ttl_ms = conf_get_ms(stage_conf(st), "session_ttl");
+	int fd;
+
+	fl->st = st;
+	fl->ops = ops;
+	fl->ttl_s = (int)((ttl_ms + 999) / 1000);
+	if (fl->ttl_s < 1)
+		fl->ttl_s = 1;
+	fl->sweep_ms = ttl_ms / 3 > 300 ? ttl_ms / 3 : 300;
+	fl->lock_prefix = xasprintf("%s/locks/", keys_prefix());
+	fl->inst_prefix = xasprintf("%s/instances/", keys_prefix());
+	fl->inst_key = key_instance(store_identity(stage_store(st)));
+	fl->since = wall_ms() / 1000;
+	fl->ninst = 1;
+	fl->watch = store_watch_new(stage_store(st), fl->lock_prefix, 0, on_lock_event, fl);
+	if (fl->watch == NULL) {
+		log_kv(LOG_ERROR, "cannot watch the job locks", "error",
+		    store_error(stage_store(st)), NULL);
+		fetch_lock_free(fl);
+		return NULL;
+	}
+	if ((fd = store_watch_fd(fl->watch)) >= 0)
+		stage_add_fd(st, fd, POLLIN, on_watch_fd, fl);
+	fl->watch_timer = stage_add_timer(st, 1000, watch_timer_cb, fl);
+	return fl;
+}
+
+void
+fetch_lock_start(struct fetch_lock *fl)
+{
+	fl->started = 1;
+	fl->sweep_timer = stage_add_timer(fl->st, 0, sweep_cb, fl);
+}
+
+int
+fetch_lock_want(struct fetch_lock *fl, const char *ns, const char *name)
+{
+	struct ent *e = ent_find(fl, ns, name);
+	unsigned b;
+
+	if (e == NULL) {
+		e = xcalloc(1, sizeof(*e));
+		e->ns = xstrdup(ns);
+		e->name = xstrdup(name);
+		e->key = key_lock(ns, name);
+		e->fl = fl;
+		b = hash2(ns, name);
+		e->next = fl->tab[b];
+		fl->tab[b] = e;
+		fl->total++;
+	}
+	if (e->held || !fl->started)
+		return e->held;
+	/* a new decofile: ours if we are under our share, else after a grace */
+	if (fl->held < fair(fl))
+		try(fl, e);
+	else if (e->grace_timer == 0)
+		e->grace_timer = stage_add_timer(fl->st, jittered(GRACE_MS), grace_cb, e);
+	return e->held;
+}
+
+void
+fetch_lock_drop(struct fetch_lock *fl, const char *ns, const char *name)
+{
+	unsigned b = hash2(ns, name);
+
+	for (struct ent **pp = &fl->tab[b], *e; (e = *pp) != NULL; pp = &e->next) {
+		if (strcmp(e->ns, ns) != 0 || strcmp(e->name, name) != 0)
+			continue;
+		*pp = e->next;
+		if (e->held) {
+			if (store_unlock(S(fl), e->key) < 0)
+				log_kv(LOG_WARN, "job lock: cannot release", "ns", ns, "name",
+				    name, "error", store_error(S(fl)), NULL);
+			fl->held--;
+		}
+		if (e->grace_timer > 0)
+			stage_cancel_timer(fl->st, e->grace_timer);
+		fl->total--;
+		free(e->ns);
+		free(e->name);
+		free(e->key);
+		free(e);
+		return;
+	}
+}
+
+int
+fetch_lock_held(const struct fetch_lock *fl, const char *ns, const char *name)
+{
+	const struct ent *e = ent_find(fl, ns, name);
+
+	return e != NULL && e->held;
+}
+
+void
+fetch_lock_free(struct fetch_lock *fl)
+{
+	if (fl == NULL)
+		return;
+	if (fl->started && store_delete(S(fl), fl->inst_key) < 0)
+		log_kv(LOG_WARN, "instance registry: cannot leave", "error", store_error(S(fl)),
+		    NULL);
+	if (fl->sweep_timer > 0)
+		stage_cancel_timer(fl->st, fl->sweep_timer);
+	if (fl->watch_timer > 0)
+		stage_cancel_timer(fl->st, fl->watch_timer);
+	if (fl->watch != NULL) {
+		int fd = store_watch_fd(fl->watch);
+
+		if (fd >= 0)
+			stage_del_fd(fl->st, fd);
+		store_watch_free(fl->watch);
+	}
+	for (size_t b = 0; b < NBUCKET; b++) {
+		struct ent *e, *next;
+
+		for (e = fl->tab[b]; e != NULL; e = next) {
+			next = e->next;
+			if (e->grace_timer > 0)
+				stage_cancel_timer(fl->st, e->grace_timer);
+			free(e->ns);
+			free(e->name);
+			free(e->key);
+			free(e);
+		}
+	}
+	free(fl->lock_prefix);
+	free(fl->inst_prefix);
+	free(fl->inst_key);
+	free(fl);
+}
