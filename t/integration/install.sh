@@ -1,0 +1,289 @@
+#!/bin/sh
+# install - `make install DESTDIR=...` from the build folder puts every
+# file where decod(8) says: decod in sbin, decoctl in bin, the stages in
+# libexec/decod, man pages, systemd units whose paths name the installed
+# programs, and a sample config that lists every setting of `decod --help`
+# and passes --check-config with every line uncommented.  A second install
+# keeps an edited decod.conf; uninstall removes the rest.  Also: the man
+# pages render without warnings and every deploy/ YAML file parses.
+. "$top_srcdir/t/lib/common.sh"
+
+STAGES="fetcher renderer publisher notifier"
+R="$T/root"
+# the sub-make must not join the jobserver of a `make check` around us
+mk() { env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -C "$top_builddir" "$@"; }
+
+mk -s print-install-dirs >"$T/dirs" 2>"$T/dirs.err" ||
+	bail "make print-install-dirs failed: $(cat "$T/dirs.err")"
+. "$T/dirs"
+diag "prefix $prefix, units in $systemdsystemunitdir"
+
+# --- make install ----------------------------------------------------------
+mk install DESTDIR="$R" >"$T/install.log" 2>&1
+st=$?
+is "$st" 0 "make install DESTDIR=... exits 0"
+[ "$st" -eq 0 ] || { sed 's/^/# /' "$T/install.log" | tail -20; bail "install failed"; }
+
+check "sbin/decod is installed and executable" test -x "$R$sbindir/decod"
+check "bin/decoctl is installed and executable" test -x "$R$bindir/decoctl"
+check "decod is not in bin" test ! -e "$R$bindir/decod"
+for s in $STAGES; do
+	if [ -x "$top_builddir/daemons/$s/$s" ]; then
+		check "libexec/decod/$s is installed" test -x "$R$libexecdir/decod/$s"
+	else
+		ok 0 "libexec/decod/$s # SKIP $s is not built yet"
+	fi
+done
+extra=""
+for f in "$R$libexecdir"/decod/*; do
+	n=$(basename "$f")
+	case " $STAGES " in *" $n "*) ;; *) extra="$extra $n" ;; esac
+done
+is "$extra" "" "libexec/decod holds only stage programs (no test tools)"
+check "man page decod(8)" test -f "$R$mandir/man8/decod.8"
+check "man page decod.conf(5)" test -f "$R$mandir/man5/decod.conf.5"
+check "man page decoctl(1)" test -f "$R$mandir/man1/decoctl.1"
+UNITS="decod.service decod-stages.target"
+for s in $STAGES; do UNITS="$UNITS decod-$s.service"; done
+for u in $UNITS; do
+	check "unit $u installed" test -f "$R$systemdsystemunitdir/$u"
+done
+check "sysusers.d/decod.conf installed" grep -q '^u decod ' "$R$sysusersdir/decod.conf"
+check "tmpfiles.d/decod.conf makes state_dir" \
+	grep -q "^d $localstatedir/lib/decod " "$R$tmpfilesdir/decod.conf"
+check "tmpfiles.d/decod.conf makes runtime_dir" \
+	grep -q "^d $runstatedir/decod " "$R$tmpfilesdir/decod.conf"
+check "decod.conf.sample installed" test -f "$R$decodconfdir/decod.conf.sample"
+check "decod.conf made from the sample on first install" \
+	cmp -s "$R$decodconfdir/decod.conf.sample" "$R$decodconfdir/decod.conf"
+
+# --- the units name the installed programs and config -----------------------
+UD="$R$systemdsystemunitdir"
+for u in $UNITS; do
+	case $u in *.target) continue ;; esac
+	bad=""
+	n=0
+	for line in $(grep -E '^Exec(Start|StartPre)=' "$UD/$u" | sed 's/^[A-Za-z]*=//; s/ /|/g'); do
+		prog=${line%%|*}
+		n=$((n + 1))
+		if [ ! -x "$R$prog" ]; then
+			# a stage not built yet is the only acceptable miss
+			case $prog in
+			"$libexecdir"/decod/*)
+				[ -x "$top_builddir/daemons/$(basename "$prog")/$(basename "$prog")" ] &&
+					bad="$bad $prog" ;;
+			*) bad="$bad $prog" ;;
+			esac
+		fi
+		case $line in *"|-c|$sysconfdir/decod/decod.conf"*) ;; *) bad="$bad no-config:$prog" ;; esac
+	done
+	[ $n -ge 2 ] || bad="$bad too-few-exec-lines"
+	is "$bad" "" "$u: Exec lines run installed programs with -c $sysconfdir/decod/decod.conf"
+done
+check "decod.service is Type=notify" grep -qx 'Type=notify' "$UD/decod.service"
+check "decod.service has a watchdog" grep -qx 'WatchdogSec=30' "$UD/decod.service"
+check "decod.service reloads with SIGHUP" grep -q '^ExecReload=.*kill -HUP \$MAINPID' "$UD/decod.service"
+for u in decod.service decod-renderer.service; do
+	for k in User=decod NoNewPrivileges=yes ProtectSystem=strict CapabilityBoundingSet= \
+	    "ReadWritePaths=$localstatedir/lib/decod $runstatedir/decod"; do
+		check "$u: $k" grep -qx "$k" "$UD/$u"
+	done
+done
+check "a stage unit is part of decod-stages.target" \
+	grep -qx 'PartOf=decod-stages.target' "$UD/decod-publisher.service"
+check "no @placeholder@ left in installed units" \
+	sh -c "! grep -n '@[a-z]*@' '$UD'/decod*.service '$R$sysusersdir/decod.conf' '$R$tmpfilesdir/decod.conf'"
+if command -v systemd-analyze >/dev/null 2>&1; then
+	# verify resolves ExecStart= on this host: point the units into $R
+	mkdir -p "$T/units"
+	for u in $UNITS; do
+		sed -e "s|=$sbindir/|=$R$sbindir/|g" -e "s|=$libexecdir/|=$R$libexecdir/|g" \
+			"$UD/$u" >"$T/units/$u"
+	done
+	(cd "$T/units" && systemd-analyze verify --man=no ./decod.service \
+		./decod-renderer.service ./decod-stages.target) >"$T/verify" 2>&1
+	if [ -x "$top_builddir/daemons/notifier/notifier" ]; then
+		(cd "$T/units" && systemd-analyze verify --man=no ./decod-notifier.service) \
+			>>"$T/verify" 2>&1
+	fi
+	check "systemd-analyze verify finds nothing wrong in the units" test ! -s "$T/verify"
+	sed 's/^/# /' "$T/verify" | head -10
+	systemd-analyze security --offline=yes "$T/units/decod.service" >"$T/security" 2>&1
+	diag "$(grep -i 'overall exposure' "$T/security")"
+else
+	ok 0 "systemd-analyze verify # SKIP systemd-analyze not installed"
+fi
+
+# --- the sample config cannot drift from the settings table -----------------
+DECOD="$R$sbindir/decod"
+SAMPLE="$R$decodconfdir/decod.conf.sample"
+"$DECOD" --help | sed -n '/^Settings/,$ s/^  --\([a-z][a-z0-9-]*\) .*/\1/p' | tr - _ | sort >"$T/help.names"
+sed -n 's/^#\([a-z][a-z0-9_]*\) = .*/\1/p' "$SAMPLE" | sort -u >"$T/sample.names"
+nhelp=$(wc -l <"$T/help.names")
+check "decod --help lists settings (got $nhelp)" test "$nhelp" -ge 40
+missing=$(comm -23 "$T/help.names" "$T/sample.names" | tr '\n' ' ')
+is "$missing" "" "the sample lists every setting of decod --help"
+stale=$(comm -13 "$T/help.names" "$T/sample.names" | tr '\n' ' ')
+is "$stale" "" "the sample lists no setting decod does not know"
+"$DECOD" --check-config -c "$SAMPLE" >"$T/cc" 2>&1
+is "$?" 0 "decod --check-config passes on the sample as installed"
+sed 's/^#\([a-z][a-z0-9_]* = \)/\1/' "$SAMPLE" >"$T/all.conf"
+nset=$(grep -c '^[a-z][a-z0-9_]* = ' "$T/all.conf")
+is "$nset" "$(wc -l <"$T/sample.names" | tr -d ' ')" "uncommented sample sets each setting once"
+"$DECOD" --check-config -c "$T/all.conf" >"$T/cc" 2>&1
+st=$?
+is "$st" 0 "decod --check-config passes on the sample with every line uncommented"
+[ "$st" -eq 0 ] || sed 's/^/# /' "$T/cc"
+{ cat "$T/all.conf"; echo "brotli_quality = 99"; } >"$T/bad.conf"
+"$DECOD" --check-config -c "$T/bad.conf" >"$T/cc" 2>&1
+st=$?
+check "--check-config refuses a bad value (exit $st)" test "$st" -ne 0
+check "... naming the file and line" grep -q "bad.conf:$(wc -l <"$T/bad.conf" | tr -d ' '):" "$T/cc"
+for s in $STAGES; do
+	[ -x "$R$libexecdir/decod/$s" ] || continue
+	"$R$libexecdir/decod/$s" --help >"$T/stage.help" 2>&1
+	check "installed $s runs (--help)" grep -q -- '--state-dir' "$T/stage.help"
+done
+
+# --- man pages ----------------------------------------------------------------
+for m in "$R$mandir/man8/decod.8" "$R$mandir/man5/decod.conf.5"; do
+	groff -ww -man -Tutf8 "$m" >"$T/man.out" 2>"$T/man.err"
+	check "$(basename "$m") renders without groff warnings" test ! -s "$T/man.err"
+	sed 's/^/# /' "$T/man.err" | head -5
+	check "$(basename "$m") renders to text" grep -q decod "$T/man.out"
+	if command -v mandoc >/dev/null 2>&1; then
+		mandoc -Tlint -Wwarning "$m" >"$T/lint" 2>&1
+		check "$(basename "$m") passes mandoc -Tlint" test ! -s "$T/lint"
+	fi
+done
+missing=""
+for n in $(cat "$T/help.names"); do
+	grep -q "^\\.B $n\$" "$R$mandir/man5/decod.conf.5" || missing="$missing $n"
+done
+is "$missing" "" "decod.conf(5) documents every setting of decod --help"
+
+# --- deploy/: every YAML document parses and has the expected shape ----------
+if /usr/bin/env python3 -c 'import yaml' 2>/dev/null; then
+	python3 - "$top_srcdir/deploy" >"$T/deploy.out" 2>&1 <<'PY'
+import glob, os, sys, yaml
+d = sys.argv[1]
+files = sorted(glob.glob(os.path.join(d, "*.yaml")))
+docs = []
+for f in files:
+    with open(f) as fh:
+        for doc in yaml.safe_load_all(fh):
+            if doc is None:
+                continue
+            assert isinstance(doc, dict), f + ": not a mapping"
+            if os.path.basename(f) != "kustomization.yaml":
+                for k in ("apiVersion", "kind", "metadata"):
+                    assert k in doc, "%s: %s without %s" % (f, doc.get("kind"), k)
+                assert doc["metadata"].get("name"), f + ": no metadata.name"
+            docs.append((os.path.basename(f), doc))
+print("files", len(files), "documents", len(docs))
+kinds = {}
+for f, doc in docs:
+    kinds.setdefault(doc.get("kind"), []).append(doc)
+crds = {c["spec"]["names"]["kind"]: c for c in kinds.get("CustomResourceDefinition", [])}
+for k in ("Decofile", "DecofileTemplate"):
+    c = crds[k]
+    assert c["spec"]["group"] == "deco.sites", k
+    v = c["spec"]["versions"][0]
+    assert v["name"] == "v1alpha1" and v["served"] and v["storage"], k
+    assert "status" in v["subresources"], k + ": no status subresource"
+    cols = [p["name"] for p in v.get("additionalPrinterColumns", [])]
+    assert cols == ["Source", "Commit", "Ready", "Age"], k + ": columns " + str(cols)
+    props = v["schema"]["openAPIV3Schema"]["properties"]
+    assert "spec" in props and "status" in props, k
+print("crds ok")
+dep = [x for f, x in docs if f == "deployment.yaml" and x["kind"] == "Deployment"][0]
+cs = dep["spec"]["template"]["spec"]["containers"]
+names = [c["name"] for c in cs]
+assert names[:4] == ["fetcher", "renderer", "publisher", "notifier"], names
+for c in cs[:4]:
+    assert c["command"][0] == "/usr/libexec/decod/" + c["name"], c["command"]
+    assert "-c" in c["command"], c["name"]
+    assert c.get("readinessProbe"), c["name"] + ": no readiness probe"
+    assert c["securityContext"]["runAsNonRoot"], c["name"]
+print("deployment ok")
+paths = set()
+for k in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
+    for w in kinds[k][0]["webhooks"]:
+        paths.add(w["clientConfig"]["service"]["path"])
+assert paths == {"/mutate-serving-knative-dev-v1-service",
+                 "/validate-deco-sites-v1alpha1-decofile"}, paths
+print("webhooks ok")
+for k in ("Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding",
+          "Service", "ConfigMap", "Issuer", "Certificate"):
+    assert k in kinds, "no " + k
+rules = [r for cr in kinds["ClusterRole"] for r in cr["rules"]]
+for r in rules:
+    assert "*" not in r["verbs"] and "*" not in r["resources"], "wildcard rule " + str(r)
+print("kinds ok")
+PY
+	st=$?
+	is "$st" 0 "deploy/*.yaml parse and have the expected objects"
+	sed 's/^/# /' "$T/deploy.out" | tail -5
+	cm_conf=$(python3 -c 'import yaml,sys
+for d in yaml.safe_load_all(open(sys.argv[1])):
+    if d and d.get("kind") == "ConfigMap": print(d["data"]["decod.conf"], end="")' \
+		"$top_srcdir/deploy/configmap.yaml")
+	printf '%s\n' "$cm_conf" >"$T/pod.conf"
+	"$DECOD" --check-config -c "$T/pod.conf" >"$T/cc" 2>&1
+	is "$?" 0 "the pod's decod.conf (deploy/configmap.yaml) passes --check-config"
+else
+	ok 0 "deploy/*.yaml # SKIP python3-yaml not installed"
+fi
+if command -v kubectl >/dev/null 2>&1; then
+	kubectl kustomize "$top_srcdir/deploy" >"$T/kustomized.yaml" 2>"$T/kustomize.err"
+	check "kubectl kustomize deploy/ builds (offline)" grep -q '^kind: Deployment' "$T/kustomized.yaml"
+	sed 's/^/# /' "$T/kustomize.err" | head -5
+	# with the (not yet built) webhook switched on as deploy/README.md says
+	cp -r "$top_srcdir/deploy" "$T/deploy-wh"
+	sed -i -e 's/^  # - webhook.yaml/  - webhook.yaml/' -e 's/^  # - certificate.yaml/  - certificate.yaml/' \
+		-e 's/^# patches:/patches:/' -e 's/^#   - path:/  - path:/' "$T/deploy-wh/kustomization.yaml"
+	kubectl kustomize "$T/deploy-wh" >"$T/kustomized-wh.yaml" 2>"$T/kustomize.err"
+	n=$(grep -c -e '^kind: MutatingWebhookConfiguration' -e '^kind: Certificate' \
+		-e '^  - name: webhook$' -e '^        name: webhook$' "$T/kustomized-wh.yaml")
+	is "$n" 3 "kustomize with the webhook enabled adds its configurations and container"
+	sed 's/^/# /' "$T/kustomize.err" | head -5
+else
+	ok 0 "kubectl kustomize # SKIP kubectl not installed"
+fi
+
+# --- the Dockerfile's runtime stage has every library the programs link ------
+if command -v objdump >/dev/null 2>&1 && command -v dpkg-query >/dev/null 2>&1; then
+	runtime=$(sed -n '/^FROM debian:12-slim$/,$p' "$top_srcdir/deploy/Dockerfile")
+	missing=""
+	nlib=0
+	for f in "$R$sbindir/decod" "$R$bindir/decoctl" "$R$libexecdir"/decod/*; do
+		[ -f "$f" ] || continue
+		for lib in $(objdump -p "$f" | awk '/NEEDED/ {print $2}'); do
+			case $lib in libc.so* | libm.so* | libpthread* | libdl.so* | ld-linux* | \
+			    libasan* | libubsan* | libgcc_s*) continue ;; esac
+			nlib=$((nlib + 1))
+			path=$(ldconfig -p | awk -v l="$lib" '$1 == l {print $NF; exit}')
+			[ -n "$path" ] || { missing="$missing $lib"; continue; }
+			pkg=$(dpkg -S "$(readlink -f "$path")" 2>/dev/null | head -1 | cut -d: -f1)
+			[ -n "$pkg" ] || pkg=$(dpkg -S "$path" 2>/dev/null | head -1 | cut -d: -f1)
+			printf '%s\n' "$runtime" | grep -qw -- "$pkg" || missing="$missing $lib($pkg)"
+		done
+	done
+	check "the installed programs link shared libraries ($nlib checked)" test "$nlib" -ge 5
+	is "$missing" "" "deploy/Dockerfile's runtime stage installs every linked library's package"
+else
+	ok 0 "Dockerfile libraries # SKIP objdump or dpkg not available"
+fi
+
+# --- a second install keeps the operator's decod.conf; uninstall cleans up ----
+echo "log_level = debug" >>"$R$decodconfdir/decod.conf"
+mk install DESTDIR="$R" >"$T/install2.log" 2>&1
+is "$?" 0 "second make install exits 0"
+check "second install keeps the edited decod.conf" \
+	grep -qx 'log_level = debug' "$R$decodconfdir/decod.conf"
+mk uninstall DESTDIR="$R" >"$T/uninstall.log" 2>&1
+is "$?" 0 "make uninstall exits 0"
+left=$(cd "$R" && find . -type f | sort | tr '\n' ' ')
+is "$left" ".$decodconfdir/decod.conf " "uninstall leaves only the edited decod.conf"
+
+done_testing
