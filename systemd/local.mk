@@ -29,7 +29,8 @@ EXTRA_DIST += systemd/decod.service.in systemd/decod-stage.service.in \
 	deploy/README.md deploy/Dockerfile deploy/kustomization.yaml \
 	deploy/namespace.yaml deploy/crd-decofile.yaml deploy/crd-decofiletemplate.yaml \
 	deploy/rbac.yaml deploy/configmap.yaml deploy/deployment.yaml \
-	deploy/webhook.yaml deploy/certificate.yaml
+	deploy/webhook.yaml deploy/certificate.yaml \
+	deploy/webhook-deployment-patch.yaml
 
 # the paths the units name, after make has expanded ${prefix} and friends
 decod_subst = sed -e 's|@sbindir[@]|$(sbindir)|g' \
