@@ -100,7 +100,7 @@ C1=$(git -C "$T/work" rev-parse HEAD)
 ctl wait loja --for "commit:$C1" --timeout 60s >"$T/wait1.out" 2>&1
 ok $? "decoctl wait --for commit:<first> succeeds"
 H1=$(status_field contentHash)
-EXPECT='{"Header":{"title":"first"},"pages-Home Page":{"path":"/","sections":[1,2]}}'
+EXPECT='{"Header":{"title":"first"},"Home Page":{"path":"/","sections":[1,2]}}'
 is "$H1" "$(printf '%s' "$EXPECT" | sha256sum | cut -d' ' -f1)" "contentHash is the sha256 of the merged document"
 is "$(cat "$T/state/published/sites-loja/loja/decofile.json")" "$EXPECT" "published file is the merged document"
 all_serve "$H1"
