@@ -163,8 +163,11 @@ done
 is "$missing" "" "decod.conf(5) documents every setting of decod --help"
 
 # --- deploy/: every YAML document parses and has the expected shape ----------
-if /usr/bin/env python3 -c 'import yaml' 2>/dev/null; then
-	python3 - "$top_srcdir/deploy" >"$T/deploy.out" 2>&1 <<'PY'
+# Debian's python3 (with python3-yaml) first: a pyenv shim costs a second a call
+PY=python3
+[ -x /usr/bin/python3 ] && /usr/bin/python3 -c 'import yaml' 2>/dev/null && PY=/usr/bin/python3
+if $PY -c 'import yaml' 2>/dev/null; then
+	$PY - "$top_srcdir/deploy" "$T/pod.conf" >"$T/deploy.out" 2>&1 <<'PY'
 import glob, os, sys, yaml
 d = sys.argv[1]
 files = sorted(glob.glob(os.path.join(d, "*.yaml")))
@@ -220,15 +223,13 @@ rules = [r for cr in kinds["ClusterRole"] for r in cr["rules"]]
 for r in rules:
     assert "*" not in r["verbs"] and "*" not in r["resources"], "wildcard rule " + str(r)
 print("kinds ok")
+cm = [x for f, x in docs if f == "configmap.yaml" and x["kind"] == "ConfigMap"][0]
+with open(sys.argv[2], "w") as out:
+    out.write(cm["data"]["decod.conf"])
 PY
 	st=$?
 	is "$st" 0 "deploy/*.yaml parse and have the expected objects"
 	sed 's/^/# /' "$T/deploy.out" | tail -5
-	cm_conf=$(python3 -c 'import yaml,sys
-for d in yaml.safe_load_all(open(sys.argv[1])):
-    if d and d.get("kind") == "ConfigMap": print(d["data"]["decod.conf"], end="")' \
-		"$top_srcdir/deploy/configmap.yaml")
-	printf '%s\n' "$cm_conf" >"$T/pod.conf"
 	"$DECOD" --check-config -c "$T/pod.conf" >"$T/cc" 2>&1
 	is "$?" 0 "the pod's decod.conf (deploy/configmap.yaml) passes --check-config"
 else
@@ -255,19 +256,25 @@ fi
 if command -v objdump >/dev/null 2>&1 && command -v dpkg-query >/dev/null 2>&1; then
 	runtime=$(sed -n '/^FROM debian:12-slim$/,$p' "$top_srcdir/deploy/Dockerfile")
 	missing=""
-	nlib=0
 	for f in "$R$sbindir/decod" "$R$bindir/decoctl" "$R$libexecdir"/decod/*; do
-		[ -f "$f" ] || continue
-		for lib in $(objdump -p "$f" | awk '/NEEDED/ {print $2}'); do
-			case $lib in libc.so* | libm.so* | libpthread* | libdl.so* | ld-linux* | \
-			    libasan* | libubsan* | libgcc_s*) continue ;; esac
-			nlib=$((nlib + 1))
-			path=$(ldconfig -p | awk -v l="$lib" '$1 == l {print $NF; exit}')
-			[ -n "$path" ] || { missing="$missing $lib"; continue; }
-			pkg=$(dpkg -S "$(readlink -f "$path")" 2>/dev/null | head -1 | cut -d: -f1)
-			[ -n "$pkg" ] || pkg=$(dpkg -S "$path" 2>/dev/null | head -1 | cut -d: -f1)
-			printf '%s\n' "$runtime" | grep -qw -- "$pkg" || missing="$missing $lib($pkg)"
-		done
+		[ -f "$f" ] && objdump -p "$f" | awk '/NEEDED/ {print $2}'
+	done | sort -u | grep -v -E '^(libc|libm|libpthread|libdl|ld-linux|libasan|libubsan|libgcc_s)[.-]' \
+		>"$T/needed"
+	nlib=$(wc -l <"$T/needed" | tr -d ' ')
+	: >"$T/needed.files"
+	for lib in $(cat "$T/needed"); do
+		path=$(ldconfig -p | awk -v l="$lib" '$1 == l {print $NF; exit}')
+		if [ -n "$path" ]; then basename "$(readlink -f "$path")" >>"$T/needed.files"
+		else missing="$missing $lib"; fi
+	done
+	# one dpkg call for every library (each call costs ~0.3 s); a file name
+	# without a slash matches wherever the package put it (/lib or /usr/lib)
+	xargs dpkg -S <"$T/needed.files" >"$T/owners" 2>/dev/null
+	for f in $(cat "$T/needed.files"); do
+		grep -q "/$f\$" "$T/owners" || missing="$missing $f(no-package)"
+	done
+	for pkg in $(cut -d: -f1 "$T/owners" | sort -u); do
+		printf '%s\n' "$runtime" | grep -qw -- "$pkg" || missing="$missing $pkg"
 	done
 	check "the installed programs link shared libraries ($nlib checked)" test "$nlib" -ge 5
 	is "$missing" "" "deploy/Dockerfile's runtime stage installs every linked library's package"
