@@ -145,6 +145,56 @@ for s in $STAGES; do
 	check "installed $s runs (--help)" grep -q -- '--state-dir' "$T/stage.help"
 done
 
+# --- the installed decod runs the installed stages and speaks sd_notify -----
+# What decod.service's Type=notify and WatchdogSec rely on, checked with a
+# stand-in for systemd's notify socket (a datagram socket we read).
+PYB=python3
+[ -x /usr/bin/python3 ] && PYB=/usr/bin/python3
+NS="$T/notify.sock"
+$PYB - "$NS" "$T/notify.log" <<'PY' &
+import socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+s.bind(sys.argv[1])
+with open(sys.argv[2], "a", buffering=1) as f:
+    while True:
+        f.write(s.recv(4096).decode() + "\n")
+PY
+track_pid $!
+wait_for 10 test -S "$NS" || bail "notify stand-in did not start"
+cat >"$T/run.conf" <<EOF
+state_dir = $T/state
+runtime_dir = $T/run
+libexec_dir = $R$libexecdir/decod
+store = local:$T/store
+EOF
+st_list=""
+for s in $STAGES; do
+	[ -x "$R$libexecdir/decod/$s" ] && st_list="$st_list $s"
+done
+NOTIFY_SOCKET="$NS" WATCHDOG_USEC=1000000 "$DECOD" -c "$T/run.conf" --stages "$st_list" \
+	>"$T/decod.log" 2>&1 &
+DPID=$!
+track_pid $DPID
+check "installed decod sends READY=1 once its$st_list are ready" \
+	wait_for 60 grep -qx READY=1 "$T/notify.log"
+check "... and WATCHDOG=1 when WATCHDOG_USEC is set" wait_for 10 grep -qx WATCHDOG=1 "$T/notify.log"
+check "decod's log says every stage is ready" grep -q 'all stages ready' "$T/decod.log"
+kill -HUP $DPID
+check "SIGHUP: RELOADING=1" wait_for 10 grep -qx RELOADING=1 "$T/notify.log"
+check "... then READY=1 again" wait_for 10 sh -c "[ \$(grep -cx READY=1 '$T/notify.log') -ge 2 ]"
+kill -TERM $DPID
+i=0
+while alive $DPID && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
+if alive $DPID; then
+	ok 1 "SIGTERM: decod stops within 30 s"
+	kill -KILL $DPID
+else
+	wait $DPID
+	is "$?" 0 "SIGTERM: decod stops its stages and exits 0"
+fi
+check "... after STOPPING=1" grep -qx STOPPING=1 "$T/notify.log"
+grep -i 'fatal' "$T/decod.log" | head -5 | sed 's/^/# /'
+
 # --- man pages ----------------------------------------------------------------
 for m in "$R$mandir/man8/decod.8" "$R$mandir/man5/decod.conf.5"; do
 	groff -ww -man -Tutf8 "$m" >"$T/man.out" 2>"$T/man.err"
