@@ -198,6 +198,11 @@ evaluate(const struct want *w, yajl_val doc, yajl_val st, const char *newest,
 		if (commit == NULL || strncasecmp(commit, w->sha, strlen(w->sha)) != 0)
 			return V_PENDING;
 		if (strcmp(sync.status, "False") == 0) {
+			const char *rc = json_get_str(st, "renderedCommit", NULL);
+
+			/* the renderer's verdict on an earlier commit: not ours yet */
+			if (rc != NULL && *rc && strncasecmp(rc, w->sha, strlen(w->sha)) != 0)
+				return V_PENDING;
 			*why = sync.message;
 			return V_FAILED;
 		}

@@ -216,6 +216,30 @@ syncing(struct stage *st, const struct journal_item *it, const char *status,
 		    it->name, "reason", reason, NULL);
 }
 
+/*
+ * rendered_commit - status field renderedCommit: the commit this stage last
+ * rendered (valid or not), so a reader can tell whether its Syncing
+ * condition speaks of the newest fetch or of an earlier one.
+ */
+static void
+rendered_commit(struct stage *st, const struct journal_item *it, const char *commit)
+{
+	struct buf b;
+	struct jw w;
+
+	buf_init(&b);
+	jw_init(&w, &b);
+	jw_obj(&w);
+	jw_key(&w, "renderedCommit");
+	jw_str(&w, commit);
+	jw_end_obj(&w);
+	if (status_set_fields(stage_store(st), "decofiles", it->ns, it->name, STAGE,
+	    b.data) < 0)
+		log_kv(LOG_WARN, "cannot write renderedCommit", "ns", it->ns, "name",
+		    it->name, NULL);
+	buf_free(&b);
+}
+
 /* resolved_templates - status field resolvedTemplates [{name, generation}] */
 static void
 resolved_templates(struct stage *st, const struct journal_item *it,
@@ -424,6 +448,9 @@ render(struct stage *st, const struct journal_item *it, yajl_val doc)
 	resolved_templates(st, it, names, (size_t)ntpl);
 	syncing(st, it, "True", "Rendered", "Decofile rendered and valid");
 out:
+	/* after Syncing, so a reader never pairs this commit with an older verdict */
+	if (commit[0] != '\0' && (res == STAGE_DONE))
+		rendered_commit(st, it, commit);
 	free(bin);
 	free(all);
 	for (size_t i = 0; i < ntrees; i++)

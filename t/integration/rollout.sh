@@ -169,7 +169,10 @@ git_push "$T/work" loja
 C=$(git -C "$T/work" rev-parse HEAD)
 ctl sync loja >/dev/null
 ctl wait loja --for "commit:$C" --timeout 60s >"$T/waitfail.out" 2>&1
-is "$?" 1 "decoctl wait exits 1 when a replica fails"
+rc=$?
+ctl get decofile loja -o json | python3 -c "import json,sys; s=json.load(sys.stdin)[\"status\"]; print(\"# status\", s.get(\"githubCommit\"), s.get(\"renderedCommit\"), [(c[\"type\"],c[\"status\"]) for c in s[\"conditions\"]])"
+sed "s/^/# wait: /" "$T/waitfail.out" | tail -3
+is "$rc" 1 "decoctl wait exits 1 when a replica fails"
 is "$(condition PodsNotified reason)" "NotificationFailed" "PodsNotified=False NotificationFailed"
 case "$(condition PodsNotified message)" in
 *hanger*|*"$(awk '/^listening on/ {print $3}' "$T/hang.out")"*) ok 0 "the message names the hanging replica" ;;
