@@ -920,7 +920,7 @@ apply(struct lwatch *w, struct store_watch *sw, struct plist *pl, int emit, int 
 	struct known *k;
 	int changed;
 
-	if (sorted)
+	if (sorted && pl->n > 1)
 		qsort(pl->v, pl->n, sizeof(*pl->v), pending_cmp);
 	for (size_t i = 0; i < pl->n; i++) {
 		struct pending *p = &pl->v[i];
