@@ -20,3 +20,9 @@ bench-notify: bench/replica bench/bench_notify
 	$(SHELL) $(srcdir)/bench/bench_notify.sh $(abs_top_builddir)
 .PHONY: bench-notify
 # --- end of notifier benchmarks
+# end-to-end rollout benchmark: `make bench-rollout`
+EXTRA_DIST += bench/bench_rollout.sh
+bench-rollout: decod decoctl bench/replica bench/gen
+	$(SHELL) $(srcdir)/bench/bench_rollout.sh $(abs_top_builddir) 150 10 sample
+	$(SHELL) $(srcdir)/bench/bench_rollout.sh $(abs_top_builddir) 150 5 4.2MB
+.PHONY: bench-rollout
