@@ -19,6 +19,7 @@
 
 #include "common/util.h"
 #include "daemons/renderer/render_brotli.h"
+#include "daemons/fetcher/fetch_keys.h"
 #include "daemons/renderer/render_merge.h"
 
 static struct render_input *inputs;
@@ -33,42 +34,17 @@ now_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-static int
-hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
-/* key_of - SPEC §9: base name, form URL-decoded, one ".json" stripped */
+/* key_of - the fetcher's own rule (SPEC §9), so the benchmark keys as decod does */
 static char *
 key_of(const char *path)
 {
-	const char *base = strrchr(path, '/');
-	char *k, *o;
-	size_t l;
+	char key[4096], err[512];
 
-	base = base ? base + 1 : path;
-	k = o = xstrdup(base);
-	for (const char *s = base; *s; s++) {
-		if (*s == '+')
-			*o++ = ' ';
-		else if (*s == '%' && hexval(s[1]) >= 0 && hexval(s[2]) >= 0) {
-			*o++ = (char)(hexval(s[1]) * 16 + hexval(s[2]));
-			s += 2;
-		} else
-			*o++ = *s;
+	if (fetch_key_from_path(path, key, sizeof(key), err, sizeof(err)) != 0) {
+		fprintf(stderr, "bench_render: %s: not a block (%s)\n", path, err);
+		return NULL;
 	}
-	*o = '\0';
-	l = strlen(k);
-	if (l > 5 && strcmp(k + l - 5, ".json") == 0)
-		k[l - 5] = '\0';
-	return k;
+	return xstrdup(key);
 }
 
 static int
@@ -90,8 +66,12 @@ visit(const char *path, const struct stat *sb, int type, struct FTW *ftw)
 		capinputs = capinputs ? capinputs * 2 : 256;
 		inputs = xrealloc(inputs, capinputs * sizeof(*inputs));
 	}
-	r = &inputs[ninputs++];
-	r->key = key_of(path);
+	r = &inputs[ninputs];
+	if ((r->key = key_of(path)) == NULL) {
+		free(data);
+		return 0;
+	}
+	ninputs++;
 	r->path = xstrdup(path);
 	r->data = data;
 	r->len = len;

@@ -4,7 +4,7 @@
 # --- renderer benchmarks (bench/gen, bench/bench_render): `make bench-render`
 noinst_PROGRAMS += bench/gen bench/bench_render
 bench_gen_LDADD = $(DECOD_LIBS) -lm
-bench_bench_render_LDADD = $(RENDER_LIBS) $(DECOD_LIBS)
+bench_bench_render_LDADD = $(RENDER_LIBS) $(FETCH_LIBS) $(DECOD_LIBS)
 EXTRA_DIST += bench/bench_render.sh
 bench-render: bench/gen bench/bench_render
 	$(SHELL) $(srcdir)/bench/bench_render.sh $(abs_top_builddir)
