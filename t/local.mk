@@ -31,3 +31,6 @@ TESTS += t/integration/housekeeping.sh
 EXTRA_DIST += t/integration/housekeeping.sh
 TESTS += t/integration/rollout.sh
 EXTRA_DIST += t/integration/rollout.sh
+check_PROGRAMS += t/unit/resource_test
+t_unit_resource_test_LDADD = $(TEST_LIBS)
+TESTS += t/unit/resource_test
