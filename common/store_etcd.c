@@ -182,8 +182,9 @@ cfg_load(struct etcd_cfg *c, const char *spec, const struct conf *cf, char *err,
 			free(ep);
 			return -1;
 		}
-		if (strchr(ep + 8, '/') != NULL || ep[strlen(ep) - 1] == '/' ||
-		    strlen(ep) <= (ep[4] == 's' ? 8u : 7u)) {
+		if (strlen(ep) <= (ep[4] == 's' ? 8u : 7u) ||
+		    strchr(ep + (ep[4] == 's' ? 8 : 7), '/') != NULL ||
+		    ep[strlen(ep) - 1] == '/') {
 			snprintf(err, errlen, "endpoint \"%s\" must be scheme://HOST:PORT without a path", ep);
 			free(ep);
 			return -1;
