@@ -746,7 +746,7 @@ keep_has(void *arg, const char *hash)
 	struct keep_set *k = arg;
 	const char *key = hash;
 
-	return bsearch(&key, k->h, k->n, sizeof(*k->h), keep_cmp) != NULL;
+	return k->n > 0 && bsearch(&key, k->h, k->n, sizeof(*k->h), keep_cmp) != NULL;
 }
 
 /*
@@ -784,7 +784,8 @@ housekeeping(struct stage *st)
 		}
 		free(doc);
 	}
-	qsort(k.h, k.n, sizeof(*k.h), keep_cmp);
+	if (k.n > 1)
+		qsort(k.h, k.n, sizeof(*k.h), keep_cmp);
 	removed = spool_gc(st->sp, 3600 * 1000, keep_has, &k);
 	snprintf(n, sizeof(n), "%ld", removed);
 	log_kv(LOG_INFO, "housekeeping done", "spool_removed", n, NULL);

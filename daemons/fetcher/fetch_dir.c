@@ -145,7 +145,8 @@ walk_dir(struct walk *wk, const char *abs, const char *rel, int depth)
 	}
 	closedir(d);
 	/* a stable order makes the first error the same on every run */
-	qsort(names, n, sizeof(*names), name_cmp);
+	if (n > 1)
+		qsort(names, n, sizeof(*names), name_cmp);
 	for (size_t i = 0; i < n; i++) {
 		char *a, *r;
 

@@ -122,7 +122,8 @@ fetch_tree_finish(struct fetch_tree *t, const char *source, const char *commit,
 	struct jw w;
 	int rc = 0;
 
-	qsort(t->e, t->n, sizeof(*t->e), entry_cmp);
+	if (t->n > 1)
+		qsort(t->e, t->n, sizeof(*t->e), entry_cmp);
 	buf_init(&b);
 	jw_init(&w, &b);
 	jw_obj(&w);

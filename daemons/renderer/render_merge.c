@@ -137,7 +137,8 @@ render_merge(const struct render_input *in, size_t n, struct buf *out,
 		idx[i] = &in[i];
 		total += in[i].len;
 	}
-	qsort(idx, n, sizeof(*idx), input_cmp);
+	if (n > 1)
+		qsort(idx, n, sizeof(*idx), input_cmp);
 
 	/* every file must be JSON, even one a higher layer overrides */
 	for (i = 0; i < n; i++) {

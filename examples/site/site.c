@@ -216,7 +216,8 @@ load_dir(const char *dir, size_t *len, char *err, size_t errlen)
 		names[n++] = xstrdup(de->d_name);
 	}
 	closedir(d);
-	qsort(names, n, sizeof(*names), cmp_names);
+	if (n > 1)
+		qsort(names, n, sizeof(*names), cmp_names);
 	buf_init(&out);
 	buf_addc(&out, '{');
 	for (size_t i = 0; i < n; i++) {
