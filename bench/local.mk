@@ -26,3 +26,9 @@ bench-rollout: decod decoctl bench/replica bench/gen
 	$(SHELL) $(srcdir)/bench/bench_rollout.sh $(abs_top_builddir) 150 10 sample
 	$(SHELL) $(srcdir)/bench/bench_rollout.sh $(abs_top_builddir) 150 5 4.2MB
 .PHONY: bench-rollout
+# scale-out benchmarks (real etcd on loopback; fetcher-only instances)
+EXTRA_DIST += bench/bench_scaleout.sh bench/bench_scaleout.py
+bench-scaleout: decod decoctl daemons/fetcher/fetcher
+	$(SHELL) $(srcdir)/bench/bench_scaleout.sh $(abs_top_builddir)
+.PHONY: bench-scaleout
+# --- end of scale-out benchmarks
