@@ -23,7 +23,7 @@ state_dir = $T/state
 runtime_dir = $T/run
 store = local:$T/store
 rescan_interval = 100ms
-notify_timeout = 1s
+notify_timeout = 4s
 notify_attempts = 2
 reload_token_file = $T/token
 CONF

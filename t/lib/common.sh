@@ -10,6 +10,11 @@ TAP_N=0
 TAP_FAILED=0
 TRACKED_PIDS=""
 
+# scaled MS: a time bound stretched by DECOD_TEST_TIME_SCALE (default 1).
+# The plain build asserts the real bounds; the sanitizer run (several times
+# slower to start a program) sets 3 and still checks that things happen.
+scaled() { echo $(( $1 * ${DECOD_TEST_TIME_SCALE:-1} )); }
+
 track_pid() { TRACKED_PIDS="$TRACKED_PIDS $1"; }
 
 cleanup() {
