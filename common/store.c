@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/conf.h"
 #include "common/store_impl.h"
 #include "common/util.h"
 
@@ -59,6 +60,10 @@ store_open(const char *url, const struct conf *cf, char *err, size_t errlen)
 			snprintf(host, sizeof(host), "localhost");
 		host[sizeof(host) - 1] = '\0';
 		snprintf(s->identity, sizeof(s->identity), "%s:%ld", host, (long)getpid());
+		/* an operator-given name, where there is one: shown as the owner */
+		if (cf != NULL && *conf_get(cf, "instance_id") != '\0')
+			snprintf(s->identity, sizeof(s->identity), "%s:%ld",
+			    conf_get(cf, "instance_id"), (long)getpid());
 		if ((s->be = ops->open(s, colon + 1, cf)) == NULL) {
 			snprintf(err, errlen, "store %s: %s", url, s->err);
 			free(s);
