@@ -202,6 +202,16 @@ store_try_lock(struct store *s, const char *key, char **holder)
 }
 
 int
+store_try_lock_many(struct store *s, const char *const *keys, size_t n, int *results)
+{
+	for (size_t i = 0; i < n; i++)
+		results[i] = 0;
+	if (n == 0)
+		return 0;
+	return s->ops->try_lock_many(s->be, keys, n, results);
+}
+
+int
 store_unlock(struct store *s, const char *key)
 {
 	return s->ops->unlock(s->be, key);

@@ -90,6 +90,15 @@ void store_watch_free(struct store_watch *w);
  * Locks die with the session (process exit, lease expiry).
  */
 int store_try_lock(struct store *s, const char *key, char **holder);
+/*
+ * store_try_lock_many - store_try_lock for n keys at once, without waiting
+ * and without holders: results[i] is 1 (ours, now or already) or 0 (held by
+ * someone else).  The keys are independent: some may be ours and others not.
+ * On etcd it takes one round trip (one txn of nested per-key txns) for up
+ * to 100 keys.  Returns 0, or -1 (store_error) when some could not be asked;
+ * results of keys not asked are 0 then.  Keys must be distinct.
+ */
+int store_try_lock_many(struct store *s, const char *const *keys, size_t n, int *results);
 int store_unlock(struct store *s, const char *key);
 /* store_identity - this handle's session identity (host:pid or configured) */
 const char *store_identity(const struct store *s);

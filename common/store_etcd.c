@@ -635,7 +635,7 @@ static void *
 ka_main(void *arg)
 {
 	struct etcd *e = arg;
-	int64_t every = e->cfg.session_ttl * 1000 / 3, last_ok = now_ms();
+	int64_t every = e->cfg.session_ttl * 1000 / 4, last_ok = now_ms();
 
 	pthread_mutex_lock(&e->mu);
 	while (!e->ka_stop) {
@@ -1505,6 +1505,160 @@ etcd_try_lock(void *be, const char *key, char **holder)
 	return -1;
 }
 
+/*
+ * Keys per batch txn.  etcd (3.3 and later, checked on 3.4.23) takes nested
+ * txns: the outer txn has no compare and one request_txn per key in its
+ * success list, and each inner txn has its own compare (create_revision ==
+ * 0), so each key is decided on its own in one raft round.  etcd counts the
+ * inner ops against what the outer txn leaves of max-txn-ops (default 128):
+ * N inner txns of one op each fit while N <= 127.
+ */
+#define LOCK_BATCH 100
+
+/* lock_many_chunk - one txn for keys[0..n); 0, 1 (some key needs a retry alone) or -1 */
+static int
+lock_many_chunk(struct etcd *e, int64_t id, const char *const *keys, size_t n,
+    int *results)
+{
+	const char *ident = e->s->identity;
+	struct buf b;
+	struct jw w;
+	yajl_val v, rs;
+	int again = 0;
+
+	buf_init(&b);
+	jw_init(&w, &b);
+	jw_obj(&w);
+	jw_key(&w, "success");
+	jw_arr(&w);
+	for (size_t i = 0; i < n; i++) {
+		size_t kl = strlen(keys[i]);
+
+		jw_obj(&w);
+		jw_key(&w, "request_txn");
+		jw_obj(&w);
+		jw_key(&w, "compare");
+		jw_arr(&w);
+		jw_obj(&w);
+		jw_b64(&w, "key", keys[i], kl);
+		jw_key(&w, "target");
+		jw_str(&w, "CREATE");
+		jw_key(&w, "result");
+		jw_str(&w, "EQUAL");
+		jw_i64(&w, "create_revision", 0);
+		jw_end_obj(&w);
+		jw_end_arr(&w);
+		jw_key(&w, "success");
+		jw_arr(&w);
+		jw_obj(&w);
+		jw_key(&w, "request_put");
+		jw_obj(&w);
+		jw_b64(&w, "key", keys[i], kl);
+		jw_b64(&w, "value", ident, strlen(ident));
+		jw_i64(&w, "lease", id);
+		jw_end_obj(&w);
+		jw_end_obj(&w);
+		jw_end_arr(&w);
+		jw_key(&w, "failure");
+		jw_arr(&w);
+		jw_obj(&w);
+		jw_key(&w, "request_range");
+		jw_obj(&w);
+		jw_b64(&w, "key", keys[i], kl);
+		jw_key(&w, "keys_only");
+		jw_bool(&w, 1);
+		jw_end_obj(&w);
+		jw_end_obj(&w);
+		jw_end_arr(&w);
+		jw_end_obj(&w);
+		jw_end_obj(&w);
+	}
+	jw_end_arr(&w);
+	jw_end_obj(&w);
+	if (etcd_call(e, "/v3/kv/txn", &b, &v) < 0) {
+		buf_free(&b);
+		return -1;
+	}
+	buf_free(&b);
+	rs = json_get(v, "responses", NULL);
+	if (rs == NULL || !YAJL_IS_ARRAY(rs) || rs->u.array.len != n) {
+		store_set_error(e->s, "lock batch: etcd answered %zu results for %zu keys",
+		    rs != NULL && YAJL_IS_ARRAY(rs) ? rs->u.array.len : 0, n);
+		yajl_tree_free(v);
+		return -1;
+	}
+	for (size_t i = 0; i < n; i++) {
+		yajl_val t = json_get(rs->u.array.values[i], "response_txn", NULL);
+		yajl_val kvs;
+
+		if (json_get_bool(t, 0, "succeeded", NULL)) {
+			results[i] = 1;
+			continue;
+		}
+		kvs = json_get(t, "responses", NULL);
+		if (kvs != NULL && YAJL_IS_ARRAY(kvs) && kvs->u.array.len > 0)
+			kvs = json_get(kvs->u.array.values[0], "response_range", "kvs", NULL);
+		else
+			kvs = NULL;
+		if (kvs == NULL || !YAJL_IS_ARRAY(kvs) || kvs->u.array.len == 0) {
+			results[i] = -1;	/* released in between: ask again alone */
+			again = 1;
+			continue;
+		}
+		results[i] = json_get_int(kvs->u.array.values[0], 0, "lease", NULL) == id;
+	}
+	yajl_tree_free(v);
+	return again;
+}
+
+/*
+ * etcd_try_lock_many - one txn per LOCK_BATCH keys (see above); a key that
+ * was released between compare and read is asked again with etcd_try_lock.
+ * An etcd that refuses the nested txn (max-txn-ops set low) gets one txn
+ * per key.
+ */
+static int
+etcd_try_lock_many(void *be, const char *const *keys, size_t n, int *results)
+{
+	struct etcd *e = be;
+	int64_t id;
+	int rv = 0, single = 0;
+
+	for (size_t i = 0; i < n; i++)
+		if (check_key(e, "lock", keys[i]) < 0)
+			return -1;
+	if ((id = session_get(e)) < 0)
+		return -1;
+	for (size_t off = 0; off < n; off += LOCK_BATCH) {
+		size_t m = n - off < LOCK_BATCH ? n - off : LOCK_BATCH;
+		int r = single ? -1 : lock_many_chunk(e, id, keys + off, m, results + off);
+
+		if (r < 0 && !single && strstr(store_error(e->s), "too many operations") != NULL) {
+			log_kv(LOG_WARN, "etcd refuses lock batches (max-txn-ops); one txn per lock",
+			    NULL);
+			single = 1;
+		}
+		if (r < 0 && !single) {
+			for (size_t i = off; i < n; i++)
+				results[i] = 0;
+			return -1;
+		}
+		for (size_t i = off; i < off + m; i++) {
+			int one;
+
+			if (r == 0 || (r == 1 && results[i] >= 0))
+				continue;
+			if ((one = etcd_try_lock(e, keys[i], NULL)) < 0) {
+				results[i] = 0;
+				rv = -1;
+				continue;
+			}
+			results[i] = one;
+		}
+	}
+	return rv;
+}
+
 /* etcd_unlock - delete the key only while it is on our session lease */
 static int
 etcd_unlock(void *be, const char *key)
@@ -1570,5 +1724,6 @@ const struct store_ops store_etcd_ops = {
 	.watch_dispatch = etcd_watch_dispatch,
 	.watch_free = etcd_watch_free,
 	.try_lock = etcd_try_lock,
+	.try_lock_many = etcd_try_lock_many,
 	.unlock = etcd_unlock,
 };

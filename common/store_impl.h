@@ -26,6 +26,8 @@ struct store_ops {
 	int (*watch_dispatch)(void *wbe, struct store_watch *w);
 	void (*watch_free)(void *wbe);
 	int (*try_lock)(void *be, const char *key, char **holder);
+	/* try_lock_many: results[i] 1 ours, 0 someone else's; 0 or -1 */
+	int (*try_lock_many)(void *be, const char *const *keys, size_t n, int *results);
 	int (*unlock)(void *be, const char *key);
 };
 

@@ -1312,6 +1312,22 @@ local_try_lock(void *be, const char *key, char **holder)
 	return 0;
 }
 
+/* local_try_lock_many - flocks are local calls: one local_try_lock per key */
+static int
+local_try_lock_many(void *be, const char *const *keys, size_t n, int *results)
+{
+	int rv = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		int r = local_try_lock(be, keys[i], NULL);
+
+		results[i] = r == 1;
+		if (r < 0)
+			rv = -1;
+	}
+	return rv;
+}
+
 static int
 local_unlock(void *be, const char *key)
 {
@@ -1348,5 +1364,6 @@ const struct store_ops store_local_ops = {
 	.watch_dispatch = local_watch_dispatch,
 	.watch_free = local_watch_free,
 	.try_lock = local_try_lock,
+	.try_lock_many = local_try_lock_many,
 	.unlock = local_unlock,
 };

@@ -24,7 +24,7 @@
 
 #define NBUCKET 16384
 #define GRACE_MS 300		/* an under-share instance gets first pick */
-#define BATCH 500		/* lock attempts per loop turn (start-up of 10,000) */
+#define BATCH 1000		/* lock attempts per loop turn: 10 etcd txns */
 
 struct ent {
 	char *ns, *name, *key;
@@ -32,7 +32,7 @@ struct ent {
 	int seen_locked;	/* someone holds it (last listing or event) */
 	int free_sweeps;	/* sweeps in a row it was seen free */
 	int64_t released_ms;	/* we let it go to even out the split */
-	int64_t grace_timer;
+	int in_grace;		/* waiting for the shared grace timer */
 	struct fetch_lock *fl;
 	struct ent *next;
 };
@@ -46,6 +46,7 @@ struct fetch_lock {
 	int ttl_s;
 	int64_t sweep_ms;
 	int64_t sweep_timer, watch_timer;
+	int64_t grace_timer;	/* one for every entry in grace: one batch when it fires */
 	struct store_watch *watch;
 	int started, more;	/* more: the last sweep stopped at BATCH */
 	size_t ninst, prev_ninst;
@@ -146,15 +147,75 @@ take(struct fetch_lock *fl, struct ent *e)
 		fl->ops->gained(fl->st, e->ns, e->name);
 }
 
+/*
+ * take_many - try the locks of es[0..n) in one store_try_lock_many (one
+ * etcd round trip per 100) and tell the fetcher of each one gained.
+ * Returns how many became ours.
+ */
+static size_t
+take_many(struct fetch_lock *fl, struct ent **es, size_t n)
+{
+	const char **keys;
+	int *res;
+	size_t gained = 0;
+
+	if (n == 0)
+		return 0;
+	keys = xcalloc(n, sizeof(*keys));
+	res = xcalloc(n, sizeof(*res));
+	for (size_t i = 0; i < n; i++)
+		keys[i] = es[i]->key;
+	if (store_try_lock_many(S(fl), keys, n, res) < 0)
+		log_kv(LOG_WARN, "job locks: cannot take some", "error", store_error(S(fl)), NULL);
+	for (size_t i = 0; i < n; i++) {
+		struct ent *e = es[i];
+
+		if (e->held)
+			continue;
+		e->free_sweeps = 0;
+		if (res[i] != 1) {
+			e->seen_locked = 1;
+			continue;
+		}
+		e->held = 1;
+		e->seen_locked = 1;
+		fl->held++;
+		gained++;
+		fl->ops->gained(fl->st, e->ns, e->name);
+	}
+	free(keys);
+	free(res);
+	return gained;
+}
+
+/* grace_cb - the grace is over: take every entry still free in one batch */
 static void
 grace_cb(struct stage *st, void *arg)
 {
-	struct ent *e = arg;
+	struct fetch_lock *fl = arg;
+	struct ent **es = xcalloc(fl->total + 1, sizeof(*es));
+	size_t n = 0;
 
 	(void)st;
-	e->grace_timer = 0;
-	if (!e->held && !e->seen_locked)
-		take(e->fl, e);
+	fl->grace_timer = 0;
+	for (size_t b = 0; b < NBUCKET; b++)
+		for (struct ent *e = fl->tab[b]; e != NULL; e = e->next) {
+			if (!e->in_grace)
+				continue;
+			e->in_grace = 0;
+			if (!e->held && !e->seen_locked && n < fl->total)
+				es[n++] = e;
+		}
+	take_many(fl, es, n);
+	free(es);
+}
+
+static void
+grace_add(struct fetch_lock *fl, struct ent *e)
+{
+	e->in_grace = 1;
+	if (fl->grace_timer == 0)
+		fl->grace_timer = stage_add_timer(fl->st, jittered(GRACE_MS), grace_cb, fl);
 }
 
 /* freed - nobody holds e now: ours at once if under our share, else after a grace */
@@ -162,14 +223,14 @@ static void
 freed(struct fetch_lock *fl, struct ent *e)
 {
 	e->seen_locked = 0;
-	if (e->held || e->grace_timer > 0)
+	if (e->held || e->in_grace)
 		return;
 	if (e->released_ms > 0 && now_ms() - e->released_ms < 3 * fl->sweep_ms)
 		return;		/* we gave it away on purpose */
 	if (fl->held < fair(fl))
 		take(fl, e);
 	else
-		e->grace_timer = stage_add_timer(fl->st, jittered(GRACE_MS), grace_cb, e);
+		grace_add(fl, e);
 }
 
 /* ---- the instance registry ---- */
@@ -267,6 +328,7 @@ sweep(struct fetch_lock *fl)
 		for (struct ent *e = fl->tab[b]; e != NULL; e = e->next)
 			if (k < fl->total)
 				all[k++] = e;
+	/* candidates first, then one store_try_lock_many for all of them */
 	for (size_t i = 0; i < k; i++) {
 		struct ent *e = all[i];
 
@@ -278,18 +340,23 @@ sweep(struct fetch_lock *fl)
 			e->free_sweeps++;
 		if (e->released_ms > 0 && now_ms() - e->released_ms < 3 * fl->sweep_ms)
 			continue;
-		if (fl->held < f || e->free_sweeps >= 2) {
-			size_t before = fl->held;
-
-			if (++tries > BATCH)
+		if (fl->held + tries < f || e->free_sweeps >= 2) {
+			if (tries == BATCH) {
+				tries++;	/* more than one batch: go on next turn */
 				break;
-			take(fl, e);
-			gained += fl->held > before;
+			}
+			all[tries++] = e;	/* i >= tries: all[i] is read already */
 		}
 	}
+	gained = take_many(fl, all, tries > BATCH ? BATCH : tries);
 	/* even out: hand settled decofiles beyond our share to the others */
 	over = fl->held > f && fl->ninst > 1;
 	if (!cont && over && fl->prev_over && fl->ninst == fl->prev_ninst) {
+		k = 0;
+		for (size_t b = 0; b < NBUCKET; b++)
+			for (struct ent *e = fl->tab[b]; e != NULL; e = e->next)
+				if (k < fl->total)
+					all[k++] = e;
 		for (size_t i = 0; i < k && fl->held > f; i++) {
 			struct ent *e = all[i];
 
@@ -460,8 +527,8 @@ fetch_lock_want(struct fetch_lock *fl, const char *ns, const char *name)
 	/* a new decofile: ours if we are under our share, else after a grace */
 	if (fl->held < fair(fl))
 		try(fl, e);
-	else if (e->grace_timer == 0)
-		e->grace_timer = stage_add_timer(fl->st, jittered(GRACE_MS), grace_cb, e);
+	else if (!e->in_grace)
+		grace_add(fl, e);
 	return e->held;
 }
 
@@ -480,8 +547,6 @@ fetch_lock_drop(struct fetch_lock *fl, const char *ns, const char *name)
 				    name, "error", store_error(S(fl)), NULL);
 			fl->held--;
 		}
-		if (e->grace_timer > 0)
-			stage_cancel_timer(fl->st, e->grace_timer);
 		fl->total--;
 		free(e->ns);
 		free(e->name);
@@ -511,6 +576,8 @@ fetch_lock_free(struct fetch_lock *fl)
 		stage_cancel_timer(fl->st, fl->sweep_timer);
 	if (fl->watch_timer > 0)
 		stage_cancel_timer(fl->st, fl->watch_timer);
+	if (fl->grace_timer > 0)
+		stage_cancel_timer(fl->st, fl->grace_timer);
 	if (fl->watch != NULL) {
 		int fd = store_watch_fd(fl->watch);
 
@@ -523,8 +590,6 @@ fetch_lock_free(struct fetch_lock *fl)
 
 		for (e = fl->tab[b]; e != NULL; e = next) {
 			next = e->next;
-			if (e->grace_timer > 0)
-				stage_cancel_timer(fl->st, e->grace_timer);
 			free(e->ns);
 			free(e->name);
 			free(e->key);

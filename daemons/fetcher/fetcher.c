@@ -45,6 +45,8 @@
 #define BACKOFF_MIN_MS 1000
 #define BACKOFF_MAX_MS (5 * 60 * 1000)
 #define MAX_FILE ((uint64_t)32 << 20)
+#define NBUCKET 16384		/* sources hash: 10,000 decofiles at start-up */
+#define HAND_BATCH 200		/* finished fetches recorded per journal transaction */
 
 /* one fetch for the worker: everything copied, nothing shared */
 struct job {
@@ -59,6 +61,9 @@ struct job {
 	char remote_id[41];
 	int unchanged;		/* git: same remote id, tree not read */
 	int64_t took_ms;
+	/* finishing (loop thread) */
+	int skip;		/* finished in the first phase */
+	int handed;		/* 1: record + item written in the open transaction, -1 failed */
 	struct job *next;
 };
 
@@ -74,11 +79,14 @@ struct src {
 	int busy, again, again_force, gone, failures;
 	char last_id[41];
 	char last_status[512];
-	struct src *next;
+	char last_sync[640];	/* the Syncing condition we wrote last */
+	int listed;		/* seen by the current relist */
+	struct src *next, *hnext;
 };
 
 struct fetcher {
 	struct src *srcs;
+	struct src *htab[NBUCKET];
 	struct store_watch *watch, *sync_watch;
 	int64_t watch_timer;
 	char *df_prefix, *sync_prefix;
@@ -92,7 +100,7 @@ struct fetcher {
 	int thread_up;
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
-	struct job *todo, *done;
+	struct job *todo, *done, **todo_tail, **done_tail;
 	int stop;
 	struct spool *sp;
 	struct stage *st;
@@ -159,7 +167,7 @@ static void *
 worker(void *arg)
 {
 	struct fetcher *f = arg;
-	struct job *j, **tail;
+	struct job *j;
 
 	pthread_mutex_lock(&f->mu);
 	for (;;) {
@@ -169,13 +177,14 @@ worker(void *arg)
 			break;
 		j = f->todo;
 		f->todo = j->next;
+		if (f->todo == NULL)
+			f->todo_tail = &f->todo;
 		j->next = NULL;
 		pthread_mutex_unlock(&f->mu);
 		run_job(f, j);
 		pthread_mutex_lock(&f->mu);
-		for (tail = &f->done; *tail != NULL; tail = &(*tail)->next)
-			;
-		*tail = j;
+		*f->done_tail = j;
+		f->done_tail = &j->next;
 		stage_wake(f->st);
 	}
 	pthread_mutex_unlock(&f->mu);
@@ -184,14 +193,22 @@ worker(void *arg)
 
 /* ---- status and journal (loop thread) ---- */
 
+/* set_syncing - the Syncing condition; no store call when we wrote the same last */
 static void
 set_syncing(struct stage *st, struct src *s, const char *status, const char *reason,
     const char *msg)
 {
+	char cur[sizeof(s->last_sync)];
+
+	snprintf(cur, sizeof(cur), "%s|%s|%s", status, reason, msg);
+	if (strcmp(cur, s->last_sync) == 0)
+		return;
 	if (status_set_condition(stage_store(st), stage_journal(st), "decofiles", s->ns,
 	    s->name, STAGE, "Syncing", status, reason, msg) < 0)
 		log_kv(LOG_WARN, "cannot write status", "ns", s->ns, "name", s->name, "error",
 		    store_error(stage_store(st)), NULL);
+	else
+		memcpy(s->last_sync, cur, sizeof(cur));
 }
 
 static void
@@ -260,23 +277,30 @@ last_handed(struct stage *st, const char *ns, const char *name, char *hash,
 	return rc;
 }
 
-/* hand a good tree on to the renderer unless it already has it */
-static void
+/*
+ * hand_on - record the fetch and push the renderer item for a good tree,
+ * unless the renderer already has it, inside the batch transaction that
+ * on_wake holds open.  A savepoint keeps each decofile's record and push
+ * together: one that fails leaves nothing behind and the others stand.
+ * 1 written, 0 nothing to do, -1 failed.
+ */
+static int
 hand_on(struct stage *st, struct src *s, struct job *j)
 {
-	char hash[65], commit[65], detail[256], gen[32];
+	sqlite3 *db = journal_db(stage_journal(st));
+	char hash[65], commit[65], detail[256];
 	int64_t generation;
 	int rc;
 
 	rc = last_handed(st, s->ns, s->name, hash, commit, &generation);
 	if (rc < 0)
 		log_kv(LOG_WARN, "journal: cannot read the last fetch", "error",
-		    sqlite3_errmsg(journal_db(stage_journal(st))), NULL);
+		    sqlite3_errmsg(db), NULL);
 	if (rc == 0 && strcmp(hash, j->res.tree_hash) == 0 &&
 	    strcmp(commit, j->res.commit) == 0 && generation == j->generation) {
 		log_kv(LOG_DEBUG, "unchanged", "ns", s->ns, "name", s->name, "tree",
 		    j->res.tree_hash, NULL);
-		return;
+		return 0;
 	}
 	if (j->res.commit[0] != '\0')
 		snprintf(detail, sizeof(detail), "source=%s commit=%s generation=%lld",
@@ -284,26 +308,20 @@ hand_on(struct stage *st, struct src *s, struct job *j)
 	else
 		snprintf(detail, sizeof(detail), "source=%s generation=%lld", s->source,
 		    (long long)j->generation);
-	if (stage_begin(st) < 0)
-		goto retry;
+	if (sqlite3_exec(db, "SAVEPOINT hand_on", NULL, NULL, NULL) != SQLITE_OK)
+		return -1;
 	if (journal_record_fetch(stage_journal(st), s->ns, s->name, s->source,
 	    j->res.commit, j->res.tree_hash) < 0 ||
 	    stage_push(st, "renderer", "decofile", s->ns, s->name, j->res.tree_hash,
 	    detail) < 0) {
-		stage_rollback(st);
-		goto retry;
+		log_kv(LOG_ERROR, "journal: cannot record the fetch", "ns", s->ns, "name",
+		    s->name, "error", journal_error(stage_journal(st)), NULL);
+		sqlite3_exec(db, "ROLLBACK TO hand_on", NULL, NULL, NULL);
+		sqlite3_exec(db, "RELEASE hand_on", NULL, NULL, NULL);
+		return -1;
 	}
-	if (stage_commit(st, NULL, NULL) < 0)
-		goto retry;
-	snprintf(gen, sizeof(gen), "%lld", (long long)j->generation);
-	log_kv(LOG_INFO, "fetched", "ns", s->ns, "name", s->name, "source", s->source,
-	    "commit", j->res.commit, "tree", j->res.tree_hash, "generation", gen, NULL);
-	return;
-retry:
-	log_kv(LOG_ERROR, "journal: cannot record the fetch", "ns", s->ns, "name", s->name,
-	    "error", journal_error(stage_journal(st)), NULL);
-	s->last_id[0] = '\0';	/* so the next poll reads the tree again */
-	s->failures++;
+	sqlite3_exec(db, "RELEASE hand_on", NULL, NULL, NULL);
+	return 1;
 }
 
 static int64_t
@@ -316,10 +334,23 @@ backoff_ms(int failures)
 	return d < BACKOFF_MAX_MS ? d : BACKOFF_MAX_MS;
 }
 
+static unsigned
+src_hash(const char *ns, const char *name)
+{
+	uint32_t h = 2166136261u;
+
+	for (const char *p = ns; *p; p++)
+		h = (h ^ (unsigned char)*p) * 16777619u;
+	h = (h ^ '/') * 16777619u;
+	for (const char *p = name; *p; p++)
+		h = (h ^ (unsigned char)*p) * 16777619u;
+	return h % NBUCKET;
+}
+
 static struct src *
 src_find(struct fetcher *f, const char *ns, const char *name)
 {
-	for (struct src *s = f->srcs; s != NULL; s = s->next)
+	for (struct src *s = f->htab[src_hash(ns, name)]; s != NULL; s = s->hnext)
 		if (strcmp(s->ns, ns) == 0 && strcmp(s->name, name) == 0)
 			return s;
 	return NULL;
@@ -336,19 +367,32 @@ src_free(struct stage *st, struct src *s)
 			break;
 		}
 	}
+	for (struct src **pp = &f->htab[src_hash(s->ns, s->name)]; *pp != NULL;
+	    pp = &(*pp)->hnext) {
+		if (*pp == s) {
+			*pp = s->hnext;
+			break;
+		}
+	}
 	if (s->timer > 0)
 		stage_cancel_timer(st, s->timer);
 	free(s->doc);
 	free(s);
 }
 
+/*
+ * finish_first - the part of finishing a job that comes before the batch
+ * commit: failures and lost locks end here (j->skip); a good tree is
+ * recorded in the open transaction (j->handed).
+ */
 static void
-finish_job(struct stage *st, struct job *j)
+finish_first(struct stage *st, struct job *j, int in_txn)
 {
 	struct fetcher *f = F(st);
 	struct src *s = src_find(f, j->ns, j->name);
-	char ms[32], n[32];
+	char n[32];
 
+	j->skip = 1;
 	if (s == NULL)
 		return;
 	s->busy = 0;
@@ -356,7 +400,6 @@ finish_job(struct stage *st, struct job *j)
 		src_free(st, s);
 		return;
 	}
-	snprintf(ms, sizeof(ms), "%lld", (long long)j->took_ms);
 	if (j->res.reason != NULL) {
 		s->failures++;
 		snprintf(n, sizeof(n), "%lld", (long long)backoff_ms(s->failures));
@@ -377,8 +420,34 @@ finish_job(struct stage *st, struct job *j)
 		    "name", s->name, NULL);
 		return;
 	}
-	if (!j->unchanged) {
-		hand_on(st, s, j);
+	j->skip = 0;
+	j->handed = 0;
+	if (!j->unchanged)
+		j->handed = in_txn ? hand_on(st, s, j) : -1;
+}
+
+/* finish_second - after the batch commit (committed: it went through) */
+static void
+finish_second(struct stage *st, struct job *j, int committed)
+{
+	struct fetcher *f = F(st);
+	struct src *s;
+	char ms[32], gen[32];
+
+	if (j->skip || (s = src_find(f, j->ns, j->name)) == NULL)
+		return;
+	if (j->handed == 1 && !committed)
+		j->handed = -1;
+	if (j->handed == -1) {
+		s->last_id[0] = '\0';	/* so the next poll reads the tree again */
+		s->failures++;
+	} else if (j->handed == 1) {
+		snprintf(gen, sizeof(gen), "%lld", (long long)j->generation);
+		log_kv(LOG_INFO, "fetched", "ns", s->ns, "name", s->name, "source", s->source,
+		    "commit", j->res.commit, "tree", j->res.tree_hash, "generation", gen, NULL);
+	}
+	snprintf(ms, sizeof(ms), "%lld", (long long)j->took_ms);
+	if (!j->unchanged && j->handed >= 0) {
 		if (j->remote_id[0] != '\0')
 			snprintf(s->last_id, sizeof(s->last_id), "%s", j->remote_id);
 		set_fields(st, s, j->res.commit, j->generation);
@@ -396,21 +465,52 @@ finish_job(struct stage *st, struct job *j)
 		schedule(st, s, jitter(s->period_ms), 0);
 }
 
+/*
+ * on_wake - finish what the worker did, HAND_BATCH jobs per journal
+ * transaction (one commit, one fsync, for many decofiles at start-up);
+ * status writes and scheduling come after the commit.
+ */
 static void
 on_wake(struct stage *st, void *arg)
 {
 	struct fetcher *f = F(st);
-	struct job *list, *j;
+	struct job *list, *j, *chunk;
 
 	(void)arg;
 	pthread_mutex_lock(&f->mu);
 	list = f->done;
 	f->done = NULL;
+	f->done_tail = &f->done;
 	pthread_mutex_unlock(&f->mu);
-	while ((j = list) != NULL) {
-		list = j->next;
-		finish_job(st, j);
-		job_free(j);
+	while ((chunk = list) != NULL) {
+		struct job **tail = &list;
+		int n = 0, in_txn, committed = 0, wrote = 0;
+
+		while (*tail != NULL && n < HAND_BATCH) {
+			tail = &(*tail)->next;
+			n++;
+		}
+		list = *tail;
+		*tail = NULL;
+		in_txn = stage_begin(st) == 0;
+		for (j = chunk; j != NULL; j = j->next) {
+			finish_first(st, j, in_txn);
+			wrote |= !j->skip && j->handed == 1;
+		}
+		if (in_txn) {
+			if (wrote)
+				committed = stage_commit(st, NULL, NULL) == 0;
+			else
+				stage_rollback(st);
+		}
+		if (wrote && !committed)
+			log_kv(LOG_ERROR, "journal: cannot record the fetches", "error",
+			    journal_error(stage_journal(st)), NULL);
+		while ((j = chunk) != NULL) {
+			chunk = j->next;
+			finish_second(st, j, committed);
+			job_free(j);
+		}
 	}
 }
 
@@ -492,7 +592,7 @@ poll_cb(struct stage *st, void *arg)
 {
 	struct fetcher *f = F(st);
 	struct src *s = arg;
-	struct job *j, **tail;
+	struct job *j;
 	int force = s->again_force;
 
 	s->timer = 0;
@@ -512,9 +612,8 @@ poll_cb(struct stage *st, void *arg)
 	}
 	s->busy = 1;
 	pthread_mutex_lock(&f->mu);
-	for (tail = &f->todo; *tail != NULL; tail = &(*tail)->next)
-		;
-	*tail = j;
+	*f->todo_tail = j;
+	f->todo_tail = &j->next;
 	pthread_cond_signal(&f->cv);
 	pthread_mutex_unlock(&f->mu);
 }
@@ -589,6 +688,8 @@ upsert(struct stage *st, const char *ns, const char *name, const char *val, size
 		snprintf(s->name, sizeof(s->name), "%s", name);
 		s->next = f->srcs;
 		f->srcs = s;
+		s->hnext = f->htab[src_hash(ns, name)];
+		f->htab[src_hash(ns, name)] = s;
 	} else if (strcmp(s->spec_hash, h) == 0) {
 		yajl_tree_free(doc);	/* metadata or status only: nothing to do */
 		return;
@@ -635,18 +736,21 @@ relist(struct stage *st)
 		    NULL);
 		return -1;
 	}
-	for (size_t i = 0; i < l.n; i++)
-		if (key_parse_resource(l.kvs[i].key, kind, ns, name) == 0)
-			upsert(st, ns, name, l.kvs[i].value, l.kvs[i].vlen);
+	for (struct src *s = f->srcs; s != NULL; s = s->next)
+		s->listed = 0;
+	for (size_t i = 0; i < l.n; i++) {
+		struct src *s;
+
+		if (key_parse_resource(l.kvs[i].key, kind, ns, name) < 0)
+			continue;
+		upsert(st, ns, name, l.kvs[i].value, l.kvs[i].vlen);
+		if ((s = src_find(f, ns, name)) != NULL)
+			s->listed = 1;
+	}
 	/* sweep what is no longer listed */
 	for (struct src *s = f->srcs, *next; s != NULL; s = next) {
-		int found = 0;
-
 		next = s->next;
-		for (size_t i = 0; i < l.n && !found; i++)
-			found = key_parse_resource(l.kvs[i].key, kind, ns, name) == 0 &&
-			    strcmp(ns, s->ns) == 0 && strcmp(name, s->name) == 0;
-		if (!found)
+		if (!s->listed)
 			drop(st, s->ns, s->name);
 	}
 	store_list_free(&l);
@@ -757,6 +861,7 @@ lock_lost(struct stage *st, const char *ns, const char *name)
 	/* whoever works it meanwhile writes the status: start afresh if it comes back */
 	s->last_id[0] = '\0';
 	s->last_status[0] = '\0';
+	s->last_sync[0] = '\0';
 }
 
 /* lock_settled - nothing of ns/name in flight here: no fetch, no pending item */
@@ -827,6 +932,8 @@ fetcher_init(struct stage *st)
 	}
 	if (fetch_find_program("git") == NULL)
 		log_kv(LOG_WARN, "git is not installed: git sources will fail", NULL);
+	f->todo_tail = &f->todo;
+	f->done_tail = &f->done;
 	pthread_mutex_init(&f->mu, NULL);
 	pthread_cond_init(&f->cv, NULL);
 	stage_set_wake_cb(st, on_wake, NULL);

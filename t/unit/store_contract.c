@@ -415,6 +415,72 @@ test_locks(struct store *s, struct store **s2p)
 	is_int(store_unlock(s, lk), 0, "unlock again");
 }
 
+/* try_lock_many: ours, held by the other handle, mixed, and a batch past one txn */
+static void
+test_lock_many(struct store *s, struct store *s2)
+{
+	enum { NB = 130 };
+	char *kb[NB];
+	const char *k[3];
+	int r[NB], all = 1, none = 1;
+
+	kb[0] = xstrdup(K("locks/many/a"));
+	kb[1] = xstrdup(K("locks/many/b"));
+	kb[2] = xstrdup(K("locks/many/c"));
+	k[0] = kb[0];
+	k[1] = kb[1];
+	k[2] = kb[2];
+	is_int(store_try_lock_many(s, k, 0, r), 0, "try_lock_many of no keys");
+	is_int(store_try_lock_many(s, k, 2, r), 0, "try_lock_many of two free keys");
+	ok(r[0] == 1 && r[1] == 1, "both are ours (%d %d)", r[0], r[1]);
+	is_int(store_try_lock(s, k[0], NULL), 1, "the single call agrees: a is ours");
+	is_int(store_try_lock_many(s, k, 2, r), 0, "asking again");
+	ok(r[0] == 1 && r[1] == 1, "still both ours (%d %d)", r[0], r[1]);
+	is_int(store_try_lock_many(s2, k, 2, r), 0, "the other handle asks for both");
+	ok(r[0] == 0 && r[1] == 0, "neither is the other handle's (%d %d)", r[0], r[1]);
+	is_int(store_try_lock_many(s2, k, 3, r), 0, "the other handle asks for a, b and free c");
+	ok(r[0] == 0 && r[1] == 0 && r[2] == 1, "mixed: a and b held, c taken (%d %d %d)",
+	    r[0], r[1], r[2]);
+	is_int(store_try_lock_many(s, k, 3, r), 0, "the first handle asks for all three");
+	ok(r[0] == 1 && r[1] == 1 && r[2] == 0, "mixed: a and b ours, c not (%d %d %d)",
+	    r[0], r[1], r[2]);
+	is_int(store_unlock(s2, k[2]), 0, "the other handle lets c go");
+	is_int(store_try_lock_many(s, k + 2, 1, r), 0, "c again");
+	is_int(r[0], 1, "c is ours after it was let go");
+	for (int i = 0; i < 3; i++)
+		is_int(store_unlock(s, k[i]), 0, "unlock");
+
+	/* more keys than one etcd txn takes */
+	for (int i = 0; i < 3; i++)
+		free(kb[i]);
+	for (int i = 0; i < NB; i++) {
+		char n[64];
+
+		snprintf(n, sizeof(n), "locks/big/%03d", i);
+		kb[i] = xstrdup(K(n));
+	}
+	is_int(store_try_lock(s2, kb[NB - 1], NULL), 1, "the other handle holds the last one");
+	is_int(store_try_lock_many(s, (const char *const *)kb, NB, r), 0,
+	    "try_lock_many of %d keys", NB);
+	for (int i = 0; i < NB - 1; i++) {
+		all &= r[i] == 1;
+		none &= store_try_lock(s2, kb[i], NULL) == 0;
+	}
+	ok(all, "all free ones are ours");
+	is_int(r[NB - 1], 0, "the other handle's is not");
+	ok(none, "the other handle gets none of ours");
+	for (int i = 0; i < NB; i++) {
+		store_unlock(i == NB - 1 ? s2 : s, kb[i]);
+		free(kb[i]);
+	}
+	{
+		const char *bad[1] = { "" };
+
+		is_int(store_try_lock_many(s, bad, 1, r), -1, "an empty key is an error");
+		is_int(r[0], 0, "and its result is 0");
+	}
+}
+
 int
 main(void)
 {
@@ -439,6 +505,7 @@ main(void)
 	test_delete_prefix(s);
 	test_watch(s, s2);
 	test_ttl(s);
+	test_lock_many(s, s2);
 	test_locks(s, &s2);
 
 	ok(store_delete_prefix(s, P) >= 0, "clean up the run's prefix");
