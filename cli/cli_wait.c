@@ -301,6 +301,15 @@ cli_wait(struct cli *c)
 		newest_render(j, c->ns, name, newest);
 		v = evaluate(&w, doc, st, newest, &why);
 		count_acks(j, c->ns, name, json_get_str(st, "contentHash", NULL), &done, &total);
+		{
+			/* the notifier's own count of this rollout's replicas, when it has one */
+			const char *nh = json_get_str(st, "notifiedHash", NULL);
+			const char *ch = json_get_str(st, "contentHash", NULL);
+
+			if (nh != NULL && ch != NULL && strcmp(nh, ch) == 0 &&
+			    json_get(st, "totalReplicas", NULL) != NULL)
+				total = (int)json_get_int(st, 0, "totalReplicas", NULL);
+		}
 		progress_line(st, done, total, line, sizeof(line));
 		if (strcmp(line, last) != 0) {
 			if (tty)

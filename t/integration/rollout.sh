@@ -99,6 +99,8 @@ ok $? "apply the Decofile"
 C1=$(git -C "$T/work" rev-parse HEAD)
 ctl wait loja --for "commit:$C1" --timeout 60s >"$T/wait1.out" 2>&1
 ok $? "decoctl wait --for commit:<first> succeeds"
+grep -q 'notified 3/3' "$T/wait1.out"
+ok $? "wait's progress line counts the rollout's three replicas"
 H1=$(status_field contentHash)
 EXPECT='{"Header":{"title":"first"},"Home Page":{"path":"/","sections":[1,2]}}'
 is "$H1" "$(printf '%s' "$EXPECT" | sha256sum | cut -d' ' -f1)" "contentHash is the sha256 of the merged document"
