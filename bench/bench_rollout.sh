@@ -87,5 +87,9 @@ for s in json.load(sys.stdin)["stages"]:
     for line in open("/proc/%d/status" % s["pid"]):
         k, v = line.split(":", 1)
         st[k] = v.strip()
-    print("  %-10s VmRSS %10s (anon %s, file %s, shared libraries mostly), peak %s, threads %s"
-          % (s["name"], st["VmRSS"], st["RssAnon"], st["RssFile"], st["VmHWM"], st["Threads"]))'
+    pss = "?"
+    for line in open("/proc/%d/smaps_rollup" % s["pid"]):
+        if line.startswith("Pss:"):
+            pss = line.split(":", 1)[1].strip()
+    print("  %-10s VmRSS %10s (anon %s, file %s), PSS %s, peak %s, threads %s"
+          % (s["name"], st["VmRSS"], st["RssAnon"], st["RssFile"], pss, st["VmHWM"], st["Threads"]))'

@@ -175,8 +175,22 @@ evaluate(const struct want *w, yajl_val doc, yajl_val st, const char *newest,
 	get_cond(st, "Ready", &ready);
 	stale_gen = json_get(st, "observedGeneration", NULL) != NULL &&
 	    json_get_int(st, 0, "observedGeneration", NULL) < gen;
-	/* a PodsNotified older than the last publish speaks of an earlier change */
-	pods_current = pods.transition_s == 0 || ts == 0 || pods.transition_s >= ts;
+	/*
+	 * Does PodsNotified speak of the published version?  The notifier says
+	 * which content hash its condition is about (notifiedHash); without it,
+	 * a PodsNotified older than the last publish speaks of an earlier change.
+	 * (Times alone cannot tell: publish timestamps only ever increase, so
+	 * several publishes within a second run ahead of the clock.)
+	 */
+	{
+		const char *nh = json_get_str(st, "notifiedHash", NULL);
+
+		if (nh != NULL && hash != NULL)
+			pods_current = strcmp(nh, hash) == 0;
+		else
+			pods_current = pods.transition_s == 0 || ts == 0 ||
+			    pods.transition_s >= ts;
+	}
 	notified = silent || (strcmp(pods.status, "True") == 0 && pods_current);
 	pods_failed = !silent && strcmp(pods.status, "False") == 0 && pods_current;
 	snprintf(tsid, sizeof(tsid), "%lld", (long long)ts);

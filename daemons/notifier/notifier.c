@@ -459,6 +459,13 @@ on_item(struct stage *st, const struct journal_item *it)
 		rollout_free(r);
 		return STAGE_RETRY;
 	}
+	/*
+	 * which version PodsNotified now speaks of, and how many replicas this
+	 * rollout has (`decoctl wait` reads both)
+	 */
+	snprintf(msg, sizeof(msg), "{\"notifiedHash\":\"%s\",\"notifiedReplicas\":0,"
+	    "\"totalReplicas\":%zu}", r->hash, count);
+	status_set_fields(stage_store(st), "decofiles", r->ns, r->name, STAGE, msg);
 	for (size_t i = 0; i < count; i++)
 		push |= t[i].style == NOTIFY_PUSH;
 	if (push && (r->body = build_body(st, r->hash, r->timestamp, &r->body_len, err,
@@ -485,10 +492,6 @@ on_item(struct stage *st, const struct journal_item *it)
 	p.deadline_ms = conf_get_ms(cf, "notify_deadline");
 	if (p.connect_timeout_ms > p.attempt_timeout_ms)
 		p.connect_timeout_ms = p.attempt_timeout_ms;
-	/* how many replicas this rollout has, for `decoctl wait`'s progress line */
-	snprintf(msg, sizeof(msg), "{\"notifiedHash\":\"%s\",\"notifiedReplicas\":0,"
-	    "\"totalReplicas\":%zu}", r->hash, count);
-	status_set_fields(stage_store(st), "decofiles", r->ns, r->name, STAGE, msg);
 	r->acked = xcalloc(count, 1);
 	r->job = notify_job_start(n->e, t, count, r->body, r->body_len, r->timestamp, &p,
 	    resolve, on_job_done, r);
