@@ -227,7 +227,12 @@ freed(struct fetch_lock *fl, struct ent *e)
 		return;
 	if (e->released_ms > 0 && now_ms() - e->released_ms < 3 * fl->sweep_ms)
 		return;		/* we gave it away on purpose */
-	if (fl->held < fair(fl))
+	/*
+	 * The grace lets an instance under its share pick first.  With two
+	 * instances registered the only other one is the one that let go (or
+	 * died): nobody to defer to, so take it now.
+	 */
+	if (fl->held < fair(fl) || fl->ninst <= 2)
 		take(fl, e);
 	else
 		grace_add(fl, e);
