@@ -74,7 +74,9 @@ done
 confirmed=$(sqlite3 "$T/state/journal.db" "SELECT count(DISTINCT replica) FROM acks WHERE content_hash=(SELECT content_hash FROM publishes ORDER BY id DESC LIMIT 1)")
 sorted=$(echo $all | tr ' ' '\n' | sort -n | tr '\n' ' ')
 med=$(echo $all | tr ' ' '\n' | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')
-bytes=$(wc -c < "$T/state/published/bench/bench/decofile.json" 2>/dev/null || wc -c < "$T/state/published/bench/bench/decofile.bin")
+f=$T/state/published/bench/bench/decofile.json
+[ -f "$f" ] || f=$T/state/published/bench/bench/decofile.bin
+bytes=$(wc -c < "$f")
 echo "edit -> $n replicas confirmed (site: $size, document $bytes bytes), $rounds rounds:"
 echo "  ms: $sorted"
 echo "  median ${med} ms; replicas that confirmed the last version: $confirmed/$n"
