@@ -267,19 +267,14 @@ status_get_fragment(struct store *s, const char *plural, const char *ns,
 	return doc;
 }
 
-/* put_fragment - write fields (except conditions) from `fields` over `old`,
- * with conditions from `conds` (a written JSON array) */
-static int
-put_fragment(struct store *s, const char *plural, const char *ns, const char *name,
-    const char *stage, yajl_val old, yajl_val fields, const char *conds)
+/* frag_write - fields (except conditions) from `fields` over `old`, with
+ * conditions from `conds` (a written JSON array; NULL: old's) */
+static void
+frag_write(struct buf *b, yajl_val old, yajl_val fields, const char *conds)
 {
-	char *key = key_status(plural, ns, name, stage);
-	struct buf b;
 	struct jw w;
-	int rc;
 
-	buf_init(&b);
-	jw_init(&w, &b);
+	jw_init(&w, b);
 	jw_obj(&w);
 	for (size_t i = 0; old != NULL && i < old->u.object.len; i++) {
 		const char *k = old->u.object.keys[i];
@@ -303,12 +298,6 @@ put_fragment(struct store *s, const char *plural, const char *ns, const char *na
 	else
 		jw_raw(&w, "[]", 2);
 	jw_end_obj(&w);
-	rc = store_put(s, key, b.data, b.len);
-	if (rc < 0)
-		log_kv(LOG_ERROR, "cannot write status", "key", key, "error", store_error(s), NULL);
-	buf_free(&b);
-	free(key);
-	return rc;
 }
 
 static void
@@ -329,26 +318,27 @@ write_condition(struct jw *w, const char *type, const char *status, const char *
 	jw_end_obj(w);
 }
 
-int
-status_set_condition(struct store *s, struct journal *j, const char *plural,
-    const char *ns, const char *name, const char *stage, const char *type,
-    const char *status, const char *reason, const char *message)
+/*
+ * conds_with - frag's conditions with type set (into b); *moved: status or
+ * message changed (or it is new)
+ */
+static void
+conds_with(struct buf *b, yajl_val frag, const char *type, const char *status,
+    const char *reason, const char *message, int *moved)
 {
-	yajl_val frag = status_get_fragment(s, plural, ns, name, stage);
 	yajl_val conds = json_get(frag, "conditions", NULL);
-	const char *when = NULL;
-	int found = 0, moved = 1, rc;
+	int found = 0;
 	char now[40];
-	struct buf b;
 	struct jw w;
 
+	*moved = 0;
 	rfc3339_now(now, sizeof(now));
-	buf_init(&b);
-	jw_init(&w, &b);
+	jw_init(&w, b);
 	jw_arr(&w);
 	for (size_t i = 0; conds != NULL && YAJL_IS_ARRAY(conds) && i < conds->u.array.len; i++) {
 		yajl_val c = conds->u.array.values[i];
 		const char *t = json_get_str(c, "type", NULL);
+		const char *os, *om, *orr, *when;
 
 		if (t == NULL)
 			continue;
@@ -357,56 +347,137 @@ status_set_condition(struct store *s, struct journal *j, const char *plural,
 			continue;
 		}
 		found = 1;
-		{
-			const char *os = json_get_str(c, "status", NULL);
-			const char *om = json_get_str(c, "message", NULL);
-			const char *orr = json_get_str(c, "reason", NULL);
-
-			if (os && om && strcmp(os, status) == 0 && strcmp(om, message) == 0) {
-				moved = 0;
-				when = json_get_str(c, "lastTransitionTime", NULL);
-				if (orr && strcmp(orr, reason) == 0) {
-					/* nothing at all changed */
-					buf_free(&b);
-					yajl_tree_free(frag);
-					return 0;
-				}
-			}
+		os = json_get_str(c, "status", NULL);
+		om = json_get_str(c, "message", NULL);
+		orr = json_get_str(c, "reason", NULL);
+		when = json_get_str(c, "lastTransitionTime", NULL);
+		if (os && om && strcmp(os, status) == 0 && strcmp(om, message) == 0) {
+			if (orr && strcmp(orr, reason) == 0)
+				jw_value(&w, c);	/* nothing at all changed */
+			else
+				write_condition(&w, type, status, reason, message,
+				    when ? when : now);
+			continue;
 		}
-		write_condition(&w, type, status, reason, message, when ? when : now);
-	}
-	if (!found)
+		*moved = 1;
 		write_condition(&w, type, status, reason, message, now);
+	}
+	if (!found) {
+		*moved = 1;
+		write_condition(&w, type, status, reason, message, now);
+	}
 	jw_end_arr(&w);
-	rc = put_fragment(s, plural, ns, name, stage, frag, NULL, b.data);
-	if (rc == 0 && moved && j != NULL &&
+}
+
+char *
+status_fragment_build(const char *old, size_t oldlen, const char *fields_json,
+    const char *type, const char *status, const char *reason, const char *message,
+    int *changed, int *moved)
+{
+	yajl_val frag = NULL, fields = NULL;
+	struct buf b, conds, canon;
+	int mv = 0;
+
+	if (fields_json != NULL && ((fields = json_parse(fields_json, strlen(fields_json),
+	    NULL)) == NULL || !YAJL_IS_OBJECT(fields))) {
+		log_kv(LOG_ERROR, "status fields: not a JSON object (a bug)", NULL);
+		yajl_tree_free(fields);
+		return NULL;
+	}
+	if (type != NULL && (status == NULL || reason == NULL || message == NULL)) {
+		log_kv(LOG_ERROR, "status condition without status, reason or message (a bug)",
+		    NULL);
+		yajl_tree_free(fields);
+		return NULL;
+	}
+	if (old != NULL && oldlen > 0 && (frag = json_parse(old, oldlen, NULL)) != NULL &&
+	    !YAJL_IS_OBJECT(frag)) {
+		yajl_tree_free(frag);
+		frag = NULL;
+	}
+	buf_init(&b);
+	buf_init(&conds);
+	if (type != NULL)
+		conds_with(&conds, frag, type, status, reason, message, &mv);
+	frag_write(&b, frag, fields, type != NULL ? conds.data : NULL);
+	if (changed != NULL) {
+		buf_init(&canon);
+		frag_write(&canon, frag, NULL, NULL);
+		*changed = frag == NULL || strcmp(b.data, canon.data) != 0;
+		buf_free(&canon);
+	}
+	if (moved != NULL)
+		*moved = mv;
+	buf_free(&conds);
+	yajl_tree_free(frag);
+	yajl_tree_free(fields);
+	return buf_steal(&b, NULL);
+}
+
+/* frag_text - stage's fragment as stored (NULL: none, or unreadable: logged) */
+static char *
+frag_text(struct store *s, const char *key, size_t *len)
+{
+	char *v = NULL;
+	int rc = store_get(s, key, &v, len);
+
+	if (rc < 0)
+		log_kv(LOG_WARN, "status fragment unreadable; rewriting it", "key", key,
+		    "error", store_error(s), NULL);
+	return rc == 0 ? v : NULL;
+}
+
+/* frag_update - build on the stored fragment and write it (always when force) */
+static int
+frag_update(struct store *s, struct journal *j, const char *plural, const char *ns,
+    const char *name, const char *stage, const char *fields_json, const char *type,
+    const char *status, const char *reason, const char *message, int force)
+{
+	char *key = key_status(plural, ns, name, stage), *old, *text;
+	size_t len = 0;
+	int changed, moved, rc = 0;
+
+	old = frag_text(s, key, &len);
+	text = status_fragment_build(old, len, fields_json, type, status, reason, message,
+	    &changed, &moved);
+	free(old);
+	if (text == NULL) {
+		free(key);
+		return -1;
+	}
+	if (changed || force) {
+		if ((rc = store_put(s, key, text, strlen(text))) < 0)
+			log_kv(LOG_ERROR, "cannot write status", "key", key, "error",
+			    store_error(s), NULL);
+		else
+			rc = 1;
+	}
+	if (rc == 1 && moved && j != NULL &&
 	    journal_record_condition(j, plural, ns, name, type, status, reason, message) < 0)
 		log_kv(LOG_WARN, "journal: cannot record condition", "error",
 		    journal_error(j), NULL);
-	buf_free(&b);
-	yajl_tree_free(frag);
-	return rc < 0 ? -1 : 1;
+	free(text);
+	free(key);
+	return rc;
+}
+
+int
+status_set_condition(struct store *s, struct journal *j, const char *plural,
+    const char *ns, const char *name, const char *stage, const char *type,
+    const char *status, const char *reason, const char *message)
+{
+	return frag_update(s, j, plural, ns, name, stage, NULL, type, status, reason,
+	    message, 0);
 }
 
 int
 status_set_fields(struct store *s, const char *plural, const char *ns, const char *name,
     const char *stage, const char *fields_json)
 {
-	struct json_error je;
-	yajl_val frag, fields;
-	int rc;
-
-	if ((fields = json_parse(fields_json, strlen(fields_json), &je)) == NULL ||
-	    !YAJL_IS_OBJECT(fields)) {
-		log_kv(LOG_ERROR, "status_set_fields: not a JSON object (a bug)", NULL);
-		yajl_tree_free(fields);
+	if (fields_json == NULL)
 		return -1;
-	}
-	frag = status_get_fragment(s, plural, ns, name, stage);
-	rc = put_fragment(s, plural, ns, name, stage, frag, fields, NULL);
-	yajl_tree_free(frag);
-	yajl_tree_free(fields);
-	return rc;
+	return frag_update(s, NULL, plural, ns, name, stage, fields_json, NULL, NULL, NULL,
+	    NULL, 1) < 0 ? -1 : 0;
 }
 
 /* cond_wins - should condition a replace b of the same type in the merge? */

@@ -72,6 +72,24 @@ int status_set_condition(struct store *s, struct journal *j, const char *plural,
 int status_set_fields(struct store *s, const char *plural, const char *ns,
     const char *name, const char *stage, const char *fields_json);
 
+/*
+ * status_fragment_build - a stage's new fragment from the one the caller
+ * already holds, without touching the store, so the caller can batch the
+ * writes (store_put_many at key_status()).  old/oldlen is the fragment's
+ * text (NULL or unparsable: none).  The top-level fields of fields_json
+ * (NULL: none) are merged over it and, when type is not NULL, condition
+ * type is set by status_set_condition's rule (lastTransitionTime moves
+ * only when status or message changes).  Returns the new text (caller
+ * frees), or NULL when fields_json is not a JSON object.  *changed (if
+ * non-NULL) is 1 when the text says something old did not (0: no write
+ * needed); *moved (if non-NULL) is 1 when the condition's status or
+ * message changed: record that with journal_record_condition, as
+ * status_set_condition does once it has written.
+ */
+char *status_fragment_build(const char *old, size_t oldlen, const char *fields_json,
+    const char *type, const char *status, const char *reason, const char *message,
+    int *changed, int *moved);
+
 /* status_get_fragment - this stage's fragment as a tree (NULL if none) */
 yajl_val status_get_fragment(struct store *s, const char *plural, const char *ns,
     const char *name, const char *stage);

@@ -103,6 +103,30 @@ store_put(struct store *s, const char *key, const void *val, size_t len)
 }
 
 int
+store_put_many(struct store *s, const char *const *keys, const char *const *vals,
+    const size_t *lens, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (keys[i] == NULL || keys[i][0] == '\0') {
+			store_set_error(s, "put_many: empty key (#%zu)", i);
+			return -1;
+		}
+		if (vals[i] == NULL && lens[i] > 0) {
+			store_set_error(s, "put_many %s: no value", keys[i]);
+			return -1;
+		}
+	}
+	if (n == 0)
+		return 0;
+	if (s->ops->put_many != NULL)
+		return s->ops->put_many(s->be, keys, vals, lens, n);
+	for (size_t i = 0; i < n; i++)
+		if (s->ops->put(s->be, keys[i], vals[i] ? vals[i] : "", lens[i], 0) < 0)
+			return -1;
+	return 0;
+}
+
+int
 store_put_ttl(struct store *s, const char *key, const void *val, size_t len, int ttl_s)
 {
 	if (ttl_s <= 0) {

@@ -56,6 +56,15 @@ void store_close(struct store *s);
 const char *store_error(const struct store *s);
 
 int store_put(struct store *s, const char *key, const void *val, size_t len);
+/*
+ * store_put_many - put n distinct keys (keys[i] -> vals[i] of lens[i]
+ * bytes), no TTL.  On etcd one txn per 127 keys (less when the values are
+ * large), so a batch of n takes about n/127 round trips; each txn is all or
+ * nothing, but a failure after the first leaves the earlier ones written.
+ * The local backend puts them one by one.  0, or -1 (store_error).
+ */
+int store_put_many(struct store *s, const char *const *keys, const char *const *vals,
+    const size_t *lens, size_t n);
 /* store_put_ttl - the key disappears ttl_s seconds after the last put */
 int store_put_ttl(struct store *s, const char *key, const void *val, size_t len, int ttl_s);
 /* store_get - 0 found (*val malloc'd, NUL-terminated; caller frees), 1 absent, -1 error */

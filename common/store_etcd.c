@@ -807,6 +807,60 @@ etcd_put(void *be, const char *key, const void *val, size_t len, int ttl_s)
 	return 0;
 }
 
+/*
+ * PUT_BATCH - put ops per txn: etcd's max-txn-ops is 128 by default (3.4);
+ * PUT_BATCH_BYTES keeps a txn well under its request limit (1.5 MiB).
+ */
+#define PUT_BATCH 127
+#define PUT_BATCH_BYTES (512 * 1024)
+
+/* etcd_put_many - one txn of plain puts per PUT_BATCH keys (or bytes) */
+static int
+etcd_put_many(void *be, const char *const *keys, const char *const *vals,
+    const size_t *lens, size_t n)
+{
+	struct etcd *e = be;
+	size_t i = 0;
+
+	while (i < n) {
+		size_t start = i, bytes = 0;
+		struct buf b;
+		struct jw w;
+		yajl_val v;
+
+		buf_init(&b);
+		jw_init(&w, &b);
+		jw_obj(&w);
+		jw_key(&w, "success");
+		jw_arr(&w);
+		while (i < n && i - start < PUT_BATCH &&
+		    (i == start || bytes + lens[i] + strlen(keys[i]) < PUT_BATCH_BYTES)) {
+			bytes += lens[i] + strlen(keys[i]);
+			jw_obj(&w);
+			jw_key(&w, "request_put");
+			jw_obj(&w);
+			jw_b64(&w, "key", keys[i], strlen(keys[i]));
+			jw_b64(&w, "value", vals[i] ? vals[i] : "", lens[i]);
+			jw_end_obj(&w);
+			jw_end_obj(&w);
+			i++;
+		}
+		jw_end_arr(&w);
+		jw_end_obj(&w);
+		if (etcd_call(e, "/v3/kv/txn", &b, &v) < 0) {
+			char m[sizeof(e->s->err)];
+
+			snprintf(m, sizeof(m), "%s", store_error(e->s));
+			store_set_error(e->s, "put_many (%zu of %zu keys written): %s", start, n, m);
+			buf_free(&b);
+			return -1;
+		}
+		buf_free(&b);
+		yajl_tree_free(v);
+	}
+	return 0;
+}
+
 static int
 etcd_get(void *be, const char *key, char **val, size_t *len)
 {
@@ -1714,6 +1768,7 @@ const struct store_ops store_etcd_ops = {
 	.open = etcd_open,
 	.close = etcd_close,
 	.put = etcd_put,
+	.put_many = etcd_put_many,
 	.get = etcd_get,
 	.del = etcd_del,
 	.del_prefix = etcd_del_prefix,

@@ -15,6 +15,9 @@ struct store_ops {
 	void *(*open)(struct store *s, const char *spec, const struct conf *cf);
 	void (*close)(void *be);
 	int (*put)(void *be, const char *key, const void *val, size_t len, int ttl_s);
+	/* put_many: n distinct keys, no TTL; 0 or -1.  NULL: store.c loops over put */
+	int (*put_many)(void *be, const char *const *keys, const char *const *vals,
+	    const size_t *lens, size_t n);
 	int (*get)(void *be, const char *key, char **val, size_t *len);
 	int (*del)(void *be, const char *key);
 	long (*del_prefix)(void *be, const char *prefix);

@@ -2,6 +2,7 @@
 #include "config.h"
 
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include <sqlite3.h>
@@ -43,6 +44,97 @@ count_conditions(struct journal *j)
 	return n;
 }
 
+/* one status_fragment_build case: from old, with fields and a condition */
+static const struct build_case {
+	const char *label;
+	const char *old;
+	const char *fields;
+	const char *type, *status, *reason, *message;
+	int changed, moved;
+	const char *want;	/* the whole new text; "@now" where the time is now */
+} build_cases[] = {
+	{ "new fragment", NULL, "{\"sourceType\":\"git\",\"observedGeneration\":3}",
+	  "Syncing", "True", "Fetched", "ok", 1, 1,
+	  "{\"sourceType\":\"git\",\"observedGeneration\":3,\"conditions\":[{\"type\":"
+	  "\"Syncing\",\"status\":\"True\",\"reason\":\"Fetched\",\"message\":\"ok\","
+	  "\"lastTransitionTime\":\"@now\"}]}" },
+	{ "same again: no write",
+	  "{\"sourceType\":\"git\",\"observedGeneration\":3,\"conditions\":[{\"type\":"
+	  "\"Syncing\",\"status\":\"True\",\"reason\":\"Fetched\",\"message\":\"ok\","
+	  "\"lastTransitionTime\":\"2000-01-01T00:00:00Z\"}]}",
+	  "{\"sourceType\":\"git\",\"observedGeneration\":3}",
+	  "Syncing", "True", "Fetched", "ok", 0, 0,
+	  "{\"sourceType\":\"git\",\"observedGeneration\":3,\"conditions\":[{\"type\":"
+	  "\"Syncing\",\"status\":\"True\",\"reason\":\"Fetched\",\"message\":\"ok\","
+	  "\"lastTransitionTime\":\"2000-01-01T00:00:00Z\"}]}" },
+	{ "reason only: the time stays",
+	  "{\"conditions\":[{\"type\":\"Syncing\",\"status\":\"True\",\"reason\":\"A\","
+	  "\"message\":\"ok\",\"lastTransitionTime\":\"2000-01-01T00:00:00Z\"}]}",
+	  NULL, "Syncing", "True", "B", "ok", 1, 0,
+	  "{\"conditions\":[{\"type\":\"Syncing\",\"status\":\"True\",\"reason\":\"B\","
+	  "\"message\":\"ok\",\"lastTransitionTime\":\"2000-01-01T00:00:00Z\"}]}" },
+	{ "message changes: the time moves",
+	  "{\"conditions\":[{\"type\":\"Syncing\",\"status\":\"False\",\"reason\":\"A\","
+	  "\"message\":\"x\",\"lastTransitionTime\":\"2000-01-01T00:00:00Z\"}]}",
+	  NULL, "Syncing", "False", "A", "y", 1, 1,
+	  "{\"conditions\":[{\"type\":\"Syncing\",\"status\":\"False\",\"reason\":\"A\","
+	  "\"message\":\"y\",\"lastTransitionTime\":\"@now\"}]}" },
+	{ "fields only: conditions and other fields kept",
+	  "{\"keep\":1,\"observedGeneration\":2,\"conditions\":[{\"type\":\"Ready\"}]}",
+	  "{\"observedGeneration\":3}", NULL, NULL, NULL, NULL, 1, 0,
+	  "{\"keep\":1,\"observedGeneration\":3,\"conditions\":[{\"type\":\"Ready\"}]}" },
+	{ "same fields: no write",
+	  "{\"observedGeneration\":3,\"conditions\":[]}",
+	  "{\"observedGeneration\":3}", NULL, NULL, NULL, NULL, 0, 0,
+	  "{\"observedGeneration\":3,\"conditions\":[]}" },
+	{ "another type is kept beside the new one",
+	  "{\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"}]}",
+	  NULL, "Syncing", "False", "FetchError", "boom", 1, 1,
+	  "{\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"},{\"type\":\"Syncing\","
+	  "\"status\":\"False\",\"reason\":\"FetchError\",\"message\":\"boom\","
+	  "\"lastTransitionTime\":\"@now\"}]}" },
+	{ "unparsable old counts as none", "{oops", "{\"a\":1}", NULL, NULL, NULL, NULL,
+	  1, 0, "{\"a\":1,\"conditions\":[]}" },
+};
+
+static void
+test_build(void)
+{
+	for (size_t i = 0; i < sizeof(build_cases) / sizeof(build_cases[0]); i++) {
+		const struct build_case *c = &build_cases[i];
+		int changed = -1, moved = -1;
+		char *got = status_fragment_build(c->old, c->old ? strlen(c->old) : 0,
+		    c->fields, c->type, c->status, c->reason, c->message, &changed, &moved);
+		struct buf want;
+		const char *at = strstr(c->want, "@now");
+		char now[40];
+
+		buf_init(&want);
+		if (at != NULL) {
+			/* the time in got, if it is a fresh RFC 3339 one */
+			const char *t = got ? strstr(got, "\"lastTransitionTime\":\"") : NULL;
+
+			snprintf(now, sizeof(now), "%.20s", t ? t + 22 : "");
+			ok(strncmp(now, "2000", 4) != 0 && strlen(now) == 20 && now[19] == 'Z',
+			    "build %s: a new time (%s)", c->label, now);
+			buf_printf(&want, "%.*s%s%s", (int)(at - c->want), c->want, now, at + 4);
+		} else {
+			buf_adds(&want, c->want);
+		}
+		is_str(got, want.data, "build %s: text", c->label);
+		is_int(changed, c->changed, "build %s: changed", c->label);
+		is_int(moved, c->moved, "build %s: moved", c->label);
+		buf_free(&want);
+		free(got);
+	}
+	ok(status_fragment_build(NULL, 0, "[1]", NULL, NULL, NULL, NULL, NULL, NULL) == NULL,
+	    "build: fields that are not an object are refused");
+	ok(status_fragment_build(NULL, 0, "{", NULL, NULL, NULL, NULL, NULL, NULL) == NULL,
+	    "build: fields that are not JSON are refused");
+	ok(status_fragment_build(NULL, 0, NULL, "Ready", NULL, NULL, NULL, NULL, NULL) ==
+	    NULL, "build: a condition without a status is refused");
+}
+
 int
 main(void)
 {
@@ -62,6 +154,7 @@ main(void)
 	j = journal_open(path, err, sizeof(err));
 	ok(s != NULL && j != NULL, "store and journal");
 	keys_set_prefix("/decod");
+	test_build();
 
 	is_str(resource_kind_plural("df"), "decofiles", "df is decofiles");
 	is_str(resource_kind_plural("DecofileTemplate"), "templates", "kind name");
@@ -114,6 +207,25 @@ main(void)
 	is_int(status_set_condition(s, j, "decofiles", "sites-loja", "loja", "publisher",
 	    "Ready", "True", "Published", "Decofile published"), 0, "same again: no change");
 	is_int(count_conditions(j), 1, "one transition journalled");
+	{
+		yajl_val fr = status_get_fragment(s, "decofiles", "sites-loja", "loja",
+		    "publisher");
+		struct buf fb;
+		struct jw fw;
+		int ch = -1, mv = -1;
+		char *t;
+
+		buf_init(&fb);
+		jw_init(&fw, &fb);
+		jw_value(&fw, fr);
+		t = status_fragment_build(fb.data, fb.len, NULL, "Ready", "True", "Published",
+		    "Decofile published", &ch, &mv);
+		is_str(t, fb.data, "build on what status_set_condition wrote: the same text");
+		ok(ch == 0 && mv == 0, "and neither changed nor moved");
+		free(t);
+		buf_free(&fb);
+		yajl_tree_free(fr);
+	}
 	ok(status_set_fields(s, "decofiles", "sites-loja", "loja", "publisher",
 	    "{\"contentHash\":\"abc\",\"timestamp\":17}") == 0, "fields");
 	status_set_condition(s, j, "decofiles", "sites-loja", "loja", "fetcher", "Syncing",

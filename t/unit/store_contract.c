@@ -481,6 +481,98 @@ test_lock_many(struct store *s, struct store *s2)
 	}
 }
 
+/*
+ * test_put_many - 300 keys (three txns on etcd, 127 each at most), an
+ * overwrite, an empty value, values big enough to split a txn by size,
+ * and the errors: an empty key writes nothing.
+ */
+#define NPM 300
+static void
+test_put_many(struct store *s, struct store *s2)
+{
+	char *keys[NPM], *vals[NPM];
+	size_t lens[NPM];
+	struct store_list l;
+	char pre[300];
+	int good = 0, order = 1;
+
+	snprintf(pre, sizeof(pre), "%s/pm/", P);
+	put(s, K("pm/k0007"), "old");
+	for (int i = 0; i < NPM; i++) {
+		keys[i] = xasprintf("%s/pm/k%04d", P, i);
+		vals[i] = i == 5 ? xstrdup("") : xasprintf("value of %d", i);
+		lens[i] = strlen(vals[i]);
+	}
+	is_int(store_put_many(s, (const char *const *)keys, (const char *const *)vals, lens,
+	    NPM), 0, "put_many: %d keys", NPM);
+	if (store_list(s2, pre, &l) < 0) {
+		ok(0, "put_many: list: %s", store_error(s2));
+		memset(&l, 0, sizeof(l));
+	}
+	is_int(l.n, NPM, "put_many: every key is there (other handle)");
+	for (size_t i = 0; i < l.n && i < NPM; i++) {
+		order &= strcmp(l.kvs[i].key, keys[i]) == 0;
+		good += strcmp(l.kvs[i].key, keys[i]) == 0 && l.kvs[i].vlen == lens[i] &&
+		    memcmp(l.kvs[i].value, vals[i], lens[i]) == 0;
+	}
+	ok(order, "put_many: the keys listed are the keys put");
+	is_int(good, NPM, "put_many: every value and length is right");
+	store_list_free(&l);
+	get_is(s2, K("pm/k0007"), "value of 7", "put_many overwrote");
+	get_is(s2, K("pm/k0005"), "", "put_many empty value");
+	for (int i = 0; i < NPM; i++) {
+		free(keys[i]);
+		free(vals[i]);
+	}
+
+	/* three values of 300 KB: more than one txn by size on etcd */
+	{
+		char *bk[3], *bv[3];
+		size_t bl[3];
+		char *v = NULL;
+		size_t len = 0;
+		int same = 1;
+
+		for (int i = 0; i < 3; i++) {
+			bk[i] = xasprintf("%s/pmbig/%d", P, i);
+			bl[i] = 300 * 1024;
+			bv[i] = xmalloc(bl[i]);
+			memset(bv[i], 'a' + i, bl[i]);
+		}
+		is_int(store_put_many(s, (const char *const *)bk, (const char *const *)bv, bl, 3),
+		    0, "put_many: three values of 300 KB");
+		for (int i = 0; i < 3; i++) {
+			if (store_get(s2, bk[i], &v, &len) != 0 || len != bl[i] ||
+			    memcmp(v, bv[i], len) != 0)
+				same = 0;
+			free(v);
+			v = NULL;
+		}
+		ok(same, "put_many: the big values read back whole");
+		for (int i = 0; i < 3; i++) {
+			free(bk[i]);
+			free(bv[i]);
+		}
+	}
+
+	/* nothing to do; an empty key fails before anything is written */
+	is_int(store_put_many(s, NULL, NULL, NULL, 0), 0, "put_many of nothing");
+	{
+		char *k2[2];
+		const char *v2[2] = { "x", "y" };
+		size_t l2[2] = { 1, 1 };
+
+		k2[0] = xasprintf("%s/pmbad/a", P);
+		k2[1] = "";
+		is_int(store_put_many(s, (const char *const *)k2, v2, l2, 2), -1,
+		    "put_many with an empty key is an error");
+		ok(strstr(store_error(s), "empty key") != NULL, "which says so: %s",
+		    store_error(s));
+		get_is(s, K("pmbad/a"), NULL, "put_many with an empty key wrote nothing");
+		free(k2[0]);
+	}
+}
+
 int
 main(void)
 {
@@ -505,6 +597,7 @@ main(void)
 	test_delete_prefix(s);
 	test_watch(s, s2);
 	test_ttl(s);
+	test_put_many(s, s2);
 	test_lock_many(s, s2);
 	test_locks(s, &s2);
 
