@@ -45,6 +45,7 @@
 #define MAX_SPOOL_MISSES 5
 #define MAX_DEFERS 5		/* checks put off while another instance publishes */
 #define DEFER_MS 1000
+#define FIRST_DEFER_MS 150	/* second look before a repair (see someone_else) */
 
 /* one published object: what we put there, so we can tell when it changed */
 struct obj {
@@ -419,6 +420,16 @@ someone_else(struct stage *st, struct obj *o)
 	    o->where.location) != 0)) {
 		hand_over(st, o, &pb);
 		return 1;
+	}
+	/*
+	 * Another instance writes its document first and timestamp.txt last:
+	 * a changed document with the old timestamp may be that write half
+	 * done.  Look once more a moment later before calling it drift.
+	 */
+	if (o->defers == 0) {
+		o->defers++;
+		schedule_check_in(st, o, FIRST_DEFER_MS);
+		return 2;
 	}
 	/* its timestamp.txt lands before its status: wait for the status */
 	if (target_ts(o->where.dir) > o->timestamp && o->defers < MAX_DEFERS) {
