@@ -9,11 +9,8 @@ decoctl_LDADD = $(DECOD_LIBS) $(YAML_LIBS)
 dist_man_MANS += cli/decoctl.1
 EXTRA_DIST += doc/decoctl.md
 
-# the tests' driver: writes status fragments and journal rows the way the
-# stages do, so decoctl's readers are tested against the real formats
-check_PROGRAMS += cli/cli_testtool
-cli_cli_testtool_SOURCES = cli/cli_testtool.c
-cli_cli_testtool_LDADD = $(DECOD_LIBS)
+# decoctl's integration tests write status fragments and journal rows with
+# the shared driver t/stage/testtool, the way the stages do.
 
 check_PROGRAMS += t/unit/cli_yaml_test
 t_unit_cli_yaml_test_SOURCES = t/unit/cli_yaml_test.c cli/cli_yaml.c cli/cli_yaml.h

@@ -34,3 +34,7 @@ EXTRA_DIST += t/integration/rollout.sh
 check_PROGRAMS += t/unit/resource_test
 t_unit_resource_test_LDADD = $(TEST_LIBS)
 TESTS += t/unit/resource_test
+
+# the stages' integration tests share one driver (t/stage/testtool.c)
+check_PROGRAMS += t/stage/testtool
+t_stage_testtool_LDADD = $(TEST_LIBS)

@@ -25,10 +25,6 @@ t_unit_fetch_git_test_LDADD = $(FETCH_LIBS) $(DECOD_LIBS)
 TESTS += t/unit/fetch_keys_test t/unit/fetch_dir_test t/unit/fetch_inline_test \
 	t/unit/fetch_git_test
 
-# a driver for t/integration/fetch_*.sh (writes Decofiles and sync triggers)
-check_PROGRAMS += daemons/fetcher/fetch_testtool
-daemons_fetcher_fetch_testtool_SOURCES = daemons/fetcher/fetch_testtool.c
-daemons_fetcher_fetch_testtool_LDADD = $(DECOD_LIBS)
 
 EXTRA_DIST += t/lib/git.sh
 TESTS += t/integration/fetch_stage.sh t/integration/fetch_git.sh

@@ -16,7 +16,3 @@ daemons_notifier_notifier_LDADD = $(DECOD_LIBS)
 TESTS += t/integration/notify_stage.sh
 EXTRA_DIST += t/integration/notify_stage.sh
 
-# a driver for t/integration/notify_*.sh (writes store, spool and journal)
-check_PROGRAMS += daemons/notifier/notify_testtool
-daemons_notifier_notify_testtool_SOURCES = daemons/notifier/notify_testtool.c
-daemons_notifier_notify_testtool_LDADD = $(DECOD_LIBS)

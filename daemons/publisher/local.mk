@@ -15,10 +15,6 @@ check_PROGRAMS += t/unit/publish_file_test
 t_unit_publish_file_test_LDADD = $(PUBLISH_LIBS) $(DECOD_LIBS)
 TESTS += t/unit/publish_file_test
 
-# a driver for t/integration/publish_*.sh (writes store, spool and journal)
-check_PROGRAMS += daemons/publisher/publish_testtool
-daemons_publisher_publish_testtool_SOURCES = daemons/publisher/publish_testtool.c
-daemons_publisher_publish_testtool_LDADD = $(DECOD_LIBS)
 
 TESTS += t/integration/publish_stage.sh
 EXTRA_DIST += t/integration/publish_stage.sh

@@ -15,8 +15,5 @@ decodlibexec_PROGRAMS += daemons/renderer/renderer
 daemons_renderer_renderer_SOURCES = daemons/renderer/renderer.c
 daemons_renderer_renderer_LDADD = $(RENDER_LIBS) $(DECOD_LIBS)
 
-# a helper of t/integration/render_stage.sh (not installed)
-check_PROGRAMS += daemons/renderer/render_testtool
-daemons_renderer_render_testtool_LDADD = $(DECOD_LIBS)
 TESTS += t/integration/render_stage.sh
 EXTRA_DIST += t/integration/render_stage.sh

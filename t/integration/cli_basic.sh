@@ -7,8 +7,7 @@
 . "$top_srcdir/t/lib/common.sh"
 
 DECOCTL=$(bin decoctl)
-TOOL=$(bin cli_testtool)
-[ -x "$TOOL" ] || TOOL="$top_builddir/cli/cli_testtool"
+TOOL="$top_builddir/t/stage/testtool"
 [ -x "$DECOCTL" ] || bail "decoctl not built"
 
 mkdir -p "$T/state" "$T/run"

@@ -10,9 +10,9 @@
 . "$top_srcdir/t/lib/git.sh"
 
 FETCHER=$(bin fetcher)
-TOOL="$top_builddir/daemons/fetcher/fetch_testtool"
+TOOL="$top_builddir/t/stage/testtool"
 [ -x "$FETCHER" ] || bail "fetcher not built"
-[ -x "$TOOL" ] || bail "fetch_testtool not built"
+[ -x "$TOOL" ] || bail "t/stage/testtool not built"
 command -v sqlite3 >/dev/null || skip_all "sqlite3 command not installed"
 
 cat >"$T/conf" <<CONF
@@ -29,7 +29,7 @@ sql() { sqlite3 -cmd '.timeout 5000' "$DB" "$1"; }
 items() { sql "SELECT count(*) FROM items WHERE stage='renderer' AND name='$1'" 2>/dev/null; }
 items_are() { [ "$(items "$1")" = "$2" ]; }
 last() { sql "SELECT $2 FROM items WHERE stage='renderer' AND name='$1' ORDER BY id DESC LIMIT 1"; }
-status_has() { "$TOOL" $C status sites-loja "$1" | grep -qF "$2"; }
+status_has() { "$TOOL" $C status sites-loja "$1" fetcher | grep -qF "$2"; }
 blob_of() { # blob_of TREE_HASH KEY: the bytes of KEY's blob in that manifest
 	m="$T/state/spool/$(printf %.2s "$1")/$1"
 	b=$(sed 's/.*"key":"'"$2"'","path":"[^"]*","blob":"\([0-9a-f]*\)".*/\1/' "$m")

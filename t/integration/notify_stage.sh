@@ -10,10 +10,10 @@
 
 NOTIFIER=$(bin notifier)
 SITE=$(bin decod-site)
-TOOL="$top_builddir/daemons/notifier/notify_testtool"
+TOOL="$top_builddir/t/stage/testtool"
 [ -x "$NOTIFIER" ] || bail "notifier not built"
 [ -x "$SITE" ] || bail "decod-site not built"
-[ -x "$TOOL" ] || bail "notify_testtool not built"
+[ -x "$TOOL" ] || bail "t/stage/testtool not built"
 command -v sqlite3 >/dev/null || skip_all "sqlite3 command not installed"
 
 printf 'tok-abc' > "$T/token"
@@ -79,7 +79,7 @@ track_pid $NPID
 wait_for 10 grep -q 'msg=ready' "$T/notifier.log" || bail "notifier did not start"
 
 # --- a change reaches every replica ------------------------------------
-ID=$("$TOOL" $C enqueue sites-loja loja "$H1" "timestamp=1731598481 commit=abc123")
+ID=$("$TOOL" $C enqueue notifier sites-loja loja "$H1" "timestamp=1731598481 commit=abc123")
 check "rollout finishes" wait_for 15 item_is "$ID" done
 is "$(cond loja status)" True "PodsNotified=True"
 is "$(cond loja reason)" NotificationSucceeded "reason NotificationSucceeded"
@@ -99,7 +99,7 @@ check "the token is never logged" sh -c "! grep -q tok-abc '$T/notifier.log' '$T
 # --- a replica that went away is not a failure --------------------------
 kill -TERM "$PID_r3"
 wait "$PID_r3" 2>/dev/null
-ID=$("$TOOL" $C enqueue sites-loja loja "$H2" "timestamp=1731598500 commit=-")
+ID=$("$TOOL" $C enqueue notifier sites-loja loja "$H2" "timestamp=1731598500 commit=-")
 check "second rollout finishes" wait_for 15 item_is "$ID" done
 is "$(cond loja status)" True "still PodsNotified=True"
 is "$(cond loja message)" "Successfully notified all pods for timestamp:1731598500" \
@@ -110,7 +110,7 @@ is "$(sql "SELECT COUNT(*) FROM acks WHERE content_hash='$H2'")" 2 "two replicas
 # --- a failing replica ---------------------------------------------------
 site bad --fail
 decofile bad ",\"endpoints\":[\"http://127.0.0.1:$PORT_r1\",\"http://127.0.0.1:$PORT_bad\"]"
-ID=$("$TOOL" $C enqueue sites-loja bad "$H1" "timestamp=1731598481 commit=abc123")
+ID=$("$TOOL" $C enqueue notifier sites-loja bad "$H1" "timestamp=1731598481 commit=abc123")
 check "failing rollout finishes" wait_for 20 item_is "$ID" done
 is "$(cond bad status)" False "PodsNotified=False"
 is "$(cond bad reason)" NotificationFailed "reason NotificationFailed"
@@ -129,7 +129,7 @@ is "$(sql "SELECT result FROM acks WHERE name='bad' AND replica='http://127.0.0.
 
 # --- silent: publish, notify nobody --------------------------------------
 decofile quiet ",\"silent\":true,\"endpoints\":[\"http://127.0.0.1:$PORT_bad\"]"
-ID=$("$TOOL" $C enqueue sites-loja quiet "$H1" "timestamp=1731598481 commit=abc123")
+ID=$("$TOOL" $C enqueue notifier sites-loja quiet "$H1" "timestamp=1731598481 commit=abc123")
 check "silent item done" wait_for 10 item_is "$ID" done
 is "$(cond quiet status)" "" "no PodsNotified for a silent decofile"
 is "$(sql "SELECT COUNT(*) FROM acks WHERE name='quiet'")" 0 "nobody was called"
@@ -137,11 +137,11 @@ is "$(sql "SELECT COUNT(*) FROM acks WHERE name='quiet'")" 0 "nobody was called"
 # --- a newer change supersedes a rollout in flight -----------------------
 site hang --hang
 decofile slow ",\"endpoints\":[\"http://127.0.0.1:$PORT_hang\"]"
-ID6=$("$TOOL" $C enqueue sites-loja slow "$H1" "timestamp=1731598481 commit=old111")
+ID6=$("$TOOL" $C enqueue notifier sites-loja slow "$H1" "timestamp=1731598481 commit=old111")
 check "slow rollout in progress" wait_for 10 grep -q 'change=commit:old111' "$T/notifier.log"
 is "$(cond slow reason)" NotificationInProgress "PodsNotified=Unknown while in flight"
 is "$(cond slow message)" "Notifying pods for commit:old111" "in-progress message"
-ID7=$("$TOOL" $C enqueue sites-loja slow "$H2" "timestamp=1731598500 commit=new222")
+ID7=$("$TOOL" $C enqueue notifier sites-loja slow "$H2" "timestamp=1731598500 commit=new222")
 check "the old rollout is superseded" wait_for 10 sh -c \
     "[ \"\$(sqlite3 -cmd '.timeout 5000' '$DB' 'SELECT result FROM items WHERE id=$ID6')\" = superseded ]"
 check "the new one runs" wait_for 10 grep -q 'change=commit:new222' "$T/notifier.log"
@@ -157,7 +157,7 @@ decofile tok ",\"endpoints\":[\"http://127.0.0.1:$PORT_tk\"]"
 sed -i '/reload_token_file/d' "$T/conf"
 kill -HUP "$NPID"
 wait_for 5 grep -q 'reloaded configuration' "$T/notifier.log" || diag "no reload seen"
-ID=$("$TOOL" $C enqueue sites-loja tok "$H1" "timestamp=1731598481 commit=abc123")
+ID=$("$TOOL" $C enqueue notifier sites-loja tok "$H1" "timestamp=1731598481 commit=abc123")
 check "token rollout finishes" wait_for 15 item_is "$ID" done
 is "$(cond tok status)" False "PodsNotified=False"
 is "$(cond tok reason)" MissingReloadToken "reason MissingReloadToken"

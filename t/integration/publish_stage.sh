@@ -10,9 +10,9 @@
 . "$top_srcdir/t/lib/common.sh"
 
 PUB=$(bin publisher)
-TOOL="$top_builddir/daemons/publisher/publish_testtool"
+TOOL="$top_builddir/t/stage/testtool"
 [ -x "$PUB" ] || bail "publisher not built"
-[ -x "$TOOL" ] || bail "publish_testtool not built"
+[ -x "$TOOL" ] || bail "t/stage/testtool not built"
 command -v sqlite3 >/dev/null || skip_all "sqlite3 command not installed"
 
 cat >"$T/conf" <<EOF
@@ -54,7 +54,7 @@ check "apply Decofile" decofile loja
 H=$("$TOOL" $C spool "$T/doc.json")
 is "$H" "$(sha256sum <"$T/doc.json" | cut -d' ' -f1)" "document in the spool by its sha256"
 start_pub
-"$TOOL" $C enqueue sites-loja loja "$H" "format=json commit=abc123" >/dev/null
+"$TOOL" $C enqueue publisher sites-loja loja "$H" "format=json commit=abc123" >/dev/null
 check "decofile.json appears" wait_for 10 test -s "$D/timestamp.txt"
 check "same bytes as rendered" cmp -s "$T/doc.json" "$D/decofile.json"
 TS=$(cat "$D/timestamp.txt")
@@ -74,7 +74,7 @@ check "status fields" grep -q "\"contentHash\":\"$H\",\"timestamp\":$TS,\"lastUp
 
 # --- the same hash again publishes nothing ---------------------------------
 INO=$(stat -c %i "$D/decofile.json")
-"$TOOL" $C enqueue sites-loja loja "$H" "format=json commit=abc123" >/dev/null
+"$TOOL" $C enqueue publisher sites-loja loja "$H" "format=json commit=abc123" >/dev/null
 check "second item done" wait_for 5 sh -c "[ \"\$(sqlite3 '$DB' \"SELECT count(*) FROM items WHERE stage='publisher' AND state='done'\")\" = 2 ]"
 is "$(sql "SELECT count(*) FROM publishes")" 1 "exactly one publish per content hash"
 is "$(sql "SELECT count(*) FROM items WHERE stage='notifier'")" 1 "no second notifier item"
@@ -99,7 +99,7 @@ printf 'G1sAAB4=' >"$T/doc.bin"
 B=$("$TOOL" $C spool "$T/doc.bin")
 printf '{"A":2}' >"$T/doc2.json"
 H2=$("$TOOL" $C spool "$T/doc2.json")
-"$TOOL" $C enqueue sites-loja loja "$H2" "format=bin bin=$B commit=def456" >/dev/null
+"$TOOL" $C enqueue publisher sites-loja loja "$H2" "format=bin bin=$B commit=def456" >/dev/null
 check "decofile.bin published" wait_for 5 cmp -s "$T/doc.bin" "$D/decofile.bin"
 check "decofile.json removed" wait_for 2 test ! -e "$D/decofile.json"
 check "timestamp moved on" wait_for 2 sh -c "[ \"\$(cat '$D/timestamp.txt')\" -gt $TS ]"
@@ -110,7 +110,7 @@ check "bin drift put back" wait_for 1 cmp -s "$T/doc.bin" "$D/decofile.bin"
 
 # --- unsupported target parks the item ------------------------------------
 check "apply s3 Decofile" decofile other '{}' s3
-"$TOOL" $C enqueue sites-loja other "$H" "format=json" >/dev/null
+"$TOOL" $C enqueue publisher sites-loja other "$H" "format=json" >/dev/null
 check "item parked" wait_for 5 sh -c "[ \"\$(sqlite3 '$DB' \"SELECT state FROM items WHERE name='other'\")\" = failed ]"
 check "Ready=False UnsupportedTarget" wait_for 2 grep -q '"reason":"UnsupportedTarget"' \
     "$T/store/kv/decod.d/status.d/decofiles.d/sites-loja.d/other.d/publisher.v"
@@ -123,22 +123,22 @@ is "$(sql "SELECT count(*) FROM inventory WHERE name='loja'")" 0 "inventory row 
 
 # --- detach ----------------------------------------------------------------
 check "apply detached Decofile" decofile kept '{"deco.sites/deletion":"detach"}'
-"$TOOL" $C enqueue sites-loja kept "$H" "format=json" >/dev/null
+"$TOOL" $C enqueue publisher sites-loja kept "$H" "format=json" >/dev/null
 check "kept published" wait_for 5 test -s "$T/pub/sites-loja/kept/timestamp.txt"
 "$TOOL" $C delete sites-loja kept
 check "detach audited" wait_for 5 sh -c "sqlite3 '$DB' \"SELECT action FROM audit WHERE object='decofile/sites-loja/kept'\" | grep -q '^detach$'"
 check "detached folder stays" cmp -s "$T/doc.json" "$T/pub/sites-loja/kept/decofile.json"
 printf 'edited after detach' >"$T/pub/sites-loja/kept/decofile.json"
-"$TOOL" $C enqueue sites-loja loja "$H" "format=json" >/dev/null	# a sync point
+"$TOOL" $C enqueue publisher sites-loja loja "$H" "format=json" >/dev/null	# a sync point
 check "later item handled" wait_for 5 sh -c "[ \"\$(sqlite3 '$DB' \"SELECT state FROM items WHERE name='loja' ORDER BY id DESC LIMIT 1\")\" = done ]"
 is "$(cat "$T/pub/sites-loja/kept/decofile.json")" "edited after detach" "detached files are no longer managed"
 
 # --- restart: repair and prune what changed while down -----------------------
 check "apply again" decofile loja
-"$TOOL" $C enqueue sites-loja loja "$H" "format=json" >/dev/null
+"$TOOL" $C enqueue publisher sites-loja loja "$H" "format=json" >/dev/null
 check "republished after re-create" wait_for 5 sh -c "[ \"\$(sqlite3 '$DB' \"SELECT count(*) FROM inventory WHERE name='loja'\")\" = 1 ]"
 check "apply another" decofile gone
-"$TOOL" $C enqueue sites-loja gone "$H" "format=json" >/dev/null
+"$TOOL" $C enqueue publisher sites-loja gone "$H" "format=json" >/dev/null
 check "gone published" wait_for 5 test -s "$T/pub/sites-loja/gone/timestamp.txt"
 stop_pub
 printf 'edited while down' >"$D/decofile.json"
@@ -156,7 +156,7 @@ OLD_TS=$(cat "$D/timestamp.txt")
 cp "$T/doc3.json" "$D/decofile.json.new" && mv "$D/decofile.json.new" "$D/decofile.json"
 printf '%s' $((OLD_TS + 5)) >"$D/timestamp.txt"
 INO=$(stat -c %i "$D/decofile.json")
-"$TOOL" $C enqueue sites-loja loja "$H3" "format=json commit=redo" >/dev/null
+"$TOOL" $C enqueue publisher sites-loja loja "$H3" "format=json commit=redo" >/dev/null
 start_pub
 check "redo recorded the publish" wait_for 5 sh -c "[ \"\$(sqlite3 '$DB' \"SELECT timestamp FROM publishes WHERE content_hash='$H3'\")\" = $((OLD_TS + 5)) ]"
 is "$(stat -c %i "$D/decofile.json")" "$INO" "redo did not rewrite the document"

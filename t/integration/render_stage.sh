@@ -9,9 +9,9 @@
 . "$top_srcdir/t/lib/common.sh"
 
 REN=$(bin renderer)
-TOOL="$top_builddir/daemons/renderer/render_testtool"
+TOOL="$top_builddir/t/stage/testtool"
 [ -x "$REN" ] || bail "renderer not built"
-[ -x "$TOOL" ] || bail "render_testtool not built"
+[ -x "$TOOL" ] || bail "t/stage/testtool not built"
 command -v sqlite3 >/dev/null || skip_all "sqlite3 command not installed"
 command -v brotli >/dev/null || skip_all "brotli command not installed"
 
