@@ -60,17 +60,23 @@ S(struct fetch_lock *fl)
 	return stage_store(fl->st);
 }
 
-static unsigned
-hash2(const char *ns, const char *name)
+uint32_t
+fetch_obj_hash(const char *ns, const char *name)
 {
-	uint32_t h = 2166136261u;
+	uint32_t h = 2166136261u;	/* FNV-1a over "ns/name" */
 
 	for (const char *p = ns; *p; p++)
 		h = (h ^ (unsigned char)*p) * 16777619u;
 	h = (h ^ '/') * 16777619u;
 	for (const char *p = name; *p; p++)
 		h = (h ^ (unsigned char)*p) * 16777619u;
-	return h % NBUCKET;
+	return h;
+}
+
+static unsigned
+hash2(const char *ns, const char *name)
+{
+	return fetch_obj_hash(ns, name) % NBUCKET;
 }
 
 static struct ent *

@@ -13,6 +13,8 @@
 #ifndef DECOD_FETCH_LOCK_H
 #define DECOD_FETCH_LOCK_H
 
+#include <stdint.h>
+
 struct stage;
 struct fetch_lock;
 
@@ -45,5 +47,8 @@ int fetch_lock_want(struct fetch_lock *fl, const char *ns, const char *name);
 void fetch_lock_drop(struct fetch_lock *fl, const char *ns, const char *name);
 /* fetch_lock_held - 1 if ns/name's lock is ours */
 int fetch_lock_held(const struct fetch_lock *fl, const char *ns, const char *name);
+
+/* fetch_obj_hash - FNV-1a of "ns/name", for the fetcher's hash tables */
+uint32_t fetch_obj_hash(const char *ns, const char *name);
 
 #endif

@@ -527,14 +527,7 @@ backoff_ms(int failures)
 static unsigned
 src_hash(const char *ns, const char *name)
 {
-	uint32_t h = 2166136261u;
-
-	for (const char *p = ns; *p; p++)
-		h = (h ^ (unsigned char)*p) * 16777619u;
-	h = (h ^ '/') * 16777619u;
-	for (const char *p = name; *p; p++)
-		h = (h ^ (unsigned char)*p) * 16777619u;
-	return h % NBUCKET;
+	return fetch_obj_hash(ns, name) % NBUCKET;
 }
 
 static struct src *
