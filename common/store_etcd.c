@@ -861,27 +861,33 @@ etcd_put_many(void *be, const char *const *keys, const char *const *vals,
 	return 0;
 }
 
+/* key_call - POST {"key": <key>} to path; the answer in *v (caller frees); 0 or -1 */
 static int
-etcd_get(void *be, const char *key, char **val, size_t *len)
+key_call(struct etcd *e, const char *path, const char *key, yajl_val *v)
 {
-	struct etcd *e = be;
 	struct buf b;
 	struct jw w;
-	yajl_val v, kvs;
-	size_t n;
+	int rc;
 
-	if (check_key(e, "get", key) < 0)
-		return -1;
 	buf_init(&b);
 	jw_init(&w, &b);
 	jw_obj(&w);
 	jw_b64(&w, "key", key, strlen(key));
 	jw_end_obj(&w);
-	if (etcd_call(e, "/v3/kv/range", &b, &v) < 0) {
-		buf_free(&b);
-		return -1;
-	}
+	rc = etcd_call(e, path, &b, v);
 	buf_free(&b);
+	return rc < 0 ? -1 : 0;
+}
+
+static int
+etcd_get(void *be, const char *key, char **val, size_t *len)
+{
+	struct etcd *e = be;
+	yajl_val v, kvs;
+	size_t n;
+
+	if (check_key(e, "get", key) < 0 || key_call(e, "/v3/kv/range", key, &v) < 0)
+		return -1;
 	kvs = json_get(v, "kvs", NULL);
 	if (kvs == NULL || !YAJL_IS_ARRAY(kvs) || kvs->u.array.len == 0) {
 		yajl_tree_free(v);
@@ -898,22 +904,11 @@ static int
 etcd_del(void *be, const char *key)
 {
 	struct etcd *e = be;
-	struct buf b;
-	struct jw w;
 	yajl_val v;
 
-	if (check_key(e, "delete", key) < 0)
+	if (check_key(e, "delete", key) < 0 ||
+	    key_call(e, "/v3/kv/deleterange", key, &v) < 0)
 		return -1;
-	buf_init(&b);
-	jw_init(&w, &b);
-	jw_obj(&w);
-	jw_b64(&w, "key", key, strlen(key));
-	jw_end_obj(&w);
-	if (etcd_call(e, "/v3/kv/deleterange", &b, &v) < 0) {
-		buf_free(&b);
-		return -1;
-	}
-	buf_free(&b);
 	yajl_tree_free(v);
 	return 0;
 }
