@@ -21,86 +21,133 @@
 static const struct conf_setting settings[] = {
 	/* where things live */
 	{ "state_dir", CONF_STR, DECOD_LOCALSTATEDIR "/lib/decod", NULL, 0, 0,
-	  "journal, spool, local store and git caches" },
+	  "journal, spool, local store and git caches",
+	  "* decod", 0 },
 	{ "runtime_dir", CONF_STR, DECOD_RUNSTATEDIR "/decod", NULL, 0, 0,
-	  "sockets: stage pipelines and the control socket" },
+	  "sockets: stage pipelines and the control socket",
+	  "* decod", 0 },
 	{ "libexec_dir", CONF_STR, DECOD_LIBEXECDIR, NULL, 0, 0,
-	  "where the stage programs are" },
+	  "where the stage programs are",
+	  "decod", 0 },
 	{ "stages", CONF_LIST, "fetcher renderer publisher notifier", NULL, 0, 0,
-	  "stages the supervisor runs, in pipeline order" },
-	{ "log_level", CONF_STR, "info", "LOG_LEVEL", 0, 0, "debug, info, warn or error" },
-	{ "log_format", CONF_STR, "kv", "LOG_FORMAT", 0, 0, "kv or json" },
+	  "stages the supervisor runs, in pipeline order",
+	  "decod", 0 },
+	{ "log_level", CONF_STR, "info", "LOG_LEVEL", 0, 0, "debug, info, warn or error",
+	  "* decod", CONF_LIVE },
+	{ "log_format", CONF_STR, "kv", "LOG_FORMAT", 0, 0, "kv or json",
+	  "* decod", CONF_LIVE },
 	{ "metrics_port", CONF_INT, "0", "METRICS_PORT", 0, 65535,
-	  "Prometheus metrics port (0: off)" },
+	  "Prometheus metrics port (0: off)",
+	  "*", 0 },
 	/* supervisor */
 	{ "stop_timeout", CONF_DURATION, "8s", NULL, 100, 600000,
-	  "how long a stage may drain on stop before SIGKILL" },
+	  "how long a stage may drain on stop before SIGKILL",
+	  "* decod", 0 },
 	{ "ready_timeout", CONF_DURATION, "30s", NULL, 100, 600000,
-	  "how long a starting stage may take to report ready" },
+	  "how long a starting stage may take to report ready",
+	  "decod", 0 },
 	{ "restart_min", CONF_DURATION, "1s", NULL, 10, 600000,
-	  "first restart delay of a dead stage (doubles)" },
+	  "first restart delay of a dead stage (doubles)",
+	  "decod", 0 },
 	{ "restart_max", CONF_DURATION, "60s", NULL, 10, 3600000,
-	  "longest restart delay" },
+	  "longest restart delay",
+	  "decod", 0 },
 	{ "stable_after", CONF_DURATION, "60s", NULL, 10, 3600000,
-	  "a stage up this long has its restart delay reset" },
+	  "a stage up this long has its restart delay reset",
+	  "decod", 0 },
 	/* pipeline */
 	{ "rescan_interval", CONF_DURATION, "2s", NULL, 10, 3600000,
-	  "how often a stage rescans the journal for items it was not rung for" },
+	  "how often a stage rescans the journal for items it was not rung for",
+	  "*", 0 },
 	{ "retry_max", CONF_DURATION, "5m", NULL, 10, 86400000,
-	  "longest delay between retries of a failed item" },
+	  "longest delay between retries of a failed item",
+	  "*", 0 },
 	{ "journal_retention", CONF_DURATION, "168h", NULL, 60000, 0,
-	  "how long history stays in the journal" },
+	  "how long history stays in the journal",
+	  "renderer", CONF_LIVE },
 	{ "housekeeping_interval", CONF_DURATION, "1h", NULL, 100, 86400000,
-	  "how often the journal is pruned and unreferenced spool blobs removed" },
-	{ "addr_fetcher", CONF_STR, NULL, NULL, 0, 0, "nng address the fetcher listens on" },
-	{ "addr_renderer", CONF_STR, NULL, NULL, 0, 0, "nng address the renderer listens on" },
-	{ "addr_publisher", CONF_STR, NULL, NULL, 0, 0, "nng address the publisher listens on" },
-	{ "addr_notifier", CONF_STR, NULL, NULL, 0, 0, "nng address the notifier listens on" },
+	  "how often the journal is pruned and unreferenced spool blobs removed",
+	  "renderer", CONF_LIVE },
+	{ "addr_fetcher", CONF_STR, NULL, NULL, 0, 0, "nng address the fetcher listens on",
+	  "fetcher", 0 },
+	{ "addr_renderer", CONF_STR, NULL, NULL, 0, 0, "nng address the renderer listens on",
+	  "fetcher renderer", 0 },
+	{ "addr_publisher", CONF_STR, NULL, NULL, 0, 0, "nng address the publisher listens on",
+	  "renderer publisher", 0 },
+	{ "addr_notifier", CONF_STR, NULL, NULL, 0, 0, "nng address the notifier listens on",
+	  "publisher notifier", 0 },
 	/* store */
 	{ "store", CONF_STR, "local:${state_dir}/store", "DECOD_STORE", 0, 0,
-	  "local:PATH or etcd:URL[,URL...]" },
-	{ "store_prefix", CONF_STR, "/decod", NULL, 0, 0, "key prefix in the store" },
-	{ "etcd_timeout", CONF_DURATION, "10s", NULL, 100, 600000, "deadline of every etcd call" },
-	{ "etcd_cacert", CONF_STR, NULL, NULL, 0, 0, "CA file for etcd TLS" },
-	{ "etcd_cert", CONF_STR, NULL, NULL, 0, 0, "client certificate for etcd mTLS" },
-	{ "etcd_key", CONF_STR, NULL, NULL, 0, 0, "client key for etcd mTLS" },
+	  "local:PATH or etcd:URL[,URL...]",
+	  "*", 0 },
+	{ "store_prefix", CONF_STR, "/decod", NULL, 0, 0, "key prefix in the store",
+	  "*", 0 },
+	{ "etcd_timeout", CONF_DURATION, "10s", NULL, 100, 600000, "deadline of every etcd call",
+	  "*", 0 },
+	{ "etcd_cacert", CONF_STR, NULL, NULL, 0, 0, "CA file for etcd TLS",
+	  "*", 0 },
+	{ "etcd_cert", CONF_STR, NULL, NULL, 0, 0, "client certificate for etcd mTLS",
+	  "*", 0 },
+	{ "etcd_key", CONF_STR, NULL, NULL, 0, 0, "client key for etcd mTLS",
+	  "*", 0 },
 	{ "session_ttl", CONF_DURATION, "10s", NULL, 1000, 3600000,
-	  "job lock lease: how soon other instances take over a dead one's work" },
-	{ "instance_id", CONF_STR, NULL, NULL, 0, 0, "this instance's name (default host:pid)" },
+	  "job lock lease: how soon other instances take over a dead one's work",
+	  "*", 0 },
+	{ "instance_id", CONF_STR, NULL, NULL, 0, 0, "this instance's name (default host:pid)",
+	  "*", 0 },
 	/* fetcher */
 	{ "poll_period", CONF_DURATION, "15s", NULL, 100, 86400000,
-	  "default poll period of a source" },
+	  "default poll period of a source",
+	  "fetcher", 0 },
 	{ "fetch_timeout", CONF_DURATION, "60s", NULL, 100, 3600000,
-	  "deadline of one fetch (git ls-remote, fetch)" },
+	  "deadline of one fetch (git ls-remote, fetch)",
+	  "fetcher", 0 },
 	{ "secrets_dir", CONF_STR, "${state_dir}/secrets", NULL, 0, 0,
-	  "where credential files named by spec.*.secret are" },
-	{ "max_tree_size", CONF_SIZE, "256MB", NULL, 0, 0, "largest source tree fetched" },
+	  "where credential files named by spec.*.secret are",
+	  "fetcher", 0 },
+	{ "max_tree_size", CONF_SIZE, "256MB", NULL, 0, 0, "largest source tree fetched",
+	  "fetcher", 0 },
 	/* renderer */
 	{ "compress_threshold", CONF_SIZE, "2.5MB", "DECOFILE_COMPRESS_THRESHOLD", 0, 0,
-	  "documents above this size are published brotli-compressed" },
+	  "documents above this size are published brotli-compressed",
+	  "renderer", 0 },
 	{ "brotli_quality", CONF_INT, "8", NULL, 0, 11,
-	  "brotli quality (0-11): 8 renders 4 MB in about 0.1 s; 11 is smallest but ~40x slower" },
-	{ "brotli_window", CONF_INT, "24", NULL, 10, 24, "brotli window bits (10-24)" },
+	  "brotli quality (0-11): 8 renders 4 MB in about 0.1 s; 11 is smallest but ~40x slower",
+	  "renderer", 0 },
+	{ "brotli_window", CONF_INT, "24", NULL, 10, 24, "brotli window bits (10-24)",
+	  "renderer", 0 },
 	/* publisher */
-	{ "default_target", CONF_STR, "file", NULL, 0, 0, "target of a Decofile that names none" },
+	{ "default_target", CONF_STR, "file", NULL, 0, 0, "target of a Decofile that names none",
+	  "renderer publisher", 0 },
 	{ "file_root", CONF_STR, "${state_dir}/published", NULL, 0, 0,
-	  "root folder of the file target" },
+	  "root folder of the file target",
+	  "publisher", 0 },
 	{ "drift_check_interval", CONF_DURATION, "10s", NULL, 100, 86400000,
-	  "how often published objects are re-checked" },
+	  "how often published objects are re-checked",
+	  "publisher", 0 },
 	/* notifier */
-	{ "notify_concurrency", CONF_INT, "30", NULL, 1, 100000, "replicas called at once" },
-	{ "notify_timeout", CONF_DURATION, "30s", NULL, 10, 3600000, "push: per attempt" },
-	{ "notify_attempts", CONF_INT, "3", NULL, 1, 100, "push: attempts per replica" },
-	{ "notify_poll_timeout", CONF_DURATION, "150s", NULL, 10, 3600000, "poll: per replica" },
-	{ "notify_deadline", CONF_DURATION, "300s", NULL, 10, 86400000, "whole rollout" },
+	{ "notify_concurrency", CONF_INT, "30", NULL, 1, 100000, "replicas called at once",
+	  "notifier", 0 },
+	{ "notify_timeout", CONF_DURATION, "30s", NULL, 10, 3600000, "push: per attempt",
+	  "notifier", 0 },
+	{ "notify_attempts", CONF_INT, "3", NULL, 1, 100, "push: attempts per replica",
+	  "notifier", 0 },
+	{ "notify_poll_timeout", CONF_DURATION, "150s", NULL, 10, 3600000, "poll: per replica",
+	  "notifier", 0 },
+	{ "notify_deadline", CONF_DURATION, "300s", NULL, 10, 86400000, "whole rollout",
+	  "notifier", 0 },
 	{ "reload_token_file", CONF_STR, NULL, NULL, 0, 0,
-	  "file holding the reload token for replicas that register none" },
-	{ NULL, CONF_STR, NULL, NULL, 0, 0, NULL },
+	  "file holding the reload token for replicas that register none",
+	  "notifier", 0 },
+	{ NULL, CONF_STR, NULL, NULL, 0, 0, NULL, NULL, 0 },
 };
 
 #define NSETTINGS (sizeof(settings) / sizeof(settings[0]) - 1)
 
+static const char *value_of(const struct conf *cf, int i);
+
 struct conf {
+	char *reader;			/* conf_set_reader, or NULL */
 	char *val[NSETTINGS];		/* set values; NULL: default */
 	char *expanded[NSETTINGS];	/* cache of conf_get results */
 	char path[1024];
@@ -136,7 +183,67 @@ conf_free(struct conf *cf)
 		free(cf->val[i]);
 		free(cf->expanded[i]);
 	}
+	free(cf->reader);
 	free(cf);
+}
+
+int
+conf_reads(const struct conf_setting *s, const char *who)
+{
+	const char *p = s->readers;
+	size_t n = strlen(who);
+
+	if (p == NULL)
+		return 0;
+	while (*p != '\0') {
+		size_t len = strcspn(p, " ");
+
+		if (len == 1 && *p == '*' && strcmp(who, "decod") != 0)
+			return 1;
+		if (len == n && strncmp(p, who, n) == 0)
+			return 1;
+		p += len;
+		p += strspn(p, " ");
+	}
+	return 0;
+}
+
+void
+conf_set_reader(struct conf *cf, const char *who)
+{
+	free(cf->reader);
+	cf->reader = who != NULL ? xstrdup(who) : NULL;
+}
+
+/* check_reader - complain about a read the table does not declare */
+static void
+check_reader(const struct conf *cf, int i)
+{
+	const char *strict;
+
+	if (cf->reader == NULL || conf_reads(&settings[i], cf->reader))
+		return;
+	log_kv(LOG_ERROR, "setting read by a program not named in its readers",
+	    "setting", settings[i].name, "reader", cf->reader, NULL);
+	if ((strict = getenv("DECOD_CONF_STRICT")) != NULL && strcmp(strict, "1") == 0)
+		abort();
+}
+
+char *
+conf_stage_digest(const struct conf *cf, const char *who, int live)
+{
+	struct buf b;
+
+	buf_init(&b);
+	buf_adds(&b, "");
+	for (size_t i = 0; i < NSETTINGS; i++) {
+		if (!conf_reads(&settings[i], who))
+			continue;
+		if (((settings[i].flags & CONF_LIVE) != 0) != (live != 0))
+			continue;
+		buf_printf(&b, "%s=%s\n", settings[i].name, value_of(cf, (int)i));
+	}
+	return buf_steal(&b, NULL);
 }
 
 const char *
@@ -263,11 +370,20 @@ const char *
 conf_get(const struct conf *cf, const char *name)
 {
 	int i = find(name);
-	struct conf *mut = (struct conf *)cf;
-	const char *raw;
 
 	if (i < 0)
 		fatal("conf_get: unknown setting \"%s\" (a bug)", name);
+	check_reader(cf, i);
+	return value_of(cf, i);
+}
+
+/* value_of - setting i's value, expanded and cached; no reader check */
+static const char *
+value_of(const struct conf *cf, int i)
+{
+	struct conf *mut = (struct conf *)cf;
+	const char *raw;
+
 	if (cf->expanded[i] != NULL)
 		return cf->expanded[i];
 	raw = cf->val[i] ? cf->val[i] : settings[i].def;
@@ -412,21 +528,6 @@ conf_load_env(struct conf *cf, FILE *errs)
 		}
 	}
 	return bad;
-}
-
-char *
-conf_digest(const struct conf *cf, const char *names)
-{
-	struct buf b;
-	char *copy = xstrdup(names), *save = NULL;
-
-	buf_init(&b);
-	buf_adds(&b, "");
-	for (char *n = strtok_r(copy, " ", &save); n; n = strtok_r(NULL, " ", &save))
-		if (find(n) >= 0)
-			buf_printf(&b, "%s=%s\n", n, conf_get(cf, n));
-	free(copy);
-	return buf_steal(&b, NULL);
 }
 
 /* flag_name - "--state-dir" -> "state_dir" into out; 0 or -1 */

@@ -20,7 +20,17 @@ struct conf_setting {
 	const char *env;	/* extra environment name (besides DECOD_NAME), or NULL */
 	long long min, max;	/* bounds for INT (and SIZE/DURATION in ms) when max > min */
 	const char *help;
+	/*
+	 * readers: who reads it, space separated: stage names, "decod" (the
+	 * supervisor), "*" (every stage).  The supervisor restarts a stage
+	 * when a setting it reads changes on reload, or sends it SIGHUP when
+	 * every changed setting it reads is CONF_LIVE.  decoctl reads anything.
+	 */
+	const char *readers;
+	unsigned flags;		/* CONF_LIVE: readers apply a change on SIGHUP */
 };
+
+#define CONF_LIVE 1u
 
 struct conf;
 
@@ -55,15 +65,29 @@ int64_t conf_get_ms(const struct conf *cf, const char *name);	/* DURATION */
 uint64_t conf_get_size(const struct conf *cf, const char *name);	/* SIZE */
 int conf_get_bool(const struct conf *cf, const char *name);
 
-/* conf_path - the file it was read from ("" if none) */
-const char *conf_path(const struct conf *cf);
+/*
+ * conf_reads - whether program `who` ("renderer", "decod") reads setting s
+ * by the table's readers field.
+ */
+int conf_reads(const struct conf_setting *s, const char *who);
 
 /*
- * conf_digest - a string of every setting in names (space separated) with
- * its value, for telling whether a stage's settings changed on reload.
- * Caller frees.
+ * conf_set_reader - name the program reading cf; from then on conf_get of
+ * a setting not marked for it logs an error, and aborts when the
+ * environment has DECOD_CONF_STRICT=1 (the test suite sets it), so a read
+ * the table does not declare cannot go unseen.  NULL: no check (decoctl).
  */
-char *conf_digest(const struct conf *cf, const char *names);
+void conf_set_reader(struct conf *cf, const char *who);
+
+/*
+ * conf_stage_digest - the settings `who` reads, with their values, as one
+ * string; live selects the CONF_LIVE ones (1) or the others (0).  Two
+ * digests differ exactly when such a setting changed.  Caller frees.
+ */
+char *conf_stage_digest(const struct conf *cf, const char *who, int live);
+
+/* conf_path - the file it was read from ("" if none) */
+const char *conf_path(const struct conf *cf);
 
 /*
  * conf_from_args - the common start of every program: finds -c FILE,

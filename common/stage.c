@@ -515,6 +515,8 @@ process_due(struct stage *st)
 	int n;
 
 	st->kick = 0;
+	if (st->ops->on_item == NULL)
+		return;		/* a stage nothing is addressed to (fetcher, webhook) */
 	n = journal_items_due(st->j, st->ops->name, BATCH + st->ninflight, &items,
 	    &st->next_due_wall);
 	if (n < 0) {
@@ -687,6 +689,7 @@ reload(struct stage *st)
 		free(argv);
 		return;
 	}
+	conf_set_reader(cf, st->ops->name);
 	free(argv);
 	conf_free(st->cf);
 	st->cf = cf;
@@ -845,6 +848,7 @@ stage_main(int argc, char **argv, const struct stage_ops *ops)
 	memcpy(st->argv, argv, (size_t)argc * sizeof(char *));
 	if ((st->cf = conf_from_args(&argc, argv)) == NULL)
 		return 2;
+	conf_set_reader(st->cf, ops->name);
 	if (argc > 1) {
 		fprintf(stderr, "%s: unknown argument \"%s\" (see --help)\n", ops->name, argv[1]);
 		return 2;

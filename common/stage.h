@@ -33,6 +33,7 @@ struct stage_ops {
 	const char *name;	/* "fetcher"; the journal's stage column */
 	int use_store;		/* open the store from config */
 	int (*init)(struct stage *st);		/* -1: fatal */
+	/* items addressed to this stage; NULL: the stage takes none */
 	enum stage_result (*on_item)(struct stage *st, const struct journal_item *it);
 	void (*on_timer)(struct stage *st);	/* every timer_ms, if set */
 	int timer_ms;

@@ -107,6 +107,8 @@ reload(struct sup *s)
 	memcpy(argv, s->argv, (size_t)argc * sizeof(char *));
 	cf = conf_from_args(&argc, argv);
 	free(argv);
+	if (cf != NULL)
+		conf_set_reader(cf, "decod");
 	if (cf == NULL) {
 		log_kv(LOG_ERROR, "reload: the config has errors; keeping the running one", NULL);
 		sd_notify_send("READY=1");
@@ -119,7 +121,8 @@ reload(struct sup *s)
 	set_children(s);
 	for (size_t i = 0; i < s->nchildren; i++) {
 		struct child *c = &s->children[i];
-		char *d = child_digest(cf, c->name);
+		char *d = child_digest(cf, c->name, 0);
+		char *l = child_digest(cf, c->name, 1);
 
 		if (c->removed) {
 			child_stop(s, c, conf_get_ms(cf, "stop_timeout"));
@@ -127,11 +130,18 @@ reload(struct sup *s)
 			log_kv(LOG_INFO, "settings changed; restarting stage", "stage", c->name, NULL);
 			c->restart_now = 1;
 			child_stop(s, c, conf_get_ms(cf, "stop_timeout"));
+		} else if (c->live_digest != NULL && strcmp(l, c->live_digest) != 0 &&
+		    c->pid > 0) {
+			log_kv(LOG_INFO, "settings changed; telling stage to reload", "stage",
+			    c->name, NULL);
+			kill(c->pid, SIGHUP);
 		} else if (c->state == CHILD_DOWN && !c->admin_down) {
 			child_start(s, c);
 		}
 		free(c->digest);
 		c->digest = d;
+		free(c->live_digest);
+		c->live_digest = l;
 	}
 	log_kv(LOG_INFO, "configuration reloaded", NULL);
 	sd_notify_send("READY=1");
@@ -202,6 +212,8 @@ main(int argc, char **argv)
 
 		memcpy(copy, s->argv, (size_t)argc * sizeof(char *));
 		s->cf = conf_from_args(&argc, copy);
+		if (s->cf != NULL)
+			conf_set_reader(s->cf, "decod");
 		if (s->cf != NULL && argc > 1) {
 			fprintf(stderr, "decod: unknown argument \"%s\" (see --help)\n", copy[1]);
 			free(copy);
@@ -240,7 +252,8 @@ main(int argc, char **argv)
 	journal_audit(s->j, "decod", "-", "start", "");
 	set_children(s);
 	for (size_t i = 0; i < s->nchildren; i++) {
-		s->children[i].digest = child_digest(s->cf, s->children[i].name);
+		s->children[i].digest = child_digest(s->cf, s->children[i].name, 0);
+		s->children[i].live_digest = child_digest(s->cf, s->children[i].name, 1);
 		child_start(s, &s->children[i]);
 	}
 	wd_interval = sd_watchdog_interval_ms();
@@ -296,8 +309,10 @@ main(int argc, char **argv)
 	journal_audit(s->j, "decod", "-", "stop", "");
 	journal_close(s->j);
 	log_kv(LOG_INFO, "supervisor stopped", NULL);
-	for (size_t i = 0; i < s->nchildren; i++)
+	for (size_t i = 0; i < s->nchildren; i++) {
 		free(s->children[i].digest);
+		free(s->children[i].live_digest);
+	}
 	free(s->children);
 	free(pfd);
 	free(s->argv);

@@ -30,7 +30,8 @@ struct child {
 	int64_t ready_at;
 	int64_t next_start;	/* BACKOFF: when to start again */
 	int64_t kill_at;	/* STOPPING: when to SIGKILL */
-	char *digest;		/* its settings, to restart it only when they change */
+	char *digest;		/* settings it reads that need a restart to change */
+	char *live_digest;	/* settings it reads and applies on SIGHUP */
 };
 
 struct sup {
@@ -52,7 +53,7 @@ void child_status_readable(struct sup *s, struct child *c);
 void children_tick(struct sup *s);
 int64_t children_next_event(struct sup *s);
 const char *child_state_name(enum child_state st);
-char *child_digest(struct conf *cf, const char *name);
+char *child_digest(struct conf *cf, const char *name, int live);
 int children_all_ready(struct sup *s);
 
 /* decod_ctl.c */

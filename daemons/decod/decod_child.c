@@ -24,23 +24,6 @@
 #include "common/util.h"
 #include "daemons/decod/decod.h"
 
-/* settings every stage reads; a change restarts every stage */
-static const char common_settings[] = "state_dir runtime_dir libexec_dir store "
-	"store_prefix log_level log_format rescan_interval retry_max stop_timeout "
-	"etcd_timeout etcd_cacert etcd_cert etcd_key session_ttl instance_id metrics_port";
-
-/* settings of one stage; a change restarts only that stage */
-static const struct {
-	const char *stage;
-	const char *names;
-} own_settings[] = {
-	{ "fetcher", "poll_period fetch_timeout secrets_dir max_tree_size addr_fetcher addr_renderer" },
-	{ "renderer", "compress_threshold brotli_quality brotli_window addr_renderer addr_publisher" },
-	{ "publisher", "default_target file_root drift_check_interval addr_publisher addr_notifier" },
-	{ "notifier", "notify_concurrency notify_timeout notify_attempts notify_poll_timeout "
-	  "notify_deadline reload_token_file addr_notifier" },
-};
-
 const char *
 child_state_name(enum child_state st)
 {
@@ -49,24 +32,14 @@ child_state_name(enum child_state st)
 	return names[st];
 }
 
-/* child_digest - the settings that matter to stage name; caller frees */
+/*
+ * child_digest - the settings stage name reads (by the readers column of
+ * the settings table), live ones or the others; caller frees
+ */
 char *
-child_digest(struct conf *cf, const char *name)
+child_digest(struct conf *cf, const char *name, int live)
 {
-	struct buf b;
-	char *d;
-
-	buf_init(&b);
-	buf_adds(&b, common_settings);
-	for (size_t i = 0; i < sizeof(own_settings) / sizeof(own_settings[0]); i++) {
-		if (strcmp(own_settings[i].stage, name) == 0) {
-			buf_addc(&b, ' ');
-			buf_adds(&b, own_settings[i].names);
-		}
-	}
-	d = conf_digest(cf, b.data);
-	buf_free(&b);
-	return d;
+	return conf_stage_digest(cf, name, live);
 }
 
 static void

@@ -1157,15 +1157,6 @@ fetcher_init(struct stage *st)
 	return 0;
 }
 
-static enum stage_result
-fetcher_item(struct stage *st, const struct journal_item *it)
-{
-	(void)st;
-	/* nothing is addressed to the fetcher; an item here is someone's mistake */
-	log_kv(LOG_WARN, "unexpected item for the fetcher; dropped", "kind", it->kind, NULL);
-	return STAGE_DONE;
-}
-
 static void
 fetcher_shutdown(struct stage *st)
 {
@@ -1209,7 +1200,6 @@ static const struct stage_ops ops = {
 	.name = STAGE,
 	.use_store = 1,
 	.init = fetcher_init,
-	.on_item = fetcher_item,
 	.shutdown = fetcher_shutdown,
 };
 
