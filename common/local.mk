@@ -14,4 +14,5 @@ libdecod_a_SOURCES = \
 	common/store_etcd.c \
 	common/store_keys.c common/store_keys.h \
 	common/resource.c common/resource.h \
+	common/s3key.c common/s3key.h \
 	proto/proto.c proto/proto.h

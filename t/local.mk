@@ -38,3 +38,7 @@ TESTS += t/unit/resource_test
 # the stages' integration tests share one driver (t/stage/testtool.c)
 check_PROGRAMS += t/stage/testtool
 t_stage_testtool_LDADD = $(TEST_LIBS)
+
+check_PROGRAMS += t/unit/s3key_test
+t_unit_s3key_test_LDADD = $(TEST_LIBS)
+TESTS += t/unit/s3key_test

@@ -1,0 +1,19 @@
+/*
+ * s3key - the one function that names a Decofile's S3 object.  The
+ * publisher uploads to it and the webhook points DECO_RELEASE at it, so the
+ * two can never disagree (SPEC §9: [<prefix>/]<namespace>/<deploymentId>/decofile.json).
+ */
+#ifndef DECOD_S3KEY_H
+#define DECOD_S3KEY_H
+
+#include <stddef.h>
+
+/*
+ * s3key_build - the object key for namespace ns and deployment id dep, under
+ * prefix (NULL or "" for none; leading and trailing '/' of the prefix are
+ * dropped, as the Go operator does).  Writes into out; returns 0, or -1 when
+ * it does not fit or ns or dep is empty.
+ */
+int s3key_build(const char *prefix, const char *ns, const char *dep, char *out, size_t len);
+
+#endif
