@@ -15,4 +15,5 @@ libdecod_a_SOURCES = \
 	common/store_keys.c common/store_keys.h \
 	common/resource.c common/resource.h \
 	common/s3key.c common/s3key.h \
+	common/metrics.c common/metrics.h \
 	proto/proto.c proto/proto.h

@@ -94,6 +94,20 @@ key_sync(const char *ns, const char *name)
 }
 
 char *
+key_acl_resync(const char *ns, const char *name)
+{
+	if (ns == NULL)
+		return xasprintf("%s/aclresync/_all", keys_prefix());
+	return xasprintf("%s/aclresync/%s/%s", keys_prefix(), ns, name);
+}
+
+char *
+key_acl_resync_prefix(void)
+{
+	return xasprintf("%s/aclresync/", keys_prefix());
+}
+
+char *
 key_lock(const char *ns, const char *name)
 {
 	return xasprintf("%s/locks/%s/%s", keys_prefix(), ns, name);

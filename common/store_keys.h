@@ -9,6 +9,8 @@
  *   {prefix}/status/{kind}/{ns}/{name}/{stage}  status fragment a stage owns
  *   {prefix}/endpoints/{ns}/{deploymentId}/{id} Endpoint (with TTL)
  *   {prefix}/sync/{ns}/{name}                   "fetch now" trigger
+ *   {prefix}/aclresync/{ns}/{name}              "check this tenant's ACL user now"
+ *   {prefix}/aclresync/_all                     "check every tenant now"
  *   {prefix}/locks/{ns}/{name}                  job lock
  *   {prefix}/instances/{id}                     running decod instances
  */
@@ -27,6 +29,12 @@ char *key_status_prefix(const char *kind, const char *ns, const char *name);
 char *key_endpoint(const char *ns, const char *deployment, const char *id);
 char *key_endpoint_prefix(const char *ns, const char *deployment);
 char *key_sync(const char *ns, const char *name);
+/*
+ * key_acl_resync - the acl stage's resync trigger for Tenant ns/name, or
+ * for every tenant when ns is NULL; key_acl_resync_prefix - all of them
+ */
+char *key_acl_resync(const char *ns, const char *name);
+char *key_acl_resync_prefix(void);
 char *key_lock(const char *ns, const char *name);
 char *key_instance(const char *id);
 

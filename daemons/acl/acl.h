@@ -1,0 +1,62 @@
+/*
+ * acl - the acl stage's core as its tenant sources see it.  A source (the
+ * store's Tenant resources today, Kubernetes namespaces later) tells the
+ * core which tenants exist (acl_tenant_put / acl_tenant_del), asks for
+ * resyncs, and is asked back to report a tenant's condition and to keep
+ * its credentials (env file, or a Secret).  Every call happens on the
+ * stage's loop thread.
+ */
+#ifndef DECOD_ACL_H
+#define DECOD_ACL_H
+
+#include <stddef.h>
+
+struct stage;
+struct acl;
+
+struct acl_source {
+	const char *name;
+	/* start delivering tenants; NULL state on failure (fatal at start-up) */
+	void *(*start)(struct acl *a, struct stage *st);
+	void (*stop)(void *state);
+	/* the tenant's Provisioned condition (and its user) changed */
+	void (*report)(void *state, const char *ns, const char *name, const char *user,
+	    const char *status, const char *reason, const char *message);
+	/* credentials of ns: 0 found (user, password filled), 1 none, -1 error */
+	int (*cred_load)(void *state, const char *ns, char *user, size_t userlen,
+	    char *password, size_t pwlen);
+	/* keep them durably before they are used; 0, or -1 with err */
+	int (*cred_save)(void *state, const char *ns, const char *user, const char *password,
+	    char *err, size_t errlen);
+	/* the user is gone from every node: forget the credentials; 0 or -1 */
+	int (*cred_remove)(void *state, const char *ns);
+};
+
+/* the store's Tenant resources (acl_store.c) */
+extern const struct acl_source acl_source_store;
+
+/*
+ * acl_tenant_put - tenant ns/name asks for user (enabled=0: it no longer
+ * wants one, as if deleted).  Provisioning starts soon when it is new or
+ * its user changed; resync=1 asks for a check even when nothing changed.
+ */
+void acl_tenant_put(struct acl *a, const char *ns, const char *name, const char *user,
+    int enabled, int resync);
+
+/* acl_tenant_del - the tenant is gone: its user is deleted on every node */
+void acl_tenant_del(struct acl *a, const char *ns, const char *name);
+
+/*
+ * acl_orphan - credentials of ns for user exist but no tenant claims them
+ * (found at start-up): the user is deleted on every node, then
+ * cred_remove.  Ignored when a tenant of ns exists by then.
+ */
+void acl_orphan(struct acl *a, const char *ns, const char *user);
+
+/* acl_resync - check tenant ns/name (NULL, NULL: every tenant) on every node now */
+void acl_resync(struct acl *a, const char *ns, const char *name);
+
+/* acl_state_dir - <state_dir>/acl, where the store source keeps env files */
+const char *acl_state_dir(struct acl *a);
+
+#endif

@@ -1,0 +1,252 @@
+/*
+ * acl_redis - the hiredis 0.14 adapter for the stage loop, and the small
+ * connection object the acl stage uses for every node and sentinel.  Owns
+ * the redisAsyncContext: its fd is registered with the loop while hiredis
+ * wants to read or write, and the object is freed from a zero-delay timer
+ * once hiredis has cleaned up (hiredis calls the cleanup hook more than
+ * once and after reply callbacks, so nothing is freed inside hiredis).
+ */
+#include "config.h"
+
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <hiredis/async.h>
+#include <hiredis/hiredis.h>
+
+#include "common/log.h"
+#include "common/stage.h"
+#include "common/util.h"
+#include "daemons/acl/acl_redis.h"
+
+struct acl_conn {
+	struct stage *st;
+	redisAsyncContext *ac;	/* NULL once hiredis cleaned up */
+	int fd;
+	short events;		/* what hiredis asked for */
+	int registered;		/* fd is in the loop */
+	int closed;		/* the owner let go */
+	int gone;		/* hiredis cleaned up */
+	int64_t reap_timer;	/* frees it once hiredis returns */
+	char name[300];
+	acl_conn_down_cb on_down;
+	void *arg;
+};
+
+/* reap - free a connection hiredis is done with (from a timer) */
+static void
+reap(struct stage *st, void *arg)
+{
+	(void)st;
+	free(arg);
+}
+
+static void on_fd(struct stage *st, int fd, short revents, void *arg);
+
+/* update - tell the loop what hiredis wants on the socket now */
+static void
+update(struct acl_conn *c)
+{
+	if (c->gone)
+		return;
+	if (!c->registered) {
+		stage_add_fd(c->st, c->fd, c->events, on_fd, c);
+		c->registered = 1;
+	} else {
+		stage_mod_fd(c->st, c->fd, c->events);
+	}
+}
+
+static void
+ev_add_read(void *p)
+{
+	struct acl_conn *c = p;
+
+	c->events |= POLLIN;
+	update(c);
+}
+
+static void
+ev_del_read(void *p)
+{
+	struct acl_conn *c = p;
+
+	c->events &= (short)~POLLIN;
+	update(c);
+}
+
+static void
+ev_add_write(void *p)
+{
+	struct acl_conn *c = p;
+
+	c->events |= POLLOUT;
+	update(c);
+}
+
+static void
+ev_del_write(void *p)
+{
+	struct acl_conn *c = p;
+
+	c->events &= (short)~POLLOUT;
+	update(c);
+}
+
+/* ev_cleanup - hiredis is done with the fd (called once or twice) */
+static void
+ev_cleanup(void *p)
+{
+	struct acl_conn *c = p;
+	char why[256];
+
+	if (c->gone)
+		return;
+	c->gone = 1;
+	if (c->registered)
+		stage_del_fd(c->st, c->fd);
+	c->registered = 0;
+	snprintf(why, sizeof(why), "%s", c->ac != NULL && c->ac->err != 0 && c->ac->errstr ?
+	    c->ac->errstr : "connection closed");
+	c->ac = NULL;
+	if (!c->closed && c->on_down != NULL)
+		c->on_down(c, why, c->arg);
+	c->reap_timer = stage_add_timer(c->st, 0, reap, c);
+}
+
+/* on_fd - the loop saw activity on the connection's socket */
+static void
+on_fd(struct stage *st, int fd, short revents, void *arg)
+{
+	struct acl_conn *c = arg;
+
+	(void)st;
+	(void)fd;
+	if (c->gone || c->ac == NULL)
+		return;
+	if (revents & (POLLIN | POLLERR | POLLHUP | POLLNVAL))
+		redisAsyncHandleRead(c->ac);
+	if (!c->gone && c->ac != NULL && (revents & POLLOUT))
+		redisAsyncHandleWrite(c->ac);
+}
+
+/* on_auth - AUTH's reply: a refusal ends the connection with its reason */
+static void
+on_auth(redisAsyncContext *ac, void *r, void *priv)
+{
+	struct acl_conn *c = priv;
+	redisReply *reply = r;
+	char why[300];
+
+	if (reply == NULL || c->closed || c->gone)
+		return;
+	if (reply->type == REDIS_REPLY_ERROR) {
+		snprintf(why, sizeof(why), "authentication failed: %.200s", reply->str);
+		log_kv(LOG_WARN, "valkey refused the admin password", "node", c->name,
+		    "error", reply->str, NULL);
+		/* the commands queued behind AUTH would all fail with NOAUTH */
+		c->closed = 1;
+		if (c->on_down != NULL)
+			c->on_down(c, why, c->arg);
+		redisAsyncFree(ac);
+	}
+}
+
+struct acl_conn *
+acl_conn_open(struct stage *st, const char *host, int port, const char *password,
+    acl_conn_down_cb on_down, void *arg, char *err, size_t errlen)
+{
+	struct acl_conn *c;
+	redisAsyncContext *ac = redisAsyncConnect(host, port);
+
+	if (ac == NULL) {
+		snprintf(err, errlen, "%s:%d: out of memory", host, port);
+		return NULL;
+	}
+	if (ac->err != 0) {
+		snprintf(err, errlen, "%s:%d: %s", host, port, ac->errstr);
+		redisAsyncFree(ac);
+		return NULL;
+	}
+	c = xcalloc(1, sizeof(*c));
+	c->st = st;
+	c->ac = ac;
+	c->fd = ac->c.fd;
+	c->on_down = on_down;
+	c->arg = arg;
+	snprintf(c->name, sizeof(c->name), "%s:%d", host, port);
+	ac->data = c;
+	ac->ev.data = c;
+	ac->ev.addRead = ev_add_read;
+	ac->ev.delRead = ev_del_read;
+	ac->ev.addWrite = ev_add_write;
+	ac->ev.delWrite = ev_del_write;
+	ac->ev.cleanup = ev_cleanup;
+	/* the connect completes on the first writable event */
+	ev_add_write(c);
+	if (password != NULL && *password != '\0') {
+		const char *argv[2] = { "AUTH", password };
+		size_t lens[2] = { 4, strlen(password) };
+
+		if (redisAsyncCommandArgv(ac, on_auth, c, 2, argv, lens) != REDIS_OK) {
+			snprintf(err, errlen, "%s: cannot queue AUTH", c->name);
+			acl_conn_close(c);
+			return NULL;
+		}
+	}
+	return c;
+}
+
+int
+acl_conn_cmd(struct acl_conn *c, redisCallbackFn *fn, void *priv, int argc,
+    const char **argv, const size_t *lens)
+{
+	if (c == NULL || c->gone || c->closed || c->ac == NULL)
+		return -1;
+	return redisAsyncCommandArgv(c->ac, fn, priv, argc, argv, lens) == REDIS_OK ? 0 : -1;
+}
+
+void
+acl_conn_keepalive(struct acl_conn *c)
+{
+	if (c != NULL && c->ac != NULL && !c->gone)
+		(void)redisKeepAlive(&c->ac->c, 15);
+}
+
+void
+acl_conn_close(struct acl_conn *c)
+{
+	if (c == NULL)
+		return;
+	if (c->closed) {
+		/* on_auth already let go on the owner's behalf */
+		return;
+	}
+	c->closed = 1;
+	if (!c->gone && c->ac != NULL) {
+		/* outside its callbacks hiredis frees at once: so can we */
+		int deferred = (c->ac->c.flags & REDIS_IN_CALLBACK) != 0;
+
+		redisAsyncFree(c->ac);
+		if (!deferred && c->gone) {
+			stage_cancel_timer(c->st, c->reap_timer);
+			free(c);
+		}
+	}
+}
+
+const char *
+acl_reply_error(const redisAsyncContext *ac)
+{
+	if (ac != NULL && ac->err != 0 && ac->errstr != NULL)
+		return ac->errstr;
+	return "connection closed";
+}
+
+const char *
+acl_conn_name(const struct acl_conn *c)
+{
+	return c->name;
+}

@@ -1,0 +1,532 @@
+/*
+ * acl_sentinel - topology discovery and the event subscription.  A
+ * discovery tries the sentinels in turn, starting with the last one that
+ * answered, pipelining both questions on one connection under one
+ * deadline.  The subscription lives on one sentinel at a time; when it
+ * drops, the next sentinel is tried after a growing delay (100 ms up to
+ * 5 s).  Hiredis calls in here from inside its own code, so everything
+ * that starts new work goes through a zero-delay timer.
+ */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <hiredis/hiredis.h>
+
+#include "common/log.h"
+#include "common/stage.h"
+#include "common/util.h"
+#include "daemons/acl/acl_redis.h"
+#include "daemons/acl/acl_sentinel.h"
+
+#define BACKOFF_MIN 100
+#define BACKOFF_MAX 5000
+
+struct saddr {
+	char host[ACL_HOST_MAX];
+	int port;
+	char password[256];
+};
+
+struct disc {
+	struct acl_sentinel *s;
+	acl_discover_cb cb;
+	void *arg;
+	int tried;
+	struct acl_conn *conn;	/* this attempt's connection, NULL between */
+	int64_t deadline;	/* timer id */
+	int64_t next;		/* timer id of the next step */
+	int have_master, have_replicas;
+	struct acl_topology topo;
+	struct buf errs;
+	int done;		/* finished: only the final timer is left */
+	struct disc *prev, *nextd;
+};
+
+struct acl_sentinel {
+	struct stage *st;
+	struct saddr *a;
+	int n;
+	char master[ACL_HOST_MAX];
+	int64_t timeout_ms;
+	struct acl_sentinel_cbs cbs;
+	void *arg;
+	int preferred;		/* the one that answered last */
+	struct disc *discs;
+	/* subscription */
+	struct acl_conn *sub;
+	int sub_idx;
+	int sub_up;
+	int sub_confirmed;	/* this connection's first confirmation seen */
+	int ever_up;
+	int64_t backoff;
+	int64_t sub_timer;	/* reconnect, or the connect deadline */
+};
+
+static void disc_step(struct stage *st, void *arg);
+static void sub_start(struct stage *st, void *arg);
+
+/* ---- discovery ---- */
+
+static void
+disc_unlink(struct disc *d)
+{
+	if (d->prev != NULL)
+		d->prev->nextd = d->nextd;
+	else
+		d->s->discs = d->nextd;
+	if (d->nextd != NULL)
+		d->nextd->prev = d->prev;
+}
+
+/* disc_report - the final timer: hand the result over, free the request */
+static void
+disc_report(struct stage *st, void *arg)
+{
+	struct disc *d = arg;
+
+	disc_unlink(d);
+	if (d->have_master && d->have_replicas)
+		d->cb(st, &d->topo, NULL, d->arg);
+	else
+		d->cb(st, NULL, d->errs.data != NULL ? d->errs.data : "no sentinel configured",
+		    d->arg);
+	buf_free(&d->errs);
+	free(d);
+}
+
+/* disc_end_attempt - drop this attempt's connection and deadline */
+static void
+disc_end_attempt(struct disc *d)
+{
+	struct acl_conn *c = d->conn;
+
+	d->conn = NULL;
+	if (d->deadline > 0)
+		stage_cancel_timer(d->s->st, d->deadline);
+	d->deadline = 0;
+	acl_conn_close(c);
+}
+
+/* disc_fail - this sentinel did not answer: note why, try the next one */
+static void
+disc_fail(struct disc *d, const char *who, const char *why)
+{
+	if (d->done)
+		return;
+	disc_end_attempt(d);
+	if (d->errs.len > 0)
+		buf_adds(&d->errs, "; ");
+	buf_printf(&d->errs, "%s: %s", who, why);
+	d->have_master = d->have_replicas = 0;
+	d->topo.n = 0;
+	d->next = stage_add_timer(d->s->st, 0, disc_step, d);
+}
+
+static void
+disc_maybe_done(struct disc *d, int idx)
+{
+	if (!d->have_master || !d->have_replicas)
+		return;
+	disc_end_attempt(d);
+	d->s->preferred = idx;
+	d->done = 1;
+	d->next = stage_add_timer(d->s->st, 0, disc_report, d);
+}
+
+/* the index of the sentinel a discovery attempt is talking to */
+static int
+disc_idx(const struct disc *d)
+{
+	return (d->s->preferred + d->tried - 1) % d->s->n;
+}
+
+static void
+on_master(redisAsyncContext *ac, void *r, void *priv)
+{
+	struct disc *d = priv;
+	redisReply *reply = r;
+	char who[300], why[300];
+	long port;
+
+	if (d->done || d->conn == NULL || ac->data != (void *)d->conn)
+		return;
+	snprintf(who, sizeof(who), "%s", acl_conn_name(d->conn));
+	if (reply == NULL) {
+		disc_fail(d, who, acl_reply_error(ac));
+		return;
+	}
+	if (reply->type == REDIS_REPLY_ERROR) {
+		snprintf(why, sizeof(why), "%.200s", reply->str);
+		disc_fail(d, who, why);
+		return;
+	}
+	if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 2 ||
+	    reply->element[0]->type != REDIS_REPLY_STRING ||
+	    reply->element[1]->type != REDIS_REPLY_STRING) {
+		snprintf(why, sizeof(why), "does not know master \"%s\"", d->s->master);
+		disc_fail(d, who, why);
+		return;
+	}
+	port = strtol(reply->element[1]->str, NULL, 10);
+	if (port < 1 || port > 65535 || reply->element[0]->len >= ACL_HOST_MAX) {
+		disc_fail(d, who, "gave a malformed master address");
+		return;
+	}
+	/* the master goes first; replicas may already be there */
+	if (d->topo.n > 0)
+		memmove(&d->topo.node[1], &d->topo.node[0],
+		    (size_t)(d->topo.n < ACL_MAX_NODES ? d->topo.n : ACL_MAX_NODES - 1) *
+		    sizeof(d->topo.node[0]));
+	snprintf(d->topo.node[0].host, ACL_HOST_MAX, "%s", reply->element[0]->str);
+	d->topo.node[0].port = (int)port;
+	d->topo.node[0].down = 0;
+	if (d->topo.n < ACL_MAX_NODES)
+		d->topo.n++;
+	d->have_master = 1;
+	disc_maybe_done(d, disc_idx(d));
+}
+
+/* field - the value of key in a flat key/value array reply, or NULL */
+static const char *
+field(const redisReply *r, const char *key)
+{
+	for (size_t i = 0; i + 1 < r->elements; i += 2)
+		if (r->element[i]->type == REDIS_REPLY_STRING &&
+		    strcmp(r->element[i]->str, key) == 0 &&
+		    r->element[i + 1]->type == REDIS_REPLY_STRING)
+			return r->element[i + 1]->str;
+	return NULL;
+}
+
+static void
+on_replicas(redisAsyncContext *ac, void *r, void *priv)
+{
+	struct disc *d = priv;
+	redisReply *reply = r;
+	char who[300], why[300];
+
+	if (d->done || d->conn == NULL || ac->data != (void *)d->conn)
+		return;
+	snprintf(who, sizeof(who), "%s", acl_conn_name(d->conn));
+	if (reply == NULL) {
+		disc_fail(d, who, acl_reply_error(ac));
+		return;
+	}
+	if (reply->type == REDIS_REPLY_ERROR) {
+		snprintf(why, sizeof(why), "%.200s", reply->str);
+		disc_fail(d, who, why);
+		return;
+	}
+	if (reply->type != REDIS_REPLY_ARRAY) {
+		disc_fail(d, who, "gave a malformed replica list");
+		return;
+	}
+	for (size_t i = 0; i < reply->elements && d->topo.n < ACL_MAX_NODES; i++) {
+		const redisReply *e = reply->element[i];
+		const char *ip, *port, *flags;
+		struct acl_node_addr *na;
+
+		if (e->type != REDIS_REPLY_ARRAY || (ip = field(e, "ip")) == NULL ||
+		    (port = field(e, "port")) == NULL || strlen(ip) >= ACL_HOST_MAX)
+			continue;
+		flags = field(e, "flags");
+		na = &d->topo.node[d->topo.n++];
+		snprintf(na->host, sizeof(na->host), "%s", ip);
+		na->port = atoi(port);
+		na->down = flags != NULL && (strstr(flags, "s_down") != NULL ||
+		    strstr(flags, "o_down") != NULL || strstr(flags, "disconnected") != NULL);
+	}
+	d->have_replicas = 1;
+	disc_maybe_done(d, disc_idx(d));
+}
+
+static void
+disc_down(struct acl_conn *c, const char *why, void *arg)
+{
+	struct disc *d = arg;
+	char who[300];
+
+	if (d->done || c != d->conn)
+		return;
+	snprintf(who, sizeof(who), "%s", acl_conn_name(c));
+	d->conn = NULL;		/* hiredis frees it */
+	disc_fail(d, who, why);
+}
+
+static void
+disc_timeout(struct stage *st, void *arg)
+{
+	struct disc *d = arg;
+	char who[300], why[64];
+
+	(void)st;
+	d->deadline = 0;
+	if (d->done || d->conn == NULL)
+		return;
+	snprintf(who, sizeof(who), "%s", acl_conn_name(d->conn));
+	snprintf(why, sizeof(why), "no answer within %lld ms", (long long)d->s->timeout_ms);
+	disc_fail(d, who, why);
+}
+
+/* disc_step - ask the next sentinel, or report failure when all were asked */
+static void
+disc_step(struct stage *st, void *arg)
+{
+	struct disc *d = arg;
+	struct acl_sentinel *s = d->s;
+	const char *a1[3] = { "SENTINEL", "get-master-addr-by-name", s->master };
+	const char *a2[3] = { "SENTINEL", "replicas", s->master };
+	size_t l1[3] = { 8, 23, strlen(s->master) }, l2[3] = { 8, 8, strlen(s->master) };
+	struct saddr *sa;
+	char err[512], who[300];
+
+	d->next = 0;
+	if (d->tried >= s->n) {
+		d->done = 1;
+		disc_report(st, d);
+		return;
+	}
+	sa = &s->a[(s->preferred + d->tried) % s->n];
+	d->tried++;
+	snprintf(who, sizeof(who), "%s:%d", sa->host, sa->port);
+	d->conn = acl_conn_open(st, sa->host, sa->port, sa->password, disc_down, d, err,
+	    sizeof(err));
+	if (d->conn == NULL) {
+		disc_fail(d, who, err);
+		return;
+	}
+	if (acl_conn_cmd(d->conn, on_master, d, 3, a1, l1) < 0 ||
+	    acl_conn_cmd(d->conn, on_replicas, d, 3, a2, l2) < 0) {
+		disc_fail(d, who, "cannot queue the question");
+		return;
+	}
+	d->deadline = stage_add_timer(st, s->timeout_ms, disc_timeout, d);
+}
+
+void
+acl_sentinel_discover(struct acl_sentinel *s, acl_discover_cb cb, void *arg)
+{
+	struct disc *d = xcalloc(1, sizeof(*d));
+
+	d->s = s;
+	d->cb = cb;
+	d->arg = arg;
+	buf_init(&d->errs);
+	d->nextd = s->discs;
+	if (s->discs != NULL)
+		s->discs->prev = d;
+	s->discs = d;
+	d->next = stage_add_timer(s->st, 0, disc_step, d);
+}
+
+/* ---- subscription ---- */
+
+static const char *const channels[] = { "+switch-master", "+reboot", "-sdown",
+	"+convert-to-slave" };
+
+static void
+sub_retry(struct acl_sentinel *s)
+{
+	if (s->sub_timer > 0)
+		stage_cancel_timer(s->st, s->sub_timer);
+	s->sub_idx = (s->sub_idx + 1) % s->n;
+	s->sub_timer = stage_add_timer(s->st, s->backoff, sub_start, s);
+	s->backoff = s->backoff * 2 < BACKOFF_MAX ? s->backoff * 2 : BACKOFF_MAX;
+}
+
+static void
+sub_down(struct acl_conn *c, const char *why, void *arg)
+{
+	struct acl_sentinel *s = arg;
+
+	if (c != s->sub)
+		return;
+	log_kv(LOG_WARN, s->sub_up ? "sentinel subscription lost; trying the next sentinel" :
+	    "cannot subscribe to sentinel events; trying the next sentinel",
+	    "sentinel", acl_conn_name(c), "error", why, NULL);
+	s->sub = NULL;
+	s->sub_up = 0;
+	sub_retry(s);
+}
+
+static void
+on_sub_msg(redisAsyncContext *ac, void *r, void *priv)
+{
+	struct acl_sentinel *s = priv;
+	redisReply *reply = r;
+	const char *type;
+
+	if (reply == NULL || s->sub == NULL || ac->data != (void *)s->sub)
+		return;
+	if (reply->type == REDIS_REPLY_ERROR) {
+		struct acl_conn *c = s->sub;
+
+		log_kv(LOG_WARN, "sentinel refused the subscription", "sentinel",
+		    acl_conn_name(c), "error", reply->str, NULL);
+		s->sub = NULL;
+		s->sub_up = 0;
+		acl_conn_close(c);
+		sub_retry(s);
+		return;
+	}
+	if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 3 ||
+	    reply->element[0]->type != REDIS_REPLY_STRING ||
+	    reply->element[1]->type != REDIS_REPLY_STRING)
+		return;
+	type = reply->element[0]->str;
+	if (strcmp(type, "subscribe") == 0) {
+		if (s->sub_confirmed)
+			return;
+		s->sub_confirmed = 1;
+		s->sub_up = 1;
+		s->backoff = BACKOFF_MIN;
+		if (s->sub_timer > 0)
+			stage_cancel_timer(s->st, s->sub_timer);
+		s->sub_timer = 0;
+		log_kv(LOG_INFO, "subscribed to sentinel events", "sentinel",
+		    acl_conn_name(s->sub), NULL);
+		if (s->cbs.subscribed != NULL)
+			s->cbs.subscribed(s->st, acl_conn_name(s->sub), s->ever_up, s->arg);
+		s->ever_up = 1;
+	} else if (strcmp(type, "message") == 0 &&
+	    reply->element[2]->type == REDIS_REPLY_STRING) {
+		struct acl_event ev;
+		const char *ch = reply->element[1]->str, *msg = reply->element[2]->str;
+		int rc = acl_event_parse(ch, msg, s->master, &ev);
+
+		log_kv(LOG_INFO, "sentinel event", "channel", ch, "message", msg, NULL);
+		if (rc < 0)
+			log_kv(LOG_WARN, "malformed sentinel event ignored", "channel", ch, NULL);
+		else if (rc == 1 && s->cbs.event != NULL)
+			s->cbs.event(s->st, &ev, s->arg);
+	}
+}
+
+/* sub_connect_deadline - still not subscribed: give this sentinel up */
+static void
+sub_connect_deadline(struct stage *st, void *arg)
+{
+	struct acl_sentinel *s = arg;
+	struct acl_conn *c = s->sub;
+
+	(void)st;
+	s->sub_timer = 0;
+	if (c == NULL || s->sub_up)
+		return;
+	log_kv(LOG_WARN, "sentinel did not confirm the subscription in time", "sentinel",
+	    acl_conn_name(c), NULL);
+	s->sub = NULL;
+	acl_conn_close(c);
+	sub_retry(s);
+}
+
+static void
+sub_start(struct stage *st, void *arg)
+{
+	struct acl_sentinel *s = arg;
+	struct saddr *sa = &s->a[s->sub_idx % s->n];
+	const char *argv[5] = { "SUBSCRIBE", channels[0], channels[1], channels[2],
+		channels[3] };
+	size_t lens[5];
+	char err[512];
+
+	s->sub_timer = 0;
+	for (int i = 0; i < 5; i++)
+		lens[i] = strlen(argv[i]);
+	s->sub_confirmed = 0;
+	s->sub = acl_conn_open(st, sa->host, sa->port, sa->password, sub_down, s, err,
+	    sizeof(err));
+	if (s->sub == NULL) {
+		log_kv(LOG_WARN, "cannot connect to sentinel", "error", err, NULL);
+		sub_retry(s);
+		return;
+	}
+	acl_conn_keepalive(s->sub);
+	if (acl_conn_cmd(s->sub, on_sub_msg, s, 5, argv, lens) < 0) {
+		struct acl_conn *c = s->sub;
+
+		s->sub = NULL;
+		acl_conn_close(c);
+		sub_retry(s);
+		return;
+	}
+	s->sub_timer = stage_add_timer(st, s->timeout_ms, sub_connect_deadline, s);
+}
+
+int
+acl_sentinel_subscribed(const struct acl_sentinel *s)
+{
+	return s != NULL && s->sub_up;
+}
+
+struct acl_sentinel *
+acl_sentinel_new(struct stage *st, const char *urls, const char *master_name,
+    int64_t timeout_ms, const struct acl_sentinel_cbs *cbs, void *arg, char *err,
+    size_t errlen)
+{
+	struct acl_sentinel *s = xcalloc(1, sizeof(*s));
+	char *list = xstrdup(urls), *save = NULL;
+
+	for (char *u = strtok_r(list, " ,\t\n", &save); u; u = strtok_r(NULL, " ,\t\n", &save)) {
+		struct saddr sa;
+
+		memset(&sa, 0, sizeof(sa));
+		if (acl_parse_addr(u, 1, sa.host, sizeof(sa.host), &sa.port, sa.password,
+		    sizeof(sa.password)) < 0) {
+			/* the URL may hold a password: name its position, not its text */
+			snprintf(err, errlen, "valkey_sentinel_urls: entry %d is not host:port or "
+			    "redis://host:port", s->n + 1);
+			free(list);
+			free(s->a);
+			free(s);
+			return NULL;
+		}
+		s->a = xrealloc(s->a, (size_t)(s->n + 1) * sizeof(*s->a));
+		s->a[s->n++] = sa;
+	}
+	free(list);
+	if (s->n == 0) {
+		snprintf(err, errlen, "valkey_sentinel_urls is empty");
+		free(s);
+		return NULL;
+	}
+	s->st = st;
+	snprintf(s->master, sizeof(s->master), "%s", master_name);
+	s->timeout_ms = timeout_ms;
+	s->cbs = *cbs;
+	s->arg = arg;
+	s->backoff = BACKOFF_MIN;
+	s->sub_timer = stage_add_timer(st, 0, sub_start, s);
+	return s;
+}
+
+void
+acl_sentinel_free(struct acl_sentinel *s)
+{
+	if (s == NULL)
+		return;
+	while (s->discs != NULL) {
+		struct disc *d = s->discs;
+
+		d->done = 1;
+		disc_end_attempt(d);
+		if (d->next > 0)
+			stage_cancel_timer(s->st, d->next);
+		disc_unlink(d);
+		buf_free(&d->errs);
+		free(d);
+	}
+	if (s->sub_timer > 0)
+		stage_cancel_timer(s->st, s->sub_timer);
+	if (s->sub != NULL) {
+		struct acl_conn *c = s->sub;
+
+		s->sub = NULL;
+		acl_conn_close(c);
+	}
+	free(s->a);
+	free(s);
+}

@@ -1,0 +1,308 @@
+/*
+ * acl_store - the acl stage's tenant source off Kubernetes: Tenant
+ * resources in the store (watched, then listed, so nothing put in between
+ * is missed), the resync triggers decoctl writes, conditions written to
+ * the stage's own status fragment, and credentials kept in env files under
+ * <state_dir>/acl.  Env files no Tenant claims at start-up are orphans:
+ * their users are deleted on every node.
+ */
+#include "config.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/json.h"
+#include "common/log.h"
+#include "common/resource.h"
+#include "common/stage.h"
+#include "common/store.h"
+#include "common/store_keys.h"
+#include "common/util.h"
+#include "daemons/acl/acl.h"
+#include "daemons/acl/acl_cmd.h"
+#include "daemons/acl/acl_cred.h"
+
+struct src {
+	struct acl *a;
+	struct stage *st;
+	struct store_watch *watch, *trig;
+	char *tenant_prefix, *trig_prefix;
+	int64_t timer;
+};
+
+/* tenant_from - what a Tenant document asks for: user (out) and enabled */
+static int
+tenant_from(const char *ns, const char *text, size_t len, char *user, size_t userlen)
+{
+	struct json_error je;
+	yajl_val doc = json_parse(text, len, &je);
+	const char *site;
+	int enabled;
+
+	if (doc == NULL) {
+		snprintf(user, userlen, "%s", "");
+		return 0;
+	}
+	/* a Tenant exists to ask for a user: valkeyAcl defaults to true */
+	enabled = json_get_bool(doc, 1, "spec", "valkeyAcl", NULL);
+	site = json_get_str(doc, "spec", "site", NULL);
+	if (site != NULL && *site != '\0')
+		snprintf(user, userlen, "%s", site);
+	else if (acl_user_for_namespace(ns, user, userlen) < 0)
+		snprintf(user, userlen, "%s", "");
+	yajl_tree_free(doc);
+	return enabled;
+}
+
+static void
+on_tenant(void *arg, const struct store_event *ev)
+{
+	struct src *s = arg;
+	char kind[254], ns[254], name[254], user[ACL_USER_MAX + 8];
+
+	if (ev->type == STORE_EV_RELIST) {
+		struct store_list l;
+
+		if (store_list(stage_store(s->st), s->tenant_prefix, &l) < 0) {
+			log_kv(LOG_WARN, "cannot re-list tenants", "error",
+			    store_error(stage_store(s->st)), NULL);
+			return;
+		}
+		for (size_t i = 0; i < l.n; i++) {
+			if (key_parse_resource(l.kvs[i].key, kind, ns, name) < 0)
+				continue;
+			acl_tenant_put(s->a, ns, name, user, tenant_from(ns, l.kvs[i].value,
+			    l.kvs[i].vlen, user, sizeof(user)), 1);
+		}
+		store_list_free(&l);
+		return;
+	}
+	if (key_parse_resource(ev->key, kind, ns, name) < 0 || strcmp(kind, "tenants") != 0)
+		return;
+	if (ev->type == STORE_EV_DELETE) {
+		acl_tenant_del(s->a, ns, name);
+	} else {
+		int enabled = tenant_from(ns, ev->value, ev->vlen, user, sizeof(user));
+
+		/* any change of the resource (the valkey-acl-sync annotation too) rechecks */
+		acl_tenant_put(s->a, ns, name, user, enabled, 1);
+	}
+}
+
+static void
+on_trigger(void *arg, const struct store_event *ev)
+{
+	struct src *s = arg;
+	char ns[254], name[254];
+	const char *rest;
+
+	if (ev->type != STORE_EV_PUT || strncmp(ev->key, s->trig_prefix,
+	    strlen(s->trig_prefix)) != 0)
+		return;
+	rest = ev->key + strlen(s->trig_prefix);
+	if (strcmp(rest, "_all") == 0)
+		acl_resync(s->a, NULL, NULL);
+	else if (sscanf(rest, "%253[^/]/%253[^/]", ns, name) == 2)
+		acl_resync(s->a, ns, name);
+}
+
+static void
+dispatch(struct src *s)
+{
+	if (s->watch != NULL && store_watch_dispatch(s->watch) < 0)
+		log_kv(LOG_WARN, "store watch error", "error", store_error(stage_store(s->st)),
+		    NULL);
+	if (s->trig != NULL && store_watch_dispatch(s->trig) < 0)
+		log_kv(LOG_WARN, "store watch error", "error", store_error(stage_store(s->st)),
+		    NULL);
+}
+
+static void
+on_watch_fd(struct stage *st, int fd, short revents, void *arg)
+{
+	(void)st;
+	(void)fd;
+	(void)revents;
+	dispatch(arg);
+}
+
+static void
+watch_timer(struct stage *st, void *arg)
+{
+	struct src *s = arg;
+	int t = 1000, t2;
+
+	dispatch(s);
+	if ((t2 = store_watch_timeout_ms(s->watch)) > 0 && t2 < t)
+		t = t2;
+	if ((t2 = store_watch_timeout_ms(s->trig)) > 0 && t2 < t)
+		t = t2;
+	s->timer = stage_add_timer(st, t, watch_timer, s);
+}
+
+static struct store_watch *
+watch(struct src *s, const char *prefix, store_watch_cb cb)
+{
+	struct store_watch *w = store_watch_new(stage_store(s->st), prefix, 0, cb, s);
+	int fd;
+
+	if (w == NULL) {
+		log_kv(LOG_ERROR, "cannot watch the store", "prefix", prefix, "error",
+		    store_error(stage_store(s->st)), NULL);
+		return NULL;
+	}
+	if ((fd = store_watch_fd(w)) >= 0)
+		stage_add_fd(s->st, fd, POLLIN, on_watch_fd, s);
+	return w;
+}
+
+/* orphans - env files whose namespace no Tenant claims */
+static void
+orphans(struct src *s)
+{
+	const char *dir = acl_state_dir(s->a);
+	DIR *d = opendir(dir);
+	struct dirent *e;
+
+	if (d == NULL)
+		return;
+	while ((e = readdir(d)) != NULL) {
+		char ns[256], user[ACL_USER_MAX], pw[128];
+		size_t n = strlen(e->d_name);
+
+		if (n <= 4 || n - 4 >= sizeof(ns) || strcmp(e->d_name + n - 4, ".env") != 0)
+			continue;
+		snprintf(ns, sizeof(ns), "%.*s", (int)(n - 4), e->d_name);
+		if (acl_env_read(dir, ns, user, sizeof(user), pw, sizeof(pw)) == 0)
+			acl_orphan(s->a, ns, user);
+		memset(pw, 0, sizeof(pw));
+	}
+	closedir(d);
+}
+
+static void *
+src_start(struct acl *a, struct stage *st)
+{
+	struct src *s = xcalloc(1, sizeof(*s));
+	struct store_list l;
+	char kind[254], ns[254], name[254], user[ACL_USER_MAX + 8];
+
+	s->a = a;
+	s->st = st;
+	s->tenant_prefix = key_resource_prefix("tenants", NULL);
+	s->trig_prefix = key_acl_resync_prefix();
+	if ((s->watch = watch(s, s->tenant_prefix, on_tenant)) == NULL ||
+	    (s->trig = watch(s, s->trig_prefix, on_trigger)) == NULL)
+		goto fail;
+	if (store_list(stage_store(st), s->tenant_prefix, &l) < 0) {
+		log_kv(LOG_ERROR, "cannot list tenants", "error", store_error(stage_store(st)),
+		    NULL);
+		goto fail;
+	}
+	for (size_t i = 0; i < l.n; i++) {
+		int enabled;
+
+		if (key_parse_resource(l.kvs[i].key, kind, ns, name) < 0)
+			continue;
+		enabled = tenant_from(ns, l.kvs[i].value, l.kvs[i].vlen, user, sizeof(user));
+		acl_tenant_put(a, ns, name, user, enabled, 0);
+	}
+	store_list_free(&l);
+	orphans(s);
+	s->timer = stage_add_timer(st, 1000, watch_timer, s);
+	return s;
+fail:
+	store_watch_free(s->watch);
+	store_watch_free(s->trig);
+	free(s->tenant_prefix);
+	free(s->trig_prefix);
+	free(s);
+	return NULL;
+}
+
+static void
+src_stop(void *state)
+{
+	struct src *s = state;
+
+	if (s->timer > 0)
+		stage_cancel_timer(s->st, s->timer);
+	store_watch_free(s->watch);
+	store_watch_free(s->trig);
+	free(s->tenant_prefix);
+	free(s->trig_prefix);
+	free(s);
+}
+
+static void
+src_report(void *state, const char *ns, const char *name, const char *user,
+    const char *status, const char *reason, const char *message)
+{
+	struct src *s = state;
+	struct store *store = stage_store(s->st);
+	struct buf b;
+	struct jw w;
+
+	if (status_set_condition(store, stage_journal(s->st), "tenants", ns, name, "acl",
+	    "Provisioned", status, reason, message) < 0)
+		log_kv(LOG_WARN, "cannot write the tenant's condition", "ns", ns, "name", name,
+		    "error", store_error(store), NULL);
+	buf_init(&b);
+	jw_init(&w, &b);
+	jw_obj(&w);
+	jw_key(&w, "username");
+	jw_str(&w, user);
+	jw_end_obj(&w);
+	buf_addc(&b, '\0');
+	if (status_set_fields(store, "tenants", ns, name, "acl", b.data) < 0)
+		log_kv(LOG_WARN, "cannot write the tenant's status", "ns", ns, "name", name,
+		    "error", store_error(store), NULL);
+	buf_free(&b);
+}
+
+static int
+src_cred_load(void *state, const char *ns, char *user, size_t userlen, char *password,
+    size_t pwlen)
+{
+	struct src *s = state;
+
+	return acl_env_read(acl_state_dir(s->a), ns, user, userlen, password, pwlen);
+}
+
+static int
+src_cred_save(void *state, const char *ns, const char *user, const char *password,
+    char *err, size_t errlen)
+{
+	struct src *s = state;
+	char path[4096];
+
+	if (acl_env_write(acl_state_dir(s->a), ns, user, password) < 0) {
+		if (acl_env_path(acl_state_dir(s->a), ns, path, sizeof(path)) < 0)
+			snprintf(path, sizeof(path), "%s/?", acl_state_dir(s->a));
+		snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+static int
+src_cred_remove(void *state, const char *ns)
+{
+	struct src *s = state;
+
+	return acl_env_remove(acl_state_dir(s->a), ns);
+}
+
+const struct acl_source acl_source_store = {
+	.name = "store",
+	.start = src_start,
+	.stop = src_stop,
+	.report = src_report,
+	.cred_load = src_cred_load,
+	.cred_save = src_cred_save,
+	.cred_remove = src_cred_remove,
+};
