@@ -48,6 +48,7 @@ struct cli {
 int cli_apply(struct cli *c);
 int cli_delete(struct cli *c);
 int cli_sync(struct cli *c);
+int cli_acl(struct cli *c);
 int cli_get(struct cli *c);
 int cli_status(struct cli *c);
 int cli_describe(struct cli *c);

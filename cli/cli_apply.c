@@ -1,7 +1,8 @@
 /*
  * cli_apply - the commands that write to the store: apply (YAML or JSON,
- * one or many documents, each through resource_put), delete, and sync
- * (the "fetch now" trigger the fetcher watches).
+ * one or many documents, each through resource_put), delete, sync
+ * (the "fetch now" trigger the fetcher watches) and acl resync (the
+ * "check ACL users now" trigger the acl stage watches).
  */
 #include "config.h"
 
@@ -237,5 +238,39 @@ cli_sync(struct cli *c)
 	if (rc < 0)
 		return cli_error("cannot write the sync trigger: %s", store_error(c->st));
 	printf("decofile/%s sync requested\n", name);
+	return CLI_OK;
+}
+
+/* cli_acl - "acl resync [TENANT]": the acl stage's resync trigger */
+int
+cli_acl(struct cli *c)
+{
+	const char *name = c->argc > 1 ? c->argv[1] : NULL;
+	yajl_val doc = NULL;
+	char err[512], nonce[32], *key;
+	int rc;
+
+	if (strcmp(c->argv[0], "resync") != 0)
+		return cli_usage_error(c, "unknown acl command \"%s\" (resync)", c->argv[0]);
+	if (cli_store(c) == NULL)
+		return CLI_FAIL;
+	if (name != NULL) {
+		rc = resource_get(c->st, "tenants", c->ns, name, &doc, err, sizeof(err));
+		if (rc < 0)
+			return cli_error("%s", err);
+		if (rc == 1)
+			return cli_not_found("tenants", name);
+		yajl_tree_free(doc);
+	}
+	snprintf(nonce, sizeof(nonce), "%lld", (long long)wall_ms());
+	key = name != NULL ? key_acl_resync(c->ns, name) : key_acl_resync(NULL, NULL);
+	rc = store_put(c->st, key, nonce, strlen(nonce));
+	free(key);
+	if (rc < 0)
+		return cli_error("cannot write the resync trigger: %s", store_error(c->st));
+	if (name != NULL)
+		printf("tenant/%s resync requested\n", name);
+	else
+		printf("resync of every tenant requested\n");
 	return CLI_OK;
 }

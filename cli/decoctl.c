@@ -94,6 +94,13 @@ static const struct command commands[] = {
 	  "make the fetcher poll a decofile's source now",
 	  "Writes a trigger the fetcher watches, so it fetches without waiting\n"
 	  "for the next poll.\n" },
+	{ "acl", cli_acl, "", 1, 2, "acl resync [TENANT]",
+	  "make the acl stage re-check ACL users on every Valkey node now",
+	  "acl resync TENANT   re-provision the Tenant's user (in -n) on the master\n"
+	  "                    and every replica now (a user deleted by hand comes\n"
+	  "                    back, and is counted as self-healed)\n"
+	  "acl resync          the same for every tenant\n"
+	  "Writes a trigger the acl stage watches, as sync does for the fetcher.\n" },
 	{ "history", cli_history, "ol", 1, 1, "history NAME",
 	  "the journal's record of a decofile, oldest first",
 	  "Fetches (commit, tree), renders (hash, format, size), publishes\n"

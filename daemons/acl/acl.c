@@ -59,6 +59,7 @@ struct tenant {
 /* a user to delete on every node; its credentials go once it is gone */
 struct gone {
 	char ns[NAME_MAX_], user[ACL_USER_MAX];
+	int counted;		/* gone from every reachable node: counted, creds removed */
 	struct gone *next;
 };
 
@@ -87,6 +88,9 @@ struct job {
 	char addr[ACL_HOST_MAX + 8];
 	struct acl_conn *conn;
 	int pending;
+	int replies;		/* answers received: 0 means never reached */
+	int maybe_down;		/* Sentinel flags it down or not (yet) connected */
+	int down;		/* maybe_down and never reached: skipped, not failed */
 	int closed;
 	int64_t deadline;
 	struct cref *refs;
@@ -453,6 +457,8 @@ on_reply(redisAsyncContext *ac, void *rp, void *priv)
 
 	if (j->closed || j->conn == NULL || ac->data != (void *)j->conn)
 		return;
+	if (reply != NULL)
+		j->replies++;
 	if (reply == NULL) {
 		char why[256];
 
@@ -569,13 +575,14 @@ round_nodes(struct round *r, const struct acl_node_addr *nodes, int n)
 
 	r->jobs = xcalloc((size_t)n + 1, sizeof(*r->jobs));
 	for (int i = 0; i < n; i++) {
-		if (nodes[i].down) {
-			buf_printf(&r->skipped, "%s%s:%d", r->skipped.len ? ", " : "",
-			    nodes[i].host, nodes[i].port);
-			continue;
-		}
+		/*
+		 * a node Sentinel flags down (or has not reconnected to since a
+		 * failover reset its list) is still tried: if it answers it is
+		 * provisioned; if it cannot be reached it counts as down, not failed
+		 */
 		r->jobs[k].r = r;
 		r->jobs[k].idx = k;
+		r->jobs[k].maybe_down = nodes[i].down;
 		snprintf(r->jobs[k].host, sizeof(r->jobs[k].host), "%s", nodes[i].host);
 		r->jobs[k].port = nodes[i].port;
 		snprintf(r->jobs[k].addr, sizeof(r->jobs[k].addr), "%s:%d", nodes[i].host,
@@ -587,10 +594,7 @@ round_nodes(struct round *r, const struct acl_node_addr *nodes, int n)
 	for (size_t i = 0; i < r->nops; i++)
 		r->ops[i].cells = xcalloc((size_t)k + 1, sizeof(struct cell));
 	if (k == 0) {
-		snprintf(r->fail_all, sizeof(r->fail_all), "no reachable Valkey node%s%s",
-		    r->skipped.len ? " (down: " : "", r->skipped.len ? r->skipped.data : "");
-		if (r->skipped.len)
-			strncat(r->fail_all, ")", sizeof(r->fail_all) - strlen(r->fail_all) - 1);
+		snprintf(r->fail_all, sizeof(r->fail_all), "no Valkey node to provision");
 		r->finish_timer = stage_add_timer(r->a->st, 0, round_finish, r);
 		return;
 	}
@@ -667,7 +671,10 @@ round_start(struct stage *st, void *arg)
 		return;		/* kicked again when it ends */
 	for (struct tenant *t = a->tenants; t != NULL && !any; t = t->next)
 		any = t->dirty && t->refused == OK_;
-	if (!full && !any && a->gone == NULL) {
+	/* a deletion only waiting for a down node rides along, it starts nothing */
+	for (struct gone *g = a->gone; g != NULL && !any; g = g->next)
+		any = !g->counted;
+	if (!full && !any) {
 		if (a->nwant_nodes == 0)
 			return;
 		node_only = 1;
@@ -701,7 +708,7 @@ round_start(struct stage *st, void *arg)
 		snprintf(op->user, sizeof(op->user), "%s", t->user);
 		memcpy(op->password, t->password, sizeof(op->password));
 	}
-	if (!node_only) {
+	{
 		for (struct gone *g = a->gone; g != NULL; g = g->next) {
 			struct rop *op = round_op(r);
 
@@ -749,6 +756,8 @@ finish_upsert(struct acl *a, struct round *r, struct rop *op, struct journal *jn
 		struct cell *cl = &op->cells[k];
 		const char *addr = r->jobs[k].addr;
 
+		if (r->jobs[k].down)
+			continue;
 		if (cl->status == CELL_OK) {
 			ok++;
 			if (cl->created) {
@@ -784,8 +793,8 @@ finish_upsert(struct acl *a, struct round *r, struct rop *op, struct journal *jn
 		if (!r->node_only) {
 			t->provisioned = 1;
 			if (r->skipped.len)
-				snprintf(msg, sizeof(msg), "ACL user %s provisioned on %d of %d nodes; "
-				    "down, provisioned when back: %s", op->user, ok, ok,
+				snprintf(msg, sizeof(msg), "ACL user %s provisioned on %d nodes; "
+				    "down, provisioned when back: %s", op->user, ok,
 				    r->skipped.data);
 			else
 				snprintf(msg, sizeof(msg), "ACL user %s provisioned on %d of %d nodes",
@@ -804,18 +813,25 @@ finish_upsert(struct acl *a, struct round *r, struct rop *op, struct journal *jn
 	return bad > 0;
 }
 
-/* finish_delete - apply one deletion's results; 1 if it failed somewhere */
+/*
+ * finish_delete - apply one deletion's results; 1 if it failed somewhere.
+ * A node that was down keeps the deletion pending (every later round,
+ * node events included, sends DELUSER again) but is no failure.
+ */
 static int
 finish_delete(struct acl *a, struct round *r, struct rop *op, struct journal *jn)
 {
 	char object[600], detail[700];
-	int bad = r->fail_all[0] != '\0';
+	int bad = r->fail_all[0] != '\0', down = 0;
+	struct gone *g, **pp;
 
 	snprintf(object, sizeof(object), "user/%s", op->user);
 	for (int k = 0; k < r->njobs; k++) {
 		struct cell *cl = &op->cells[k];
 
-		if (cl->status == CELL_OK) {
+		if (r->jobs[k].down) {
+			down = 1;
+		} else if (cl->status == CELL_OK) {
 			snprintf(detail, sizeof(detail), "ns=%s node=%s", op->ns, r->jobs[k].addr);
 			journal_audit(jn, STAGE, object, "acl-delete", detail);
 		} else {
@@ -825,26 +841,29 @@ finish_delete(struct acl *a, struct round *r, struct rop *op, struct journal *jn
 			    "node", r->jobs[k].addr, "error", cl->err, NULL);
 		}
 	}
-	if (bad)
-		return 1;
+	if (bad || r->node_only)
+		return bad;
 	/* still wanted (a tenant took the user back meanwhile): keep it */
 	for (struct tenant *t = a->tenants; t != NULL; t = t->next)
 		if (strcmp(t->user, op->user) == 0 && t->refused == OK_)
 			return 0;
-	for (struct gone **pp = &a->gone; *pp != NULL; pp = &(*pp)->next) {
-		if (strcmp((*pp)->user, op->user) == 0 && strcmp((*pp)->ns, op->ns) == 0) {
-			struct gone *g = *pp;
-
-			*pp = g->next;
-			free(g);
+	for (pp = &a->gone; (g = *pp) != NULL; pp = &g->next)
+		if (strcmp(g->user, op->user) == 0 && strcmp(g->ns, op->ns) == 0)
 			break;
-		}
+	if (g == NULL)
+		return 0;
+	if (!g->counted) {
+		g->counted = 1;
+		metrics_add(a->m, M_DEL, NULL, 1);
+		log_kv(LOG_INFO, down ? "ACL user deleted on every reachable node" :
+		    "ACL user deleted on every node", "ns", op->ns, "user", op->user, NULL);
+		if (!ns_has_tenant(a, op->ns) && a->src->cred_remove(a->src_state, op->ns) < 0)
+			log_kv(LOG_WARN, "cannot remove the credentials", "ns", op->ns, NULL);
 	}
-	metrics_add(a->m, M_DEL, NULL, 1);
-	log_kv(LOG_INFO, "ACL user deleted on every node", "ns", op->ns, "user", op->user,
-	    NULL);
-	if (!ns_has_tenant(a, op->ns) && a->src->cred_remove(a->src_state, op->ns) < 0)
-		log_kv(LOG_WARN, "cannot remove the credentials", "ns", op->ns, NULL);
+	if (!down) {
+		*pp = g->next;
+		free(g);
+	}
 	return 0;
 }
 
@@ -885,6 +904,15 @@ round_finish(struct stage *st, void *arg)
 	int failed = 0, began;
 	char ms[32], nt[32], nn[32];
 
+	for (int k = 0; k < r->njobs; k++) {
+		struct job *j = &r->jobs[k];
+
+		if (j->maybe_down && j->replies == 0 && r->nops > 0 &&
+		    r->ops[0].cells[k].status == CELL_FAILED) {
+			j->down = 1;
+			buf_printf(&r->skipped, "%s%s", r->skipped.len ? ", " : "", j->addr);
+		}
+	}
 	began = journal_begin(jn) == 0;
 	for (size_t i = 0; i < r->nops; i++)
 		failed |= r->ops[i].del ? finish_delete(a, r, &r->ops[i], jn) :
@@ -1089,7 +1117,7 @@ acl_init(struct stage *st)
 		    "valkey_url (VALKEY_URL)", NULL);
 		return -1;
 	}
-	if ((a->src_state = a->src->start(a, st)) == NULL)
+	if ((a->src_state = a->src->start(a, st)) == NULL || a->src->load(a->src_state) < 0)
 		return -1;
 	a->want_full = 1;
 	a->want_why = "start";

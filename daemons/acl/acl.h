@@ -16,8 +16,10 @@ struct acl;
 
 struct acl_source {
 	const char *name;
-	/* start delivering tenants; NULL state on failure (fatal at start-up) */
+	/* start watching; NULL state on failure (fatal at start-up) */
 	void *(*start)(struct acl *a, struct stage *st);
+	/* then deliver every tenant there is now, and the orphans; 0 or -1 */
+	int (*load)(void *state);
 	void (*stop)(void *state);
 	/* the tenant's Provisioned condition (and its user) changed */
 	void (*report)(void *state, const char *ns, const char *name, const char *user,

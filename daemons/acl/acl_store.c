@@ -188,20 +188,35 @@ static void *
 src_start(struct acl *a, struct stage *st)
 {
 	struct src *s = xcalloc(1, sizeof(*s));
-	struct store_list l;
-	char kind[254], ns[254], name[254], user[ACL_USER_MAX + 8];
 
 	s->a = a;
 	s->st = st;
 	s->tenant_prefix = key_resource_prefix("tenants", NULL);
 	s->trig_prefix = key_acl_resync_prefix();
+	/* watch first, then list (src_load): nothing put in between is missed */
 	if ((s->watch = watch(s, s->tenant_prefix, on_tenant)) == NULL ||
-	    (s->trig = watch(s, s->trig_prefix, on_trigger)) == NULL)
-		goto fail;
-	if (store_list(stage_store(st), s->tenant_prefix, &l) < 0) {
-		log_kv(LOG_ERROR, "cannot list tenants", "error", store_error(stage_store(st)),
+	    (s->trig = watch(s, s->trig_prefix, on_trigger)) == NULL) {
+		store_watch_free(s->watch);
+		free(s->tenant_prefix);
+		free(s->trig_prefix);
+		free(s);
+		return NULL;
+	}
+	s->timer = stage_add_timer(st, 1000, watch_timer, s);
+	return s;
+}
+
+static int
+src_load(void *state)
+{
+	struct src *s = state;
+	struct store_list l;
+	char kind[254], ns[254], name[254], user[ACL_USER_MAX + 8];
+
+	if (store_list(stage_store(s->st), s->tenant_prefix, &l) < 0) {
+		log_kv(LOG_ERROR, "cannot list tenants", "error", store_error(stage_store(s->st)),
 		    NULL);
-		goto fail;
+		return -1;
 	}
 	for (size_t i = 0; i < l.n; i++) {
 		int enabled;
@@ -209,19 +224,11 @@ src_start(struct acl *a, struct stage *st)
 		if (key_parse_resource(l.kvs[i].key, kind, ns, name) < 0)
 			continue;
 		enabled = tenant_from(ns, l.kvs[i].value, l.kvs[i].vlen, user, sizeof(user));
-		acl_tenant_put(a, ns, name, user, enabled, 0);
+		acl_tenant_put(s->a, ns, name, user, enabled, 0);
 	}
 	store_list_free(&l);
 	orphans(s);
-	s->timer = stage_add_timer(st, 1000, watch_timer, s);
-	return s;
-fail:
-	store_watch_free(s->watch);
-	store_watch_free(s->trig);
-	free(s->tenant_prefix);
-	free(s->trig_prefix);
-	free(s);
-	return NULL;
+	return 0;
 }
 
 static void
@@ -300,6 +307,7 @@ src_cred_remove(void *state, const char *ns)
 const struct acl_source acl_source_store = {
 	.name = "store",
 	.start = src_start,
+	.load = src_load,
 	.stop = src_stop,
 	.report = src_report,
 	.cred_load = src_cred_load,
