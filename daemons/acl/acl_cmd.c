@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/log.h"
 #include "common/util.h"
 #include "daemons/acl/acl_cmd.h"
 
@@ -191,19 +192,15 @@ acl_event_parse(const char *channel, const char *msg, const char *master_name,
     struct acl_event *ev)
 {
 	char w[9][ACL_HOST_MAX];
-	char fmt[64];
 	int n;
 	long port;
 	char *e;
 
 	memset(ev, 0, sizeof(*ev));
-	snprintf(fmt, sizeof(fmt), "%%%ds %%%ds %%%ds %%%ds %%%ds %%%ds %%%ds %%%ds %%%ds",
-	    ACL_HOST_MAX - 1, ACL_HOST_MAX - 1, ACL_HOST_MAX - 1, ACL_HOST_MAX - 1,
-	    ACL_HOST_MAX - 1, ACL_HOST_MAX - 1, ACL_HOST_MAX - 1, ACL_HOST_MAX - 1,
-	    ACL_HOST_MAX - 1);
 	if (channel == NULL || msg == NULL)
 		return -1;
-	n = sscanf(msg, fmt, w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7], w[8]);
+	/* 255 = ACL_HOST_MAX - 1 */
+	n = sscanf(msg, "%255s %255s %255s %255s %255s %255s %255s %255s %255s", w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7], w[8]);
 	if (strcmp(channel, "+switch-master") == 0) {
 		if (n != 5)
 			return -1;
@@ -243,7 +240,7 @@ acl_event_parse(const char *channel, const char *msg, const char *master_name,
 	}
 	ev->kind = ACL_EV_NODE;
 	snprintf(ev->master_name, sizeof(ev->master_name), "%s", master_name);
-	snprintf(ev->role, sizeof(ev->role), "%s", w[0]);
+	snprintf(ev->role, sizeof(ev->role), "%.15s", w[0]);
 	snprintf(ev->host, sizeof(ev->host), "%s", w[2]);
 	ev->port = (int)port;
 	return 1;

@@ -212,7 +212,7 @@ void
 acl_conn_keepalive(struct acl_conn *c)
 {
 	if (c != NULL && c->ac != NULL && !c->gone)
-		(void)redisKeepAlive(&c->ac->c, 15);
+		(void)redisEnableKeepAlive(&c->ac->c);
 }
 
 void

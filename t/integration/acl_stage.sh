@@ -8,8 +8,9 @@
 # master; the old master, restarted empty, is re-provisioned; a removed
 # tenant's user goes from every node; a restart reuses the passwords and
 # the periodic resync heals; with no sentinel reachable the condition says
-# why, rounds are retried and the stage stays up; no password in any log,
-# the journal, the store or the stage's argv.
+# why, rounds are retried and the stage stays up; the supervisor runs the
+# stage when `stages` names it, here with one node from VALKEY_URL; no
+# password in any log, the journal, the store or the stage's argv.
 . "$top_srcdir/t/lib/common.sh"
 . "$top_srcdir/t/lib/valkey.sh"
 
@@ -216,13 +217,35 @@ check "rounds are retried" wait_for 20 retried
 check "the stage stays up" alive "$NPID"
 check "the subscription keeps trying" grep -q 'trying the next sentinel' "$T/acl-nosentinel.log"
 
+# --- under the supervisor, one node named by VALKEY_URL -----------------------------------
+mkdir -p "$T/libexec"
+ln -s "$ACL" "$T/libexec/acl"
+cat > "$T/conf3" <<CONF
+state_dir = $T/state3
+runtime_dir = $T/run3
+store = local:$T/store3
+libexec_dir = $T/libexec
+stages = acl
+valkey_admin_password_file = $T/admin.pw
+CONF
+printf 'apiVersion: deco.sites/v1alpha1\nkind: Tenant\nmetadata: {name: solo, namespace: sites-solo}\nspec: {valkeyAcl: true}\n' > "$T/solo.yaml"
+"$CTL" -c "$T/conf3" apply -f "$T/solo.yaml" >/dev/null
+VALKEY_URL="redis://127.0.0.1:$NEWM" "$(bin decod)" -c "$T/conf3" > "$T/decod.log" 2>&1 &
+track_pid $!
+stage_ready() { "$CTL" -c "$T/conf3" stages 2>/dev/null | grep -q '^acl .*READY'; }
+check "the supervisor runs the acl stage when stages names it" wait_for 20 stage_ready
+check "VALKEY_URL: the user (namespace without sites-) is made on that node" wait_for 15 has_user "$NEWM" solo
+SOLO_PW=$(sed -n 's/^LOADER_CACHE_REDIS_PASSWORD=//p' "$T/state3/acl/sites-solo.env")
+is "$(vk_as solo "$SOLO_PW" "$NEWM" set solo:x 1)" OK "as solo: SET solo:x works"
+
 # --- no password anywhere ---------------------------------------------------------------
 sql .dump > "$T/journal.dump" 2>/dev/null
 sqlite3 "$T/state2/journal.db" .dump > "$T/journal2.dump" 2>/dev/null
+sqlite3 "$T/state3/journal.db" .dump > "$T/journal3.dump" 2>/dev/null
 hits=0
-for pw in "$LOJA_PW" "$SHOP_PW" "$VK_ADMIN"; do
-	n=$(grep -rlF -- "$pw" "$T"/acl*.log "$T"/vk/*.log "$T/journal.dump" "$T/journal2.dump" \
-	    "$T/store" "$T/store2" 2>/dev/null | wc -l)
+for pw in "$LOJA_PW" "$SHOP_PW" "$SOLO_PW" "$VK_ADMIN"; do
+	n=$(grep -rlF -- "$pw" "$T"/acl*.log "$T/decod.log" "$T"/vk/*.log "$T/journal.dump" "$T/journal2.dump" "$T/journal3.dump" \
+	    "$T/store" "$T/store2" "$T/store3" 2>/dev/null | wc -l)
 	hits=$((hits + n))
 	tr '\0' ' ' < "/proc/$APID/cmdline" | grep -qF -- "$pw" && hits=$((hits + 1))
 done
