@@ -42,3 +42,7 @@ t_stage_testtool_LDADD = $(TEST_LIBS)
 check_PROGRAMS += t/unit/s3key_test
 t_unit_s3key_test_LDADD = $(TEST_LIBS)
 TESTS += t/unit/s3key_test
+
+# hostile input (issue 13)
+TESTS += t/integration/hostile_depth.sh
+EXTRA_DIST += t/integration/hostile_depth.sh
