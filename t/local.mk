@@ -43,6 +43,6 @@ check_PROGRAMS += t/unit/s3key_test
 t_unit_s3key_test_LDADD = $(TEST_LIBS)
 TESTS += t/unit/s3key_test
 
-# hostile input (issue 13)
-TESTS += t/integration/hostile_depth.sh
-EXTRA_DIST += t/integration/hostile_depth.sh
+# a real Kubernetes control plane (t/lib/kube.sh; KUBEBUILDER_ASSETS)
+TESTS += t/integration/kube_harness.sh
+EXTRA_DIST += t/integration/kube_harness.sh t/lib/kube.sh
