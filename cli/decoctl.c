@@ -459,10 +459,48 @@ cli_condition_status(yajl_val status, const char *type)
 	return s ? s : "-";
 }
 
+/*
+ * redact_urls - replace the userinfo of every "url" string that carries
+ * credentials (stored before apply refused them) with "***", in place.
+ */
+static void
+redact_urls(yajl_val v, int depth)
+{
+	if (v == NULL || depth > json_get_max_depth())
+		return;
+	if (YAJL_IS_ARRAY(v)) {
+		for (size_t i = 0; i < v->u.array.len; i++)
+			redact_urls(v->u.array.values[i], depth + 1);
+		return;
+	}
+	if (!YAJL_IS_OBJECT(v))
+		return;
+	for (size_t i = 0; i < v->u.object.len; i++) {
+		yajl_val x = v->u.object.values[i];
+
+		if (strcmp(v->u.object.keys[i], "url") == 0 && YAJL_IS_STRING(x) &&
+		    url_has_credentials(x->u.string)) {
+			char *s = x->u.string, *scheme = strstr(s, "://"), *host, *end, *at;
+
+			host = scheme + 3;
+			end = host + strcspn(host, "/?#");
+			for (at = end; at > host && at[-1] != '@'; at--)
+				;
+			x->u.string = xasprintf("%.*s***%s", (int)(host - s), s, at - 1);
+			free(s);
+		} else {
+			redact_urls(x, depth + 1);
+		}
+	}
+}
+
 int
 cli_print(struct cli *c, yajl_val v)
 {
-	int rc = c->out == OUT_YAML ? cli_print_yaml(stdout, v) : cli_print_json(stdout, v);
+	int rc;
+
+	redact_urls(v, 0);
+	rc = c->out == OUT_YAML ? cli_print_yaml(stdout, v) : cli_print_json(stdout, v);
 
 	if (rc < 0)
 		return cli_error("cannot write the output");

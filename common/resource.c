@@ -221,6 +221,13 @@ resource_validate(yajl_val doc, const char *plural, const char *name, const char
 		snprintf(err, errlen, "spec must be an object");
 		return -1;
 	}
+	if ((strcmp(plural, "decofiles") == 0 || strcmp(plural, "templates") == 0) &&
+	    url_has_credentials(json_get_str(doc, "spec", "git", "url", NULL))) {
+		snprintf(err, errlen, "spec.git.url carries credentials (user:password@ "
+		    "or token@): they would show in ps, logs and decoctl get; put them in "
+		    "a file under secrets_dir and name it in spec.git.secret");
+		return -1;
+	}
 	if (strcmp(plural, "decofiles") == 0) {
 		const char *dep = json_get_str(doc, "spec", "deploymentId", NULL);
 
