@@ -42,3 +42,6 @@ t_stage_testtool_LDADD = $(TEST_LIBS)
 check_PROGRAMS += t/unit/s3key_test
 t_unit_s3key_test_LDADD = $(TEST_LIBS)
 TESTS += t/unit/s3key_test
+
+TESTS += t/integration/check_config.sh
+EXTRA_DIST += t/integration/check_config.sh

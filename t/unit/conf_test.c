@@ -11,6 +11,34 @@
 
 static char dir[] = "/tmp/conf_test.XXXXXX";
 
+/*
+ * test_bad_numbers - every duration and size setting refuses non-finite,
+ * negative and overflowing values, and the error names the setting
+ */
+static void
+test_bad_numbers(void)
+{
+	static const char *const bad[] = {
+		"nan", "inf", "-inf", "infinity", "-1", "-0", "1e400", "0x10",
+		"99999999999999999999999h", "1e30",
+	};
+	const struct conf_setting *s;
+	struct conf *cf = conf_new();
+	char err[256];
+
+	for (s = conf_settings(); s->name != NULL; s++) {
+		if (s->type != CONF_DURATION && s->type != CONF_SIZE)
+			continue;
+		for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+			err[0] = '\0';
+			ok(conf_set(cf, s->name, bad[i], err, sizeof(err)) == -1 &&
+			    strncmp(err, s->name, strlen(s->name)) == 0,
+			    "%s = %s refused, naming the setting", s->name, bad[i]);
+		}
+	}
+	conf_free(cf);
+}
+
 static char *
 write_conf(const char *name, const char *text)
 {
@@ -104,6 +132,7 @@ main(void)
 	ok(conf_set(cf, "brotli_quality", "12", err, sizeof(err)) == -1 &&
 	    strstr(err, "brotli_quality") != NULL, "range error names the setting");
 	conf_free(cf);
+	test_bad_numbers();
 	free(path);
 	rm_rf(dir);
 	return done_testing();
