@@ -131,15 +131,14 @@ reload(struct sup *s)
 			child_stop(s, c, conf_get_ms(cf, "stop_timeout"));
 		} else if (c->digest != NULL && strcmp(d, c->digest) != 0 && c->pid > 0) {
 			log_kv(LOG_INFO, "settings changed; restarting stage", "stage", c->name, NULL);
-			c->restart_now = 1;
-			child_stop(s, c, conf_get_ms(cf, "stop_timeout"));
+			child_event(s, c, CHILD_EV_RESTART);
 		} else if (c->live_digest != NULL && strcmp(l, c->live_digest) != 0 &&
 		    c->pid > 0) {
 			log_kv(LOG_INFO, "settings changed; telling stage to reload", "stage",
 			    c->name, NULL);
-			kill(c->pid, SIGHUP);
+			child_event(s, c, CHILD_EV_HUP);
 		} else if (c->state == CHILD_DOWN && !c->admin_down) {
-			child_start(s, c);
+			child_event(s, c, CHILD_EV_START);
 		}
 		free(c->digest);
 		c->digest = d;
@@ -164,7 +163,7 @@ shutdown_all(struct sup *s)
 		struct child *c = &s->children[i];
 
 		if (c->pid <= 0) {
-			c->state = CHILD_DOWN;
+			child_stop(s, c, 0);
 			continue;
 		}
 		grace = deadline - now_ms();
@@ -259,7 +258,7 @@ main(int argc, char **argv)
 	for (size_t i = 0; i < s->nchildren; i++) {
 		s->children[i].digest = child_digest(s->cf, s->children[i].name, 0);
 		s->children[i].live_digest = child_digest(s->cf, s->children[i].name, 1);
-		child_start(s, &s->children[i]);
+		child_event(s, &s->children[i], CHILD_EV_START);
 	}
 	wd_interval = sd_watchdog_interval_ms();
 	log_kv(LOG_INFO, "supervisor running", "stages", conf_get(s->cf, "stages"), NULL);
