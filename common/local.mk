@@ -17,4 +17,4 @@ libdecod_a_SOURCES = \
 	common/store_keys.c common/store_keys.h \
 	common/resource.c common/resource.h \
 	common/s3key.c common/s3key.h \
-	proto/proto.c proto/proto.h
+	proto/proto.c proto/proto.h proto/proto_detail.c proto/proto_tree.c
