@@ -43,6 +43,10 @@ check_PROGRAMS += t/unit/s3key_test
 t_unit_s3key_test_LDADD = $(TEST_LIBS)
 TESTS += t/unit/s3key_test
 
+# a real Kubernetes control plane (t/lib/kube.sh; KUBEBUILDER_ASSETS)
+TESTS += t/integration/kube_harness.sh
+EXTRA_DIST += t/integration/kube_harness.sh t/lib/kube.sh
+
 TESTS += t/integration/check_config.sh
 EXTRA_DIST += t/integration/check_config.sh
 

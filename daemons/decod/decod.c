@@ -19,6 +19,7 @@
 #include <sys/wait.h>
 
 #include "common/conf.h"
+#include "common/json.h"
 #include "common/journal.h"
 #include "common/log.h"
 #include "common/util.h"
@@ -109,6 +110,8 @@ reload(struct sup *s)
 	free(argv);
 	if (cf != NULL)
 		conf_set_reader(cf, "decod");
+	if (cf != NULL)
+		json_set_max_depth((int)conf_get_int(cf, "json_max_depth"));
 	if (cf == NULL) {
 		log_kv(LOG_ERROR, "reload: the config has errors; keeping the running one", NULL);
 		sd_notify_send("READY=1");
@@ -211,8 +214,10 @@ main(int argc, char **argv)
 
 		memcpy(copy, s->argv, (size_t)argc * sizeof(char *));
 		s->cf = conf_from_args(&argc, copy);
-		if (s->cf != NULL)
+		if (s->cf != NULL) {
 			conf_set_reader(s->cf, "decod");
+			json_set_max_depth((int)conf_get_int(s->cf, "json_max_depth"));
+		}
 		if (s->cf != NULL && argc > 1) {
 			fprintf(stderr, "decod: unknown argument \"%s\" (see --help)\n", copy[1]);
 			free(copy);
