@@ -14,7 +14,8 @@ tmpfilesdir = $(prefix)/lib/tmpfiles.d
 decodconfdir = $(sysconfdir)/decod
 
 DECOD_STAGE_UNITS = systemd/decod-fetcher.service systemd/decod-renderer.service \
-	systemd/decod-publisher.service systemd/decod-notifier.service
+	systemd/decod-publisher.service systemd/decod-notifier.service \
+	systemd/decod-acl.service
 systemdsystemunit_DATA = systemd/decod.service $(DECOD_STAGE_UNITS) \
 	systemd/decod-stages.target
 # installed under the name decod.conf (install-data-hook below)
