@@ -50,6 +50,8 @@ struct tenant {
 	int has_pw;
 	int dirty;		/* wants a round */
 	int provisioned;	/* the last round left it on every node */
+	int seen;		/* put since acl_relist_begin */
+	char since[40];		/* metadata.created_at: the older claim wins */
 	char **okn;		/* nodes ("host:port") it was provisioned on */
 	size_t nokn;
 	char last[1024];	/* what was reported last */
@@ -225,6 +227,86 @@ report(struct acl *a, struct tenant *t, const char *status, const char *reason,
 	a->src->report(a->src_state, t->ns, t->name, t->user, status, reason, message);
 }
 
+/* older - does a claim its user and namespace before b (created first, then by name)? */
+static int
+older(const struct tenant *a, const struct tenant *b)
+{
+	int c;
+
+	if (a->since[0] != '\0' && b->since[0] != '\0' && (c = strcmp(a->since, b->since)) != 0)
+		return c < 0;
+	if (a->since[0] == '\0' && b->since[0] != '\0')
+		return 0;
+	if (a->since[0] != '\0' && b->since[0] == '\0')
+		return 1;
+	if ((c = strcmp(a->ns, b->ns)) != 0)
+		return c < 0;
+	return strcmp(a->name, b->name) < 0;
+}
+
+static void gone_add(struct acl *a, const char *ns, const char *user);
+static void gone_drop(struct acl *a, const char *user);
+
+/* forget - t loses its user: nothing provisioned, no password kept */
+static void
+forget(struct tenant *t)
+{
+	wipe(t->password, sizeof(t->password));
+	t->has_pw = 0;
+	t->provisioned = 0;
+	t->dirty = 0;
+	for (size_t i = 0; i < t->nokn; i++)
+		free(t->okn[i]);
+	t->nokn = 0;
+}
+
+/*
+ * resolve - among the tenants that want user or live in namespace ns, the
+ * one that asked first (metadata.created_at, then namespace and name) has
+ * them; the others are refused with Conflict.  The same answer whatever
+ * order tenants arrive in, so a restart never hands a user to another
+ * tenant (and a new password).  A tenant that loses its user to a
+ * different one gives its old user up for deletion.
+ */
+static void
+resolve(struct acl *a, const char *user, const char *ns)
+{
+	struct tenant *win = NULL;
+	char why[600];
+
+	for (struct tenant *o = a->tenants; o != NULL; o = o->next)
+		if (o->refused != REFUSED && (strcmp(o->user, user) == 0 ||
+		    strcmp(o->ns, ns) == 0) && (win == NULL || older(o, win)))
+			win = o;
+	for (struct tenant *o = a->tenants; o != NULL; o = o->next) {
+		if (o->refused == REFUSED || (strcmp(o->user, user) != 0 && strcmp(o->ns, ns) != 0))
+			continue;
+		if (o == win) {
+			if (o->refused == CONFLICT) {
+				o->refused = OK_;
+				o->dirty = 1;
+				gone_drop(a, o->user);
+			}
+			continue;
+		}
+		if (o->refused == OK_) {
+			log_kv(LOG_WARN, "tenant loses its user to an older tenant", "ns", o->ns,
+			    "name", o->name, "user", o->user, NULL);
+			if (strcmp(o->user, win->user) != 0)
+				gone_add(a, o->ns, o->user);
+			forget(o);
+		}
+		o->refused = CONFLICT;
+		if (strcmp(o->user, win->user) == 0)
+			snprintf(why, sizeof(why), "user \"%.63s\" already belongs to tenant "
+			    "%.200s/%.200s", o->user, win->ns, win->name);
+		else
+			snprintf(why, sizeof(why), "namespace %.200s already has tenant %.200s, "
+			    "with its own credentials", win->ns, win->name);
+		report(a, o, "False", "Conflict", why);
+	}
+}
+
 /* evaluate - may t have its user?  Reports a refusal at once. */
 static void
 evaluate(struct acl *a, struct tenant *t)
@@ -232,29 +314,18 @@ evaluate(struct acl *a, struct tenant *t)
 	const char *reason = NULL;
 	char why[600];
 
-	t->refused = OK_;
 	if (acl_user_check(t->user, &reason, why, sizeof(why)) < 0) {
+		if (t->refused == OK_)
+			forget(t);
 		t->refused = REFUSED;
 		log_kv(LOG_WARN, "tenant refused", "ns", t->ns, "name", t->name, "reason",
 		    reason, "error", why, NULL);
 		report(a, t, "False", reason, why);
 		return;
 	}
-	for (struct tenant *o = a->tenants; o != NULL; o = o->next) {
-		if (o == t || o->refused != OK_)
-			continue;
-		if (strcmp(o->user, t->user) == 0 || strcmp(o->ns, t->ns) == 0) {
-			t->refused = CONFLICT;
-			if (strcmp(o->user, t->user) == 0)
-				snprintf(why, sizeof(why), "user \"%.63s\" already belongs to "
-				    "tenant %.200s/%.200s", t->user, o->ns, o->name);
-			else
-				snprintf(why, sizeof(why), "namespace %.200s already has tenant "
-				    "%.200s, with its own credentials", o->ns, o->name);
-			report(a, t, "False", "Conflict", why);
-			return;
-		}
-	}
+	if (t->refused == REFUSED)
+		t->refused = CONFLICT;	/* a candidate: resolve decides */
+	resolve(a, t->user, t->ns);
 }
 
 static void
@@ -301,10 +372,12 @@ ns_has_tenant(struct acl *a, const char *ns)
 
 void
 acl_tenant_put(struct acl *a, const char *ns, const char *name, const char *user,
-    int enabled, int resync)
+    const char *since, int enabled, int resync)
 {
 	struct tenant *t = tenant_find(a, ns, name);
 
+	if (t != NULL)
+		t->seen = 1;
 	if (!enabled) {
 		if (t != NULL)
 			acl_tenant_del(a, ns, name);
@@ -315,34 +388,30 @@ acl_tenant_put(struct acl *a, const char *ns, const char *name, const char *user
 		snprintf(t->ns, sizeof(t->ns), "%s", ns);
 		snprintf(t->name, sizeof(t->name), "%s", name);
 		snprintf(t->user, sizeof(t->user), "%s", user);
+		snprintf(t->since, sizeof(t->since), "%s", since != NULL ? since : "");
+		t->seen = 1;
+		t->refused = CONFLICT;	/* a candidate until evaluated */
 		t->next = a->tenants;
 		a->tenants = t;
-		evaluate(a, t);
-		if (t->refused == OK_)
-			gone_drop(a, t->user);
-		t->dirty = t->refused == OK_;
 		log_kv(LOG_INFO, "tenant added", "ns", ns, "name", name, "user", user, NULL);
+		evaluate(a, t);
 	} else if (strcmp(t->user, user) != 0) {
-		if (t->refused == OK_)
-			gone_add(a, t->ns, t->user);
+		char old[ACL_USER_MAX];
+
 		log_kv(LOG_INFO, "tenant's user changed", "ns", ns, "name", name, "old",
 		    t->user, "user", user, NULL);
-		snprintf(t->user, sizeof(t->user), "%s", user);
-		wipe(t->password, sizeof(t->password));
-		t->has_pw = 0;
-		t->provisioned = 0;
-		for (size_t i = 0; i < t->nokn; i++)
-			free(t->okn[i]);
-		t->nokn = 0;
-		evaluate(a, t);
+		snprintf(old, sizeof(old), "%s", t->user);
 		if (t->refused == OK_)
-			gone_drop(a, t->user);
-		t->dirty = t->refused == OK_;
+			gone_add(a, t->ns, t->user);
+		forget(t);
+		snprintf(t->user, sizeof(t->user), "%s", user);
+		if (t->refused == OK_)
+			t->refused = CONFLICT;
+		evaluate(a, t);
+		/* someone waiting for the old user may have it now */
+		resolve(a, old, "\x01");
 	} else if (resync && t->refused == OK_) {
 		t->dirty = 1;
-	} else if (t->refused != OK_) {
-		evaluate(a, t);
-		t->dirty = t->refused == OK_;
 	}
 	kick(a);
 }
@@ -364,13 +433,14 @@ acl_tenant_del(struct acl *a, const char *ns, const char *name)
 	log_kv(LOG_INFO, "tenant removed", "ns", ns, "name", name, "user", t->user, NULL);
 	if (t->refused == OK_)
 		gone_add(a, t->ns, t->user);
-	tenant_free(t);
-	/* a tenant refused for a conflict with this one may have its turn now */
-	for (struct tenant *o = a->tenants; o != NULL; o = o->next) {
-		if (o->refused == CONFLICT) {
-			evaluate(a, o);
-			o->dirty = o->refused == OK_;
-		}
+	{
+		char user[ACL_USER_MAX], tns[NAME_MAX_];
+
+		snprintf(user, sizeof(user), "%s", t->user);
+		snprintf(tns, sizeof(tns), "%s", t->ns);
+		tenant_free(t);
+		/* a tenant refused for a conflict with this one may have its turn now */
+		resolve(a, user, tns);
 	}
 	update_gauge(a);
 	kick(a);
@@ -388,6 +458,31 @@ acl_orphan(struct acl *a, const char *ns, const char *user)
 	    user, NULL);
 	gone_add(a, ns, user);
 	kick(a);
+}
+
+void
+acl_relist_begin(struct acl *a)
+{
+	for (struct tenant *t = a->tenants; t != NULL; t = t->next)
+		t->seen = 0;
+}
+
+void
+acl_relist_end(struct acl *a)
+{
+	struct tenant *t;
+
+	do {
+		for (t = a->tenants; t != NULL && t->seen; t = t->next)
+			;
+		if (t != NULL) {
+			char ns[NAME_MAX_], name[NAME_MAX_];
+
+			snprintf(ns, sizeof(ns), "%s", t->ns);
+			snprintf(name, sizeof(name), "%s", t->name);
+			acl_tenant_del(a, ns, name);
+		}
+	} while (t != NULL);
 }
 
 void

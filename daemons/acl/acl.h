@@ -43,11 +43,13 @@ extern const struct acl_source acl_source_store;
 
 /*
  * acl_tenant_put - tenant ns/name asks for user (enabled=0: it no longer
- * wants one, as if deleted).  Provisioning starts soon when it is new or
- * its user changed; resync=1 asks for a check even when nothing changed.
+ * wants one, as if deleted).  since (RFC 3339, may be NULL) is when it was
+ * created: of two tenants wanting one user or one namespace the older
+ * wins.  Provisioning starts soon when it is new or its user changed;
+ * resync=1 asks for a check even when nothing changed.
  */
 void acl_tenant_put(struct acl *a, const char *ns, const char *name, const char *user,
-    int enabled, int resync);
+    const char *since, int enabled, int resync);
 
 /* acl_tenant_del - the tenant is gone: its user is deleted on every node */
 void acl_tenant_del(struct acl *a, const char *ns, const char *name);
@@ -58,6 +60,14 @@ void acl_tenant_del(struct acl *a, const char *ns, const char *name);
  * cred_remove.  Ignored when a tenant of ns exists by then.
  */
 void acl_orphan(struct acl *a, const char *ns, const char *user);
+
+/*
+ * acl_relist_begin / acl_relist_end - around a full re-list by the source:
+ * every tenant not put in between is removed (as acl_tenant_del), so a
+ * source that lost its watch history misses no deletion.
+ */
+void acl_relist_begin(struct acl *a);
+void acl_relist_end(struct acl *a);
 
 /* acl_resync - check tenant ns/name (NULL, NULL: every tenant) on every node now */
 void acl_resync(struct acl *a, const char *ns, const char *name);

@@ -49,7 +49,7 @@ void acl_conn_keepalive(struct acl_conn *c);
  */
 void acl_conn_close(struct acl_conn *c);
 
-/* acl_conn_error - hiredis's text for the context's error ("" if none) */
+/* acl_reply_error - the context's error text, for a NULL reply ("connection closed" if none) */
 const char *acl_reply_error(const redisAsyncContext *ac);
 
 /* acl_conn_name - "host:port" of the connection */

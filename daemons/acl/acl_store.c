@@ -59,19 +59,25 @@ src_flush(void *state)
 		s->flush_timer = stage_add_timer(s->st, 0, flush_cb, s);
 }
 
-/* tenant_from - what a Tenant document asks for: user (out) and enabled */
+/* tenant_from - what a Tenant document asks for: user and since (out), enabled */
 static int
-tenant_from(const char *ns, const char *text, size_t len, char *user, size_t userlen)
+tenant_from(const char *ns, const char *text, size_t len, char *user, size_t userlen,
+    char *since, size_t sincelen)
 {
+	const char *created;
+
 	struct json_error je;
 	yajl_val doc = json_parse(text, len, &je);
 	const char *site;
 	int enabled;
 
+	snprintf(since, sincelen, "%s", "");
 	if (doc == NULL) {
 		snprintf(user, userlen, "%s", "");
 		return 0;
 	}
+	if ((created = json_get_str(doc, "metadata", "created_at", NULL)) != NULL)
+		snprintf(since, sincelen, "%s", created);
 	/* a Tenant exists to ask for a user: valkeyAcl defaults to true */
 	enabled = json_get_bool(doc, 1, "spec", "valkeyAcl", NULL);
 	site = json_get_str(doc, "spec", "site", NULL);
@@ -87,7 +93,7 @@ static void
 on_tenant(void *arg, const struct store_event *ev)
 {
 	struct src *s = arg;
-	char kind[254], ns[254], name[254], user[ACL_USER_MAX + 8];
+	char kind[254], ns[254], name[254], user[ACL_USER_MAX + 8], since[40];
 
 	if (ev->type == STORE_EV_RELIST) {
 		struct store_list l;
@@ -97,12 +103,17 @@ on_tenant(void *arg, const struct store_event *ev)
 			    store_error(stage_store(s->st)), NULL);
 			return;
 		}
+		acl_relist_begin(s->a);
 		for (size_t i = 0; i < l.n; i++) {
+			int enabled;
+
 			if (key_parse_resource(l.kvs[i].key, kind, ns, name) < 0)
 				continue;
-			acl_tenant_put(s->a, ns, name, user, tenant_from(ns, l.kvs[i].value,
-			    l.kvs[i].vlen, user, sizeof(user)), 1);
+			enabled = tenant_from(ns, l.kvs[i].value, l.kvs[i].vlen, user,
+			    sizeof(user), since, sizeof(since));
+			acl_tenant_put(s->a, ns, name, user, since, enabled, 1);
 		}
+		acl_relist_end(s->a);
 		store_list_free(&l);
 		return;
 	}
@@ -111,10 +122,11 @@ on_tenant(void *arg, const struct store_event *ev)
 	if (ev->type == STORE_EV_DELETE) {
 		acl_tenant_del(s->a, ns, name);
 	} else {
-		int enabled = tenant_from(ns, ev->value, ev->vlen, user, sizeof(user));
+		int enabled = tenant_from(ns, ev->value, ev->vlen, user, sizeof(user), since,
+		    sizeof(since));
 
 		/* any change of the resource (the valkey-acl-sync annotation too) rechecks */
-		acl_tenant_put(s->a, ns, name, user, enabled, 1);
+		acl_tenant_put(s->a, ns, name, user, since, enabled, 1);
 	}
 }
 
@@ -236,7 +248,7 @@ src_load(void *state)
 {
 	struct src *s = state;
 	struct store_list l;
-	char kind[254], ns[254], name[254], user[ACL_USER_MAX + 8];
+	char kind[254], ns[254], name[254], user[ACL_USER_MAX + 8], since[40];
 
 	if (store_list(stage_store(s->st), s->tenant_prefix, &l) < 0) {
 		log_kv(LOG_ERROR, "cannot list tenants", "error", store_error(stage_store(s->st)),
@@ -248,8 +260,9 @@ src_load(void *state)
 
 		if (key_parse_resource(l.kvs[i].key, kind, ns, name) < 0)
 			continue;
-		enabled = tenant_from(ns, l.kvs[i].value, l.kvs[i].vlen, user, sizeof(user));
-		acl_tenant_put(s->a, ns, name, user, enabled, 0);
+		enabled = tenant_from(ns, l.kvs[i].value, l.kvs[i].vlen, user, sizeof(user),
+		    since, sizeof(since));
+		acl_tenant_put(s->a, ns, name, user, since, enabled, 0);
 	}
 	store_list_free(&l);
 	orphans(s);
