@@ -141,6 +141,8 @@ struct acl {
 	int nwant_nodes;
 	int64_t start_timer, retry_timer, resync_timer;
 	int64_t retry_ms;
+	char last_switch[ACL_HOST_MAX + 8];	/* the newest failover's new master */
+	int64_t last_switch_ms;
 	struct metrics *m;
 };
 
@@ -1062,6 +1064,14 @@ on_event(struct stage *st, const struct acl_event *ev, void *arg)
 	(void)st;
 	snprintf(port, sizeof(port), "%d", ev->port);
 	if (ev->kind == ACL_EV_SWITCH_MASTER) {
+		char target[sizeof(a->last_switch)];
+
+		/* every sentinel announces the same failover: act on it once */
+		snprintf(target, sizeof(target), "%s:%d", ev->host, ev->port);
+		if (strcmp(target, a->last_switch) == 0 && now_ms() - a->last_switch_ms < 60000)
+			return;
+		memcpy(a->last_switch, target, sizeof(target));
+		a->last_switch_ms = now_ms();
 		metrics_add(a->m, M_FAILOVER, NULL, 1);
 		log_kv(LOG_WARN, "sentinel failover: re-provisioning every tenant",
 		    "master", ev->master_name, "host", ev->host, "port", port, NULL);

@@ -2,9 +2,10 @@
  * acl_sentinel - topology discovery and the event subscription.  A
  * discovery tries the sentinels in turn, starting with the last one that
  * answered, pipelining both questions on one connection under one
- * deadline.  The subscription lives on one sentinel at a time; when it
- * drops, the next sentinel is tried after a growing delay (100 ms up to
- * 5 s).  Hiredis calls in here from inside its own code, so everything
+ * deadline.  Every sentinel gets its own subscription (Sentinel's events
+ * are not the same on each: only the leader of a failover may see the old
+ * master come back in time to say so); one that drops is reconnected after
+ * a growing delay (100 ms up to 5 s).  Hiredis calls in here from inside its own code, so everything
  * that starts new work goes through a zero-delay timer.
  */
 #include "config.h"
@@ -45,6 +46,17 @@ struct disc {
 	struct disc *prev, *nextd;
 };
 
+struct sub {
+	struct acl_sentinel *s;
+	struct saddr *sa;
+	struct acl_conn *conn;
+	int up;
+	int confirmed;		/* this connection's first confirmation seen */
+	int ever_up;
+	int64_t backoff;
+	int64_t timer;		/* reconnect, or the connect deadline */
+};
+
 struct acl_sentinel {
 	struct stage *st;
 	struct saddr *a;
@@ -55,14 +67,7 @@ struct acl_sentinel {
 	void *arg;
 	int preferred;		/* the one that answered last */
 	struct disc *discs;
-	/* subscription */
-	struct acl_conn *sub;
-	int sub_idx;
-	int sub_up;
-	int sub_confirmed;	/* this connection's first confirmation seen */
-	int ever_up;
-	int64_t backoff;
-	int64_t sub_timer;	/* reconnect, or the connect deadline */
+	struct sub *subs;	/* one per sentinel */
 };
 
 static void disc_step(struct stage *st, void *arg);
@@ -322,54 +327,56 @@ acl_sentinel_discover(struct acl_sentinel *s, acl_discover_cb cb, void *arg)
 	d->next = stage_add_timer(s->st, 0, disc_step, d);
 }
 
-/* ---- subscription ---- */
+/* ---- subscriptions ---- */
 
 static const char *const channels[] = { "+switch-master", "+reboot", "-sdown",
 	"+convert-to-slave" };
 
 static void
-sub_retry(struct acl_sentinel *s)
+sub_retry(struct sub *u)
 {
-	if (s->sub_timer > 0)
-		stage_cancel_timer(s->st, s->sub_timer);
-	s->sub_idx = (s->sub_idx + 1) % s->n;
-	s->sub_timer = stage_add_timer(s->st, s->backoff, sub_start, s);
-	s->backoff = s->backoff * 2 < BACKOFF_MAX ? s->backoff * 2 : BACKOFF_MAX;
+	if (u->timer > 0)
+		stage_cancel_timer(u->s->st, u->timer);
+	u->timer = stage_add_timer(u->s->st, u->backoff, sub_start, u);
+	u->backoff = u->backoff * 2 < BACKOFF_MAX ? u->backoff * 2 : BACKOFF_MAX;
 }
 
 static void
 sub_down(struct acl_conn *c, const char *why, void *arg)
 {
-	struct acl_sentinel *s = arg;
+	struct sub *u = arg;
 
-	if (c != s->sub)
+	if (c != u->conn)
 		return;
-	log_kv(LOG_WARN, s->sub_up ? "sentinel subscription lost; trying the next sentinel" :
-	    "cannot subscribe to sentinel events; trying the next sentinel",
-	    "sentinel", acl_conn_name(c), "error", why, NULL);
-	s->sub = NULL;
-	s->sub_up = 0;
-	sub_retry(s);
+	/* an unreachable sentinel says so once, not at every retry */
+	if (u->up || u->backoff <= BACKOFF_MIN)
+		log_kv(LOG_WARN, u->up ? "sentinel subscription lost; reconnecting" :
+		    "cannot subscribe to sentinel events; retrying", "sentinel",
+		    acl_conn_name(c), "error", why, NULL);
+	u->conn = NULL;
+	u->up = 0;
+	sub_retry(u);
 }
 
 static void
 on_sub_msg(redisAsyncContext *ac, void *r, void *priv)
 {
-	struct acl_sentinel *s = priv;
+	struct sub *u = priv;
+	struct acl_sentinel *s = u->s;
 	redisReply *reply = r;
 	const char *type;
 
-	if (reply == NULL || s->sub == NULL || ac->data != (void *)s->sub)
+	if (reply == NULL || u->conn == NULL || ac->data != (void *)u->conn)
 		return;
 	if (reply->type == REDIS_REPLY_ERROR) {
-		struct acl_conn *c = s->sub;
+		struct acl_conn *c = u->conn;
 
 		log_kv(LOG_WARN, "sentinel refused the subscription", "sentinel",
 		    acl_conn_name(c), "error", reply->str, NULL);
-		s->sub = NULL;
-		s->sub_up = 0;
+		u->conn = NULL;
+		u->up = 0;
 		acl_conn_close(c);
-		sub_retry(s);
+		sub_retry(u);
 		return;
 	}
 	if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 3 ||
@@ -378,26 +385,27 @@ on_sub_msg(redisAsyncContext *ac, void *r, void *priv)
 		return;
 	type = reply->element[0]->str;
 	if (strcmp(type, "subscribe") == 0) {
-		if (s->sub_confirmed)
+		if (u->confirmed)
 			return;
-		s->sub_confirmed = 1;
-		s->sub_up = 1;
-		s->backoff = BACKOFF_MIN;
-		if (s->sub_timer > 0)
-			stage_cancel_timer(s->st, s->sub_timer);
-		s->sub_timer = 0;
+		u->confirmed = 1;
+		u->up = 1;
+		u->backoff = BACKOFF_MIN;
+		if (u->timer > 0)
+			stage_cancel_timer(s->st, u->timer);
+		u->timer = 0;
 		log_kv(LOG_INFO, "subscribed to sentinel events", "sentinel",
-		    acl_conn_name(s->sub), NULL);
+		    acl_conn_name(u->conn), NULL);
 		if (s->cbs.subscribed != NULL)
-			s->cbs.subscribed(s->st, acl_conn_name(s->sub), s->ever_up, s->arg);
-		s->ever_up = 1;
+			s->cbs.subscribed(s->st, acl_conn_name(u->conn), u->ever_up, s->arg);
+		u->ever_up = 1;
 	} else if (strcmp(type, "message") == 0 &&
 	    reply->element[2]->type == REDIS_REPLY_STRING) {
 		struct acl_event ev;
 		const char *ch = reply->element[1]->str, *msg = reply->element[2]->str;
 		int rc = acl_event_parse(ch, msg, s->master, &ev);
 
-		log_kv(LOG_INFO, "sentinel event", "channel", ch, "message", msg, NULL);
+		log_kv(LOG_INFO, "sentinel event", "sentinel", acl_conn_name(u->conn),
+		    "channel", ch, "message", msg, NULL);
 		if (rc < 0)
 			log_kv(LOG_WARN, "malformed sentinel event ignored", "channel", ch, NULL);
 		else if (rc == 1 && s->cbs.event != NULL)
@@ -405,61 +413,64 @@ on_sub_msg(redisAsyncContext *ac, void *r, void *priv)
 	}
 }
 
-/* sub_connect_deadline - still not subscribed: give this sentinel up */
+/* sub_connect_deadline - still not subscribed: give this attempt up */
 static void
 sub_connect_deadline(struct stage *st, void *arg)
 {
-	struct acl_sentinel *s = arg;
-	struct acl_conn *c = s->sub;
+	struct sub *u = arg;
+	struct acl_conn *c = u->conn;
 
 	(void)st;
-	s->sub_timer = 0;
-	if (c == NULL || s->sub_up)
+	u->timer = 0;
+	if (c == NULL || u->up)
 		return;
 	log_kv(LOG_WARN, "sentinel did not confirm the subscription in time", "sentinel",
 	    acl_conn_name(c), NULL);
-	s->sub = NULL;
+	u->conn = NULL;
 	acl_conn_close(c);
-	sub_retry(s);
+	sub_retry(u);
 }
 
 static void
 sub_start(struct stage *st, void *arg)
 {
-	struct acl_sentinel *s = arg;
-	struct saddr *sa = &s->a[s->sub_idx % s->n];
+	struct sub *u = arg;
 	const char *argv[5] = { "SUBSCRIBE", channels[0], channels[1], channels[2],
 		channels[3] };
 	size_t lens[5];
 	char err[512];
 
-	s->sub_timer = 0;
+	u->timer = 0;
 	for (int i = 0; i < 5; i++)
 		lens[i] = strlen(argv[i]);
-	s->sub_confirmed = 0;
-	s->sub = acl_conn_open(st, sa->host, sa->port, sa->password, sub_down, s, err,
-	    sizeof(err));
-	if (s->sub == NULL) {
-		log_kv(LOG_WARN, "cannot connect to sentinel", "error", err, NULL);
-		sub_retry(s);
+	u->confirmed = 0;
+	u->conn = acl_conn_open(st, u->sa->host, u->sa->port, u->sa->password, sub_down, u,
+	    err, sizeof(err));
+	if (u->conn == NULL) {
+		if (u->backoff <= BACKOFF_MIN)
+			log_kv(LOG_WARN, "cannot connect to sentinel", "error", err, NULL);
+		sub_retry(u);
 		return;
 	}
-	acl_conn_keepalive(s->sub);
-	if (acl_conn_cmd(s->sub, on_sub_msg, s, 5, argv, lens) < 0) {
-		struct acl_conn *c = s->sub;
+	acl_conn_keepalive(u->conn);
+	if (acl_conn_cmd(u->conn, on_sub_msg, u, 5, argv, lens) < 0) {
+		struct acl_conn *c = u->conn;
 
-		s->sub = NULL;
+		u->conn = NULL;
 		acl_conn_close(c);
-		sub_retry(s);
+		sub_retry(u);
 		return;
 	}
-	s->sub_timer = stage_add_timer(st, s->timeout_ms, sub_connect_deadline, s);
+	u->timer = stage_add_timer(st, u->s->timeout_ms, sub_connect_deadline, u);
 }
 
 int
 acl_sentinel_subscribed(const struct acl_sentinel *s)
 {
-	return s != NULL && s->sub_up;
+	for (int i = 0; s != NULL && i < s->n; i++)
+		if (s->subs[i].up)
+			return 1;
+	return 0;
 }
 
 struct acl_sentinel *
@@ -498,8 +509,13 @@ acl_sentinel_new(struct stage *st, const char *urls, const char *master_name,
 	s->timeout_ms = timeout_ms;
 	s->cbs = *cbs;
 	s->arg = arg;
-	s->backoff = BACKOFF_MIN;
-	s->sub_timer = stage_add_timer(st, 0, sub_start, s);
+	s->subs = xcalloc((size_t)s->n, sizeof(*s->subs));
+	for (int i = 0; i < s->n; i++) {
+		s->subs[i].s = s;
+		s->subs[i].sa = &s->a[i];
+		s->subs[i].backoff = BACKOFF_MIN;
+		s->subs[i].timer = stage_add_timer(st, 0, sub_start, &s->subs[i]);
+	}
 	return s;
 }
 
@@ -519,14 +535,16 @@ acl_sentinel_free(struct acl_sentinel *s)
 		buf_free(&d->errs);
 		free(d);
 	}
-	if (s->sub_timer > 0)
-		stage_cancel_timer(s->st, s->sub_timer);
-	if (s->sub != NULL) {
-		struct acl_conn *c = s->sub;
+	for (int i = 0; i < s->n; i++) {
+		struct sub *u = &s->subs[i];
+		struct acl_conn *c = u->conn;
 
-		s->sub = NULL;
+		if (u->timer > 0)
+			stage_cancel_timer(s->st, u->timer);
+		u->conn = NULL;
 		acl_conn_close(c);
 	}
+	free(s->subs);
 	free(s->a);
 	free(s);
 }

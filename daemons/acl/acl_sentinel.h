@@ -1,9 +1,10 @@
 /*
  * acl_sentinel - what the acl stage asks Sentinel: the topology (the
  * master from SENTINEL get-master-addr-by-name, the replicas from SENTINEL
- * replicas, trying each sentinel in turn) and a subscription to the events
+ * replicas, trying each sentinel in turn) and subscriptions to the events
  * that change it (+switch-master, +reboot, -sdown, +convert-to-slave) on
- * any reachable sentinel, reconnecting with backoff.
+ * every reachable sentinel, each reconnecting with backoff.  The same event
+ * may come from several sentinels: the caller merges them.
  */
 #ifndef DECOD_ACL_SENTINEL_H
 #define DECOD_ACL_SENTINEL_H
@@ -36,7 +37,7 @@ typedef void (*acl_discover_cb)(struct stage *st, const struct acl_topology *t,
 struct acl_sentinel_cbs {
 	/* a parsed event about our master (see acl_event_parse) */
 	void (*event)(struct stage *st, const struct acl_event *ev, void *arg);
-	/* subscribed (again); again=1 when events may have been missed meanwhile */
+	/* subscribed to one sentinel (again=1: after losing it, events may be missed) */
 	void (*subscribed)(struct stage *st, const char *sentinel, int again, void *arg);
 };
 
@@ -57,7 +58,7 @@ void acl_sentinel_free(struct acl_sentinel *s);
  */
 void acl_sentinel_discover(struct acl_sentinel *s, acl_discover_cb cb, void *arg);
 
-/* acl_sentinel_subscribed - 1 while a subscription is up */
+/* acl_sentinel_subscribed - 1 while at least one subscription is up */
 int acl_sentinel_subscribed(const struct acl_sentinel *s);
 
 #endif
