@@ -93,7 +93,7 @@ get_table_header(struct cli *c, const char *plural, struct table *t)
 	else if (strcmp(plural, "templates") == 0)
 		table_init(t, 5, "NAMESPACE", "NAME", "SOURCE", "GENERATION", "AGE");
 	else
-		table_init(t, 5, "NAMESPACE", "NAME", "SITE", "VALKEYACL", "AGE");
+		table_init(t, 6, "NAMESPACE", "NAME", "SITE", "VALKEYACL", "PROVISIONED", "AGE");
 }
 
 static void
@@ -118,9 +118,14 @@ get_table_row(struct cli *c, const char *plural, yajl_val doc, struct table *t)
 	} else {
 		yajl_val acl = json_get(doc, "spec", "valkeyAcl", NULL);
 		const char *site = json_get_str(doc, "spec", "site", NULL);
+		yajl_val st = cli_merged_status(c, plural, meta(doc, "namespace"),
+		    meta(doc, "name"));
 
+		/* the acl stage's reading: valkeyAcl absent asks for a user */
 		table_row(t, meta(doc, "namespace"), meta(doc, "name"), site ? site : "-",
-		    acl && YAJL_IS_TRUE(acl) ? "true" : "false", age);
+		    acl == NULL || YAJL_IS_TRUE(acl) ? "true" : "false",
+		    cli_condition_status(st, "Provisioned"), age);
+		yajl_tree_free(st);
 	}
 }
 

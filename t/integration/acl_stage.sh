@@ -125,6 +125,9 @@ is "$(cond sites-copy copy reason)" Conflict "reason Conflict"
 diag "copy: $(cond sites-copy copy message)"
 check "no credentials were made for it" test ! -e "$T/state/acl/sites-copy.env"
 is "$(pw_of sites-loja)" "$LOJA_PW" "loja's password is untouched"
+"$CTL" $C get tenants -A > "$T/get.out" 2>&1
+check "decoctl get tenants shows loja Provisioned True" grep -Eq '^sites-loja +loja +loja +true +True ' "$T/get.out"
+check "and the refused one False" grep -Eq '^sites-default +root +default +true +False ' "$T/get.out"
 
 # --- journal and metrics ----------------------------------------------------
 is "$(sql "SELECT count(*) FROM audit WHERE stage='acl' AND action='acl-provision'")" 6 \
