@@ -595,6 +595,8 @@ job_down(struct acl_conn *c, const char *why, void *arg)
 
 	if (c != j->conn)
 		return;
+	if (acl_conn_answered(c))
+		j->replies++;	/* refused us, but it is up: a failure, not "down" */
 	j->conn = NULL;		/* hiredis frees it */
 	job_end(j, why);
 }
@@ -620,6 +622,10 @@ job_start(struct job *j)
 	char err[512];
 	size_t k = 0;
 
+	if (r->nops == 0) {
+		job_end(j, NULL);	/* nothing to say to it */
+		return;
+	}
 	j->refs = xcalloc(2 * r->nops + 1, sizeof(*j->refs));
 	j->conn = acl_conn_open(a->st, j->host, j->port, a->admin_pw, job_down, j, err,
 	    sizeof(err));

@@ -30,6 +30,7 @@ struct acl_conn {
 	int closed;		/* the owner let go */
 	int gone;		/* hiredis cleaned up */
 	int64_t reap_timer;	/* frees it once hiredis returns */
+	int answered;		/* the server answered (AUTH's reply at least) */
 	char name[300];
 	acl_conn_down_cb on_down;
 	void *arg;
@@ -142,6 +143,7 @@ on_auth(redisAsyncContext *ac, void *r, void *priv)
 
 	if (reply == NULL || c->closed || c->gone)
 		return;
+	c->answered = 1;
 	if (reply->type == REDIS_REPLY_ERROR) {
 		snprintf(why, sizeof(why), "authentication failed: %.200s", reply->str);
 		log_kv(LOG_WARN, "valkey refused the admin password", "node", c->name,
@@ -243,6 +245,12 @@ acl_reply_error(const redisAsyncContext *ac)
 	if (ac != NULL && ac->err != 0 && ac->errstr != NULL)
 		return ac->errstr;
 	return "connection closed";
+}
+
+int
+acl_conn_answered(const struct acl_conn *c)
+{
+	return c->answered;
 }
 
 const char *

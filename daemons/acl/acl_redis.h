@@ -52,6 +52,9 @@ void acl_conn_close(struct acl_conn *c);
 /* acl_reply_error - the context's error text, for a NULL reply ("connection closed" if none) */
 const char *acl_reply_error(const redisAsyncContext *ac);
 
+/* acl_conn_answered - 1 once the server answered anything (even a refusal) */
+int acl_conn_answered(const struct acl_conn *c);
+
 /* acl_conn_name - "host:port" of the connection */
 const char *acl_conn_name(const struct acl_conn *c);
 

@@ -147,6 +147,23 @@ is "$(sql "SELECT count(*) FROM audit WHERE stage='acl' AND action='acl-provisio
 check "decoctl acl resync of an unknown tenant fails" sh -c "! '$CTL' $C -n sites-shop acl resync nobody 2>/dev/null"
 is "$("$CTL" $C acl resync)" "resync of every tenant requested" "decoctl acl resync (every tenant)"
 
+# --- an error on one replica: recorded, the others still done -----------------
+vk_admin "$VK_P3" config set requirepass not-the-admin-password >/dev/null
+vk_admin "$VK_P2" acl deluser loja >/dev/null
+"$CTL" $C -n sites-loja acl resync loja >/dev/null
+check "a replica refusing the admin: Provisioned=False" wait_for 10 cond_is sites-loja loja False
+msg=$(cond sites-loja loja message)
+diag "loja: $msg"
+case "$msg" in *"127.0.0.1:$VK_P3 (authentication failed"*"2 of 3 nodes"*) r=0 ;; *) r=1 ;; esac
+ok $r "the message names the failed node and why"
+is "$(cond sites-loja loja reason)" ProvisionFailed "reason ProvisionFailed"
+check "the other nodes were still done (loja back on $VK_P2)" has_user "$VK_P2" loja
+check "the upsert error is counted" metric_ge 'deco_operator_valkey_acl_errors_total{operation="upsert"}' 1
+printf %s "$VK_ADMIN" | REDISCLI_AUTH=not-the-admin-password redis-cli --no-auth-warning \
+    -p "$VK_P3" -x config set requirepass >/dev/null
+check "once the node takes the admin again, the retry makes it True" wait_for 15 cond_is sites-loja loja True
+wait_for 10 vk_sentinels_know || diag "sentinels have not seen node 3 back yet"
+
 # --- failover -----------------------------------------------------------------
 # take loja off both replicas by hand: only the failover round can put it
 # on the new master now (the periodic resync is an hour away)
