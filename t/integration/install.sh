@@ -8,7 +8,7 @@
 # pages render without warnings and every deploy/ YAML file parses.
 . "$top_srcdir/t/lib/common.sh"
 
-STAGES="fetcher renderer publisher notifier"
+STAGES="fetcher renderer publisher notifier acl"
 R="$T/root"
 # the sub-make must not join the jobserver of a `make check` around us
 mk() { env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -C "$top_builddir" "$@"; }
@@ -166,6 +166,8 @@ state_dir = $T/state
 runtime_dir = $T/run
 libexec_dir = $R$libexecdir/decod
 store = local:$T/store
+# the acl stage starts (and reports ready) with its Valkey unreachable
+valkey_url = redis://127.0.0.1:9
 EOF
 st_list=""
 for s in $STAGES; do
