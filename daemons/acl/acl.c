@@ -1,13 +1,9 @@
 /*
- * acl - the acl stage (SPEC §4.6): a Valkey ACL user per tenant on the
- * master and on every replica, kept right through Sentinel failovers.
- * Owns the tenant table, the users still to delete, and the one "round"
- * in flight: a set of nodes (from Sentinel, VALKEY_URL, or the node an
- * event named) each sent one pipeline of ACL GETUSER + ACL SETUSER per
- * tenant (ACL DELUSER per removed user) under one deadline.  Requests that
- * arrive meanwhile are merged into the next round.  Passwords live in
- * memory and in the source's credential store only; no log line, journal
- * row or condition carries one.
+ * acl - the acl stage (SPEC 4.6): tenants, users to delete, and the one round in
+ * flight, which sends each node (from Sentinel, VALKEY_URL or an event) one
+ * pipeline of ACL GETUSER + SETUSER per tenant and DELUSER per removed user under
+ * one deadline; requests arriving meanwhile merge into the next round.  Passwords
+ * stay in memory and the source's credentials: never a log, row or condition.
  */
 #include "config.h"
 

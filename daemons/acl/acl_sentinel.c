@@ -1,12 +1,9 @@
 /*
- * acl_sentinel - topology discovery and the event subscription.  A
- * discovery tries the sentinels in turn, starting with the last one that
- * answered, pipelining both questions on one connection under one
- * deadline.  Every sentinel gets its own subscription (Sentinel's events
- * are not the same on each: only the leader of a failover may see the old
- * master come back in time to say so); one that drops is reconnected after
- * a growing delay (100 ms up to 5 s).  Hiredis calls in here from inside its own code, so everything
- * that starts new work goes through a zero-delay timer.
+ * acl_sentinel - discovery tries the sentinels in turn (the last one that answered
+ * first), both questions pipelined under one deadline.  Every sentinel gets its
+ * own subscription, reconnected after 100 ms doubling to 5 s: their events differ
+ * (often only a follower sees an old master come back).  Hiredis calls in here
+ * from its own code, so new work always starts from a zero-delay timer.
  */
 #include "config.h"
 
