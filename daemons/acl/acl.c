@@ -85,6 +85,7 @@ struct job {
 	int port;
 	char addr[ACL_HOST_MAX + 8];
 	struct acl_conn *conn;
+	struct acl_resolve *res;	/* the node's name being looked up */
 	int pending;
 	int replies;		/* answers received: 0 means never reached */
 	int maybe_down;		/* Sentinel flags it down or not (yet) connected */
@@ -522,6 +523,8 @@ job_end(struct job *j, const char *why)
 		return;
 	j->closed = 1;
 	j->conn = NULL;
+	acl_resolve_cancel(j->res);
+	j->res = NULL;
 	if (j->deadline > 0)
 		stage_cancel_timer(r->a->st, j->deadline);
 	j->deadline = 0;
@@ -609,24 +612,27 @@ job_timeout(struct stage *st, void *arg)
 	job_end(j, why);
 }
 
-/* job_start - connect to the node and pipeline every op of the round */
+/* job_resolved - the node's address is known: connect and pipeline every op */
 static void
-job_start(struct job *j)
+job_resolved(struct stage *st, const char *ip, const char *err, void *arg)
 {
+	struct job *j = arg;
 	struct round *r = j->r;
 	struct acl *a = r->a;
-	char err[512];
+	char cerr[512];
 	size_t k = 0;
 
-	if (r->nops == 0) {
-		job_end(j, NULL);	/* nothing to say to it */
+	(void)st;
+	j->res = NULL;
+	if (ip == NULL) {
+		job_end(j, err);
 		return;
 	}
 	j->refs = xcalloc(2 * r->nops + 1, sizeof(*j->refs));
-	j->conn = acl_conn_open(a->st, j->host, j->port, a->admin_pw, job_down, j, err,
-	    sizeof(err));
+	j->conn = acl_conn_open(a->st, ip, j->port, a->admin_pw, job_down, j, cerr,
+	    sizeof(cerr));
 	if (j->conn == NULL) {
-		job_end(j, err);
+		job_end(j, cerr);
 		return;
 	}
 	for (size_t i = 0; i < r->nops; i++) {
@@ -659,11 +665,20 @@ job_start(struct job *j)
 			return;
 		}
 	}
-	if (j->pending == 0) {
-		job_end(j, NULL);
+}
+
+/* job_start - under the round's deadline: look the node up, then job_resolved */
+static void
+job_start(struct job *j)
+{
+	struct acl *a = j->r->a;
+
+	if (j->r->nops == 0) {
+		job_end(j, NULL);	/* nothing to say to it */
 		return;
 	}
 	j->deadline = stage_add_timer(a->st, a->timeout_ms, job_timeout, j);
+	j->res = acl_resolve_start(a->st, j->host, job_resolved, j);
 }
 
 /* round_nodes - start one job per node (host, port pairs) */
@@ -1256,6 +1271,8 @@ acl_shutdown(struct stage *st)
 
 			r->jobs[k].closed = 1;
 			r->jobs[k].conn = NULL;
+			acl_resolve_cancel(r->jobs[k].res);
+			r->jobs[k].res = NULL;
 			if (r->jobs[k].deadline > 0)
 				stage_cancel_timer(st, r->jobs[k].deadline);
 			acl_conn_close(c);

@@ -8,7 +8,10 @@
  */
 #include "config.h"
 
+#include <arpa/inet.h>
+#include <netdb.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -257,4 +260,146 @@ const char *
 acl_conn_name(const struct acl_conn *c)
 {
 	return c->name;
+}
+
+/* ---- name lookups off the loop ---- */
+
+struct acl_resolve {
+	struct stage *st;
+	acl_resolved_cb cb;
+	void *arg;
+	int cancelled;
+	int literal;		/* an IP already: answered from a timer */
+	int failed;		/* getaddrinfo_a could not start: its code */
+	char host[256];
+	struct gaicb req;
+	struct addrinfo hints;
+	struct acl_resolve *next;
+};
+
+static struct acl_resolve *lookups;	/* in flight (getaddrinfo_a) */
+
+/* lookup_done - getaddrinfo_a's thread: only wake the loop */
+static void
+lookup_done(union sigval v)
+{
+	stage_wake(v.sival_ptr);
+}
+
+/* lookup_answer - hand one finished lookup to its owner (or drop it) */
+static void
+lookup_answer(struct acl_resolve *r, int rc)
+{
+	char ip[INET6_ADDRSTRLEN] = "", err[320];
+	const struct addrinfo *ai = r->req.ar_result;
+
+	/* IPv4 first when there is one: servers often bind 127.0.0.1 but not ::1 */
+	for (const struct addrinfo *p = ai; p != NULL; p = p->ai_next) {
+		if (p->ai_family == AF_INET) {
+			ai = p;
+			break;
+		}
+	}
+
+	if (!r->cancelled) {
+		if (rc != 0 || ai == NULL) {
+			snprintf(err, sizeof(err), "%s: %s", r->host, gai_strerror(rc));
+			r->cb(r->st, NULL, err, r->arg);
+		} else {
+			if (ai->ai_family == AF_INET6)
+				inet_ntop(AF_INET6, &((struct sockaddr_in6 *)ai->ai_addr)->sin6_addr,
+				    ip, sizeof(ip));
+			else
+				inet_ntop(AF_INET, &((struct sockaddr_in *)ai->ai_addr)->sin_addr,
+				    ip, sizeof(ip));
+			r->cb(r->st, ip, NULL, r->arg);
+		}
+	}
+	if (r->req.ar_result != NULL)
+		freeaddrinfo(r->req.ar_result);
+	free(r);
+}
+
+/* on_wake - the loop was woken: collect every lookup that finished */
+static void
+on_wake(struct stage *st, void *arg)
+{
+	struct acl_resolve **pp = &lookups, *r;
+
+	(void)st;
+	(void)arg;
+	while ((r = *pp) != NULL) {
+		int rc = gai_error(&r->req);
+
+		if (rc == EAI_INPROGRESS) {
+			pp = &r->next;
+			continue;
+		}
+		*pp = r->next;
+		lookup_answer(r, rc);
+	}
+}
+
+/* literal_answer - an IP literal (or a lookup that could not start), from a timer */
+static void
+literal_answer(struct stage *st, void *arg)
+{
+	struct acl_resolve *r = arg;
+
+	(void)st;
+	if (!r->cancelled && r->failed != 0) {
+		char err[320];
+
+		snprintf(err, sizeof(err), "%s: %s", r->host, gai_strerror(r->failed));
+		r->cb(r->st, NULL, err, r->arg);
+	} else if (!r->cancelled) {
+		r->cb(r->st, r->host, NULL, r->arg);
+	}
+	free(r);
+}
+
+struct acl_resolve *
+acl_resolve_start(struct stage *st, const char *host, acl_resolved_cb cb, void *arg)
+{
+	struct acl_resolve *r = xcalloc(1, sizeof(*r));
+	struct gaicb *list[1];
+	struct sigevent sev;
+	unsigned char buf[sizeof(struct in6_addr)];
+	int rc;
+
+	r->st = st;
+	r->cb = cb;
+	r->arg = arg;
+	snprintf(r->host, sizeof(r->host), "%s", host);
+	if (inet_pton(AF_INET, host, buf) == 1 || inet_pton(AF_INET6, host, buf) == 1) {
+		r->literal = 1;
+		stage_add_timer(st, 0, literal_answer, r);
+		return r;
+	}
+	stage_set_wake_cb(st, on_wake, NULL);
+	r->hints.ai_socktype = SOCK_STREAM;
+	r->req.ar_name = r->host;
+	r->req.ar_request = &r->hints;
+	list[0] = &r->req;
+	memset(&sev, 0, sizeof(sev));
+	sev.sigev_notify = SIGEV_THREAD;
+	sev.sigev_notify_function = lookup_done;
+	sev.sigev_value.sival_ptr = st;
+	r->next = lookups;
+	lookups = r;
+	if ((rc = getaddrinfo_a(GAI_NOWAIT, list, 1, &sev)) != 0) {
+		/* could not even start: the owner hears so from a timer */
+		lookups = r->next;
+		r->next = NULL;
+		r->failed = rc;
+		stage_add_timer(st, 0, literal_answer, r);
+	}
+	return r;
+}
+
+void
+acl_resolve_cancel(struct acl_resolve *r)
+{
+	if (r != NULL)
+		r->cancelled = 1;
 }

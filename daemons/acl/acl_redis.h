@@ -55,6 +55,20 @@ const char *acl_reply_error(const redisAsyncContext *ac);
 /* acl_conn_answered - 1 once the server answered anything (even a refusal) */
 int acl_conn_answered(const struct acl_conn *c);
 
+/*
+ * acl_resolve_start - find an address for host without blocking the loop
+ * (getaddrinfo_a; an IP literal needs no lookup).  cb runs later on the
+ * loop, never inside this call, with the address text or NULL and why.
+ * acl_resolve_cancel: cb is never called (the lookup may still finish in
+ * the background and is freed then).  Owns the stage's wake callback.
+ */
+struct acl_resolve;
+typedef void (*acl_resolved_cb)(struct stage *st, const char *ip, const char *err,
+    void *arg);
+struct acl_resolve *acl_resolve_start(struct stage *st, const char *host, acl_resolved_cb cb,
+    void *arg);
+void acl_resolve_cancel(struct acl_resolve *r);
+
 /* acl_conn_name - "host:port" of the connection */
 const char *acl_conn_name(const struct acl_conn *c);
 

@@ -34,6 +34,9 @@ struct disc {
 	void *arg;
 	int tried;
 	struct acl_conn *conn;	/* this attempt's connection, NULL between */
+	struct acl_resolve *res;	/* this attempt's name lookup */
+	struct saddr *sa;	/* this attempt's sentinel */
+	char who[300];
 	int64_t deadline;	/* timer id */
 	int64_t next;		/* timer id of the next step */
 	int have_master, have_replicas;
@@ -47,6 +50,7 @@ struct sub {
 	struct acl_sentinel *s;
 	struct saddr *sa;
 	struct acl_conn *conn;
+	struct acl_resolve *res;
 	int up;
 	int confirmed;		/* this connection's first confirmation seen */
 	int ever_up;
@@ -106,6 +110,8 @@ disc_end_attempt(struct disc *d)
 	struct acl_conn *c = d->conn;
 
 	d->conn = NULL;
+	acl_resolve_cancel(d->res);
+	d->res = NULL;
 	if (d->deadline > 0)
 		stage_cancel_timer(d->s->st, d->deadline);
 	d->deadline = 0;
@@ -155,7 +161,7 @@ on_master(redisAsyncContext *ac, void *r, void *priv)
 
 	if (d->done || d->conn == NULL || ac->data != (void *)d->conn)
 		return;
-	snprintf(who, sizeof(who), "%s", acl_conn_name(d->conn));
+	snprintf(who, sizeof(who), "%s", d->who);
 	if (reply == NULL) {
 		disc_fail(d, who, acl_reply_error(ac));
 		return;
@@ -212,7 +218,7 @@ on_replicas(redisAsyncContext *ac, void *r, void *priv)
 
 	if (d->done || d->conn == NULL || ac->data != (void *)d->conn)
 		return;
-	snprintf(who, sizeof(who), "%s", acl_conn_name(d->conn));
+	snprintf(who, sizeof(who), "%s", d->who);
 	if (reply == NULL) {
 		disc_fail(d, who, acl_reply_error(ac));
 		return;
@@ -266,11 +272,38 @@ disc_timeout(struct stage *st, void *arg)
 
 	(void)st;
 	d->deadline = 0;
-	if (d->done || d->conn == NULL)
+	if (d->done || (d->conn == NULL && d->res == NULL))
 		return;
-	snprintf(who, sizeof(who), "%s", acl_conn_name(d->conn));
+	snprintf(who, sizeof(who), "%s", d->who);
 	snprintf(why, sizeof(why), "no answer within %lld ms", (long long)d->s->timeout_ms);
 	disc_fail(d, who, why);
+}
+
+/* disc_resolved - the sentinel's address is known: connect and ask */
+static void
+disc_resolved(struct stage *st, const char *ip, const char *err, void *arg)
+{
+	struct disc *d = arg;
+	struct acl_sentinel *s = d->s;
+	const char *a1[3] = { "SENTINEL", "get-master-addr-by-name", s->master };
+	const char *a2[3] = { "SENTINEL", "replicas", s->master };
+	size_t l1[3] = { 8, 23, strlen(s->master) }, l2[3] = { 8, 8, strlen(s->master) };
+	char cerr[512];
+
+	d->res = NULL;
+	if (ip == NULL) {
+		disc_fail(d, d->who, err);
+		return;
+	}
+	d->conn = acl_conn_open(st, ip, d->sa->port, d->sa->password, disc_down, d, cerr,
+	    sizeof(cerr));
+	if (d->conn == NULL) {
+		disc_fail(d, d->who, cerr);
+		return;
+	}
+	if (acl_conn_cmd(d->conn, on_master, d, 3, a1, l1) < 0 ||
+	    acl_conn_cmd(d->conn, on_replicas, d, 3, a2, l2) < 0)
+		disc_fail(d, d->who, "cannot queue the question");
 }
 
 /* disc_step - ask the next sentinel, or report failure when all were asked */
@@ -279,11 +312,6 @@ disc_step(struct stage *st, void *arg)
 {
 	struct disc *d = arg;
 	struct acl_sentinel *s = d->s;
-	const char *a1[3] = { "SENTINEL", "get-master-addr-by-name", s->master };
-	const char *a2[3] = { "SENTINEL", "replicas", s->master };
-	size_t l1[3] = { 8, 23, strlen(s->master) }, l2[3] = { 8, 8, strlen(s->master) };
-	struct saddr *sa;
-	char err[512], who[300];
 
 	d->next = 0;
 	if (d->tried >= s->n) {
@@ -291,21 +319,11 @@ disc_step(struct stage *st, void *arg)
 		disc_report(st, d);
 		return;
 	}
-	sa = &s->a[(s->preferred + d->tried) % s->n];
+	d->sa = &s->a[(s->preferred + d->tried) % s->n];
 	d->tried++;
-	snprintf(who, sizeof(who), "%s:%d", sa->host, sa->port);
-	d->conn = acl_conn_open(st, sa->host, sa->port, sa->password, disc_down, d, err,
-	    sizeof(err));
-	if (d->conn == NULL) {
-		disc_fail(d, who, err);
-		return;
-	}
-	if (acl_conn_cmd(d->conn, on_master, d, 3, a1, l1) < 0 ||
-	    acl_conn_cmd(d->conn, on_replicas, d, 3, a2, l2) < 0) {
-		disc_fail(d, who, "cannot queue the question");
-		return;
-	}
+	snprintf(d->who, sizeof(d->who), "%s:%d", d->sa->host, d->sa->port);
 	d->deadline = stage_add_timer(st, s->timeout_ms, disc_timeout, d);
+	d->res = acl_resolve_start(st, d->sa->host, disc_resolved, d);
 }
 
 void
@@ -419,33 +437,42 @@ sub_connect_deadline(struct stage *st, void *arg)
 
 	(void)st;
 	u->timer = 0;
-	if (c == NULL || u->up)
+	if (u->up || (c == NULL && u->res == NULL))
 		return;
 	log_kv(LOG_WARN, "sentinel did not confirm the subscription in time", "sentinel",
-	    acl_conn_name(c), NULL);
+	    u->sa->host, NULL);
+	acl_resolve_cancel(u->res);
+	u->res = NULL;
 	u->conn = NULL;
 	acl_conn_close(c);
 	sub_retry(u);
 }
 
+/* sub_resolved - the sentinel's address is known: connect and subscribe */
 static void
-sub_start(struct stage *st, void *arg)
+sub_resolved(struct stage *st, const char *ip, const char *err, void *arg)
 {
 	struct sub *u = arg;
 	const char *argv[5] = { "SUBSCRIBE", channels[0], channels[1], channels[2],
 		channels[3] };
 	size_t lens[5];
-	char err[512];
+	char cerr[512];
 
-	u->timer = 0;
+	u->res = NULL;
+	if (ip == NULL) {
+		if (u->backoff <= BACKOFF_MIN)
+			log_kv(LOG_WARN, "cannot find sentinel", "error", err, NULL);
+		sub_retry(u);
+		return;
+	}
 	for (int i = 0; i < 5; i++)
 		lens[i] = strlen(argv[i]);
 	u->confirmed = 0;
-	u->conn = acl_conn_open(st, u->sa->host, u->sa->port, u->sa->password, sub_down, u,
-	    err, sizeof(err));
+	u->conn = acl_conn_open(st, ip, u->sa->port, u->sa->password, sub_down, u, cerr,
+	    sizeof(cerr));
 	if (u->conn == NULL) {
 		if (u->backoff <= BACKOFF_MIN)
-			log_kv(LOG_WARN, "cannot connect to sentinel", "error", err, NULL);
+			log_kv(LOG_WARN, "cannot connect to sentinel", "error", cerr, NULL);
 		sub_retry(u);
 		return;
 	}
@@ -456,9 +483,17 @@ sub_start(struct stage *st, void *arg)
 		u->conn = NULL;
 		acl_conn_close(c);
 		sub_retry(u);
-		return;
 	}
+}
+
+/* sub_start - look the sentinel up, connect, subscribe; all under one deadline */
+static void
+sub_start(struct stage *st, void *arg)
+{
+	struct sub *u = arg;
+
 	u->timer = stage_add_timer(st, u->s->timeout_ms, sub_connect_deadline, u);
+	u->res = acl_resolve_start(st, u->sa->host, sub_resolved, u);
 }
 
 int
@@ -538,6 +573,7 @@ acl_sentinel_free(struct acl_sentinel *s)
 
 		if (u->timer > 0)
 			stage_cancel_timer(s->st, u->timer);
+		acl_resolve_cancel(u->res);
 		u->conn = NULL;
 		acl_conn_close(c);
 	}

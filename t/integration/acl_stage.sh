@@ -31,7 +31,7 @@ cat > "$T/conf" <<CONF
 state_dir = $T/state
 runtime_dir = $T/run
 store = local:$T/store
-valkey_sentinel_urls = $VK_SENTINELS
+valkey_sentinel_urls = localhost:$VK_S1, redis://127.0.0.1:$VK_S2 127.0.0.1:$VK_S3
 valkey_admin_password_file = $T/admin.pw
 valkey_timeout = 2s
 valkey_acl_resync_period = 1h
@@ -219,7 +219,7 @@ cat > "$T/conf2" <<CONF
 state_dir = $T/state2
 runtime_dir = $T/run2
 store = local:$T/store2
-valkey_sentinel_urls = 127.0.0.1:$D1 127.0.0.1:$D2
+valkey_sentinel_urls = 127.0.0.1:$D1 127.0.0.1:$D2 sentinel.nonexistent.invalid:26379
 valkey_admin_password_file = $T/admin.pw
 valkey_timeout = 1s
 CONF
@@ -238,8 +238,8 @@ import json, sys
 d = json.load(sys.stdin)
 print([c["message"] for c in d["status"]["conditions"] if c["type"] == "Provisioned"][0])')
 diag "message: $msg"
-case "$msg" in *"127.0.0.1:$D1"*"127.0.0.1:$D2"*) r=0 ;; *) r=1 ;; esac
-ok $r "the message names every sentinel tried and why"
+case "$msg" in *"127.0.0.1:$D1"*"127.0.0.1:$D2"*"sentinel.nonexistent.invalid:26379: "*) r=0 ;; *) r=1 ;; esac
+ok $r "the message names every sentinel tried and why (a name that does not resolve too)"
 retried() { [ "$(grep -c 'msg="round failed"' "$T/acl-nosentinel.log")" -ge 3 ]; }
 check "rounds are retried" wait_for 20 retried
 check "the stage stays up" alive "$NPID"
@@ -258,7 +258,7 @@ valkey_admin_password_file = $T/admin.pw
 CONF
 printf 'apiVersion: deco.sites/v1alpha1\nkind: Tenant\nmetadata: {name: solo, namespace: sites-solo}\nspec: {valkeyAcl: true}\n' > "$T/solo.yaml"
 "$CTL" -c "$T/conf3" apply -f "$T/solo.yaml" >/dev/null
-VALKEY_URL="redis://127.0.0.1:$NEWM" "$(bin decod)" -c "$T/conf3" > "$T/decod.log" 2>&1 &
+VALKEY_URL="redis://localhost:$NEWM" "$(bin decod)" -c "$T/conf3" > "$T/decod.log" 2>&1 &
 track_pid $!
 stage_ready() { "$CTL" -c "$T/conf3" stages 2>/dev/null | grep -q '^acl .*READY'; }
 check "the supervisor runs the acl stage when stages names it" wait_for 20 stage_ready
