@@ -1251,8 +1251,14 @@ acl_init(struct stage *st)
 	a->want_why = "start";
 	kick(a);
 	a->resync_timer = stage_add_timer(st, a->resync_ms, resync_cb, a);
-	log_kv(LOG_INFO, "acl ready", "source", a->src->name, "nodes", a->direct ? url :
-	    "sentinel", NULL);
+	{
+		/* never the URL itself: it may carry a password */
+		char nodes[ACL_HOST_MAX + 16];
+
+		snprintf(nodes, sizeof(nodes), "%s:%d", a->direct_host, a->direct_port);
+		log_kv(LOG_INFO, "acl ready", "source", a->src->name, "nodes", a->direct ?
+		    nodes : "sentinel", NULL);
+	}
 	return 0;
 }
 

@@ -254,14 +254,14 @@ runtime_dir = $T/run3
 store = local:$T/store3
 libexec_dir = $T/libexec
 stages = acl
-valkey_admin_password_file = $T/admin.pw
 CONF
 printf 'apiVersion: deco.sites/v1alpha1\nkind: Tenant\nmetadata: {name: solo, namespace: sites-solo}\nspec: {valkeyAcl: true}\n' > "$T/solo.yaml"
 "$CTL" -c "$T/conf3" apply -f "$T/solo.yaml" >/dev/null
-VALKEY_URL="redis://localhost:$NEWM" "$(bin decod)" -c "$T/conf3" > "$T/decod.log" 2>&1 &
+VALKEY_URL="redis://:$VK_ADMIN@localhost:$NEWM" "$(bin decod)" -c "$T/conf3" > "$T/decod.log" 2>&1 &
 track_pid $!
 stage_ready() { "$CTL" -c "$T/conf3" stages 2>/dev/null | grep -q '^acl .*READY'; }
 check "the supervisor runs the acl stage when stages names it" wait_for 20 stage_ready
+# (the admin password comes in VALKEY_URL here: the grep below checks it is not logged)
 check "VALKEY_URL: the user (namespace without sites-) is made on that node" wait_for 15 has_user "$NEWM" solo
 SOLO_PW=$(sed -n 's/^LOADER_CACHE_REDIS_PASSWORD=//p' "$T/state3/acl/sites-solo.env")
 is "$(vk_as solo "$SOLO_PW" "$NEWM" ping)" PONG "as solo: its password works there"
