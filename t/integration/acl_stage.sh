@@ -157,6 +157,7 @@ diag "loja: $msg"
 case "$msg" in *"127.0.0.1:$VK_P3 (authentication failed"*"2 of 3 nodes"*) r=0 ;; *) r=1 ;; esac
 ok $r "the message names the failed node and why"
 is "$(cond sites-loja loja reason)" ProvisionFailed "reason ProvisionFailed"
+check "the journal records the transition" test "$(sql "SELECT count(*) FROM conditions WHERE kind='tenants' AND ns='sites-loja' AND name='loja' AND type='Provisioned' AND status='False' AND reason='ProvisionFailed'")" -ge 1
 check "the other nodes were still done (loja back on $VK_P2)" has_user "$VK_P2" loja
 check "the upsert error is counted" metric_ge 'deco_operator_valkey_acl_errors_total{operation="upsert"}' 1
 printf %s "$VK_ADMIN" | REDISCLI_AUTH=not-the-admin-password redis-cli --no-auth-warning \
