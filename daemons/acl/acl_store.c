@@ -49,6 +49,31 @@ struct src {
 };
 
 static void flush_cb(struct stage *st, void *arg);
+static void src_report(void *state, const char *ns, const char *name, const char *user,
+    const char *status, const char *reason, const char *message);
+
+/* frag_drop - forget ns/name's fragment (the tenant is gone), written or not */
+static void
+frag_drop(struct src *s, const char *ns, const char *name)
+{
+	char *key = key_status("tenants", ns, name, "acl");
+
+	for (struct frag **pp = &s->frags; *pp != NULL; pp = &(*pp)->next) {
+		struct frag *f = *pp;
+
+		if (strcmp(f->key, key) == 0) {
+			*pp = f->next;
+			if (f->pend != NULL)
+				s->npend--;
+			free(f->key);
+			free(f->text);
+			free(f->pend);
+			free(f);
+			break;
+		}
+	}
+	free(key);
+}
 
 static void
 src_flush(void *state)
@@ -121,12 +146,20 @@ on_tenant(void *arg, const struct store_event *ev)
 		return;
 	if (ev->type == STORE_EV_DELETE) {
 		acl_tenant_del(s->a, ns, name);
+		/* its status goes with it (no write still waiting may bring it back) */
+		frag_drop(s, ns, name);
+		if (status_delete(stage_store(s->st), "tenants", ns, name) < 0)
+			log_kv(LOG_WARN, "cannot remove a deleted tenant's status", "ns", ns,
+			    "name", name, "error", store_error(stage_store(s->st)), NULL);
 	} else {
 		int enabled = tenant_from(ns, ev->value, ev->vlen, user, sizeof(user), since,
 		    sizeof(since));
 
 		/* any change of the resource (the valkey-acl-sync annotation too) rechecks */
 		acl_tenant_put(s->a, ns, name, user, since, enabled, 1);
+		if (!enabled)
+			src_report(s, ns, name, user, "False", "Disabled", "spec.valkeyAcl is "
+			    "false: no ACL user (it is deleted on every node)");
 	}
 }
 

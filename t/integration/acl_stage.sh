@@ -201,6 +201,16 @@ check "deleted_total counts it" wait_for 5 metric_ge deco_operator_valkey_acl_de
 check "the journal records the deletion on each node" \
     test "$(sql "SELECT count(*) FROM audit WHERE stage='acl' AND action='acl-delete' AND object='user/shop'")" -ge 3
 check "loja is untouched" on_all has_user loja
+tenant sites-flip flip flip
+check "tenant flip provisioned" wait_for 15 cond_is sites-flip flip True
+printf 'apiVersion: deco.sites/v1alpha1\nkind: Tenant\nmetadata: {name: flip, namespace: sites-flip}\nspec: {valkeyAcl: false, site: flip}\n' > "$T/flip.yaml"
+"$CTL" $C apply -f "$T/flip.yaml" >/dev/null
+check "valkeyAcl: false takes its user off every node" wait_for 15 on_all no_user flip
+check "and its env file" wait_for 5 test ! -e "$T/state/acl/sites-flip.env"
+check "its condition says Disabled" wait_for 5 sh -c "[ \"\$(\"$CTL\" $C -n sites-flip get tenant flip -o json | grep -c '\"Disabled\"')\" = 1 ]"
+SD="$T/store/kv/decod.d/status.d/tenants.d"
+check "a deleted tenant's status goes with it (loja's stays)" \
+    sh -c "ls '$SD/sites-loja.d' >/dev/null && ! ls '$SD/sites-shop.d/shop.d/'* >/dev/null 2>&1"
 
 # --- restart: passwords reused; the periodic resync heals ----------------------------
 kill -TERM "$APID"
