@@ -413,6 +413,7 @@ on_event(struct stage *st, const struct acl_event *ev, void *arg)
 		memcpy(a->last_switch, target, sizeof(target));
 		a->last_switch_ms = now_ms();
 		metrics_add(a->m, M_FAILOVER, NULL, 1);
+		acl_round_supersede(a);
 		log_kv(LOG_WARN, "sentinel failover: re-provisioning every tenant",
 		    "master", ev->master_name, "host", ev->host, "port", port, NULL);
 		a->want_full = 1;

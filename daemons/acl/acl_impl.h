@@ -110,6 +110,7 @@ struct round {
 	char fail_all[768];	/* the round could not reach any node */
 	int64_t started;
 	int64_t finish_timer;
+	int superseded;		/* a failover came: results dropped, a full round follows */
 };
 
 struct acl {
@@ -157,6 +158,12 @@ void acl_kick(struct acl *a);
 /* acl_round.c */
 /* acl_round_start - a timer callback (arg: the acl): take what is wanted into one round */
 void acl_round_start(struct stage *st, void *arg);
+/*
+ * acl_round_supersede - a failover came while a round is in flight: end it
+ * now (a node that vanished without a reset would hold it until the
+ * deadline) and drop its results; the full round wanted next runs at once.
+ */
+void acl_round_supersede(struct acl *a);
 /* acl_round_abort - at shutdown: close the round in flight, free it */
 void acl_round_abort(struct acl *a);
 

@@ -231,6 +231,10 @@ on_topology(struct stage *st, const struct acl_topology *t, const char *err, voi
 	struct round *r = arg;
 
 	(void)st;
+	if (r->superseded) {
+		r->finish_timer = stage_add_timer(r->a->st, 0, round_finish, r);
+		return;
+	}
 	if (t == NULL) {
 		snprintf(r->fail_all, sizeof(r->fail_all), "cannot find the Valkey master "
 		    "through Sentinel: %.600s", err);
@@ -528,6 +532,14 @@ round_finish(struct stage *st, void *arg)
 	int failed = 0, began;
 	char ms[32], rms[32], nt[32], nn[32];
 
+	if (r->superseded) {
+		log_kv(LOG_INFO, "round superseded by a failover", "trigger", r->trigger, NULL);
+		a->round = NULL;
+		round_free(r);
+		acl_kick(a);
+		return;
+	}
+
 	for (int k = 0; k < r->njobs; k++) {
 		struct job *j = &r->jobs[k];
 
@@ -593,4 +605,17 @@ acl_round_abort(struct acl *a)
 		stage_cancel_timer(a->st, r->finish_timer);
 	round_free(r);
 	a->round = NULL;
+}
+
+void
+acl_round_supersede(struct acl *a)
+{
+	struct round *r = a->round;
+
+	if (r == NULL || r->superseded)
+		return;
+	r->superseded = 1;
+	/* the last job to end schedules round_finish; discovery does in on_topology */
+	for (int k = 0; k < r->njobs; k++)
+		job_end(&r->jobs[k], "superseded by a failover");
 }
