@@ -19,5 +19,5 @@ t_unit_acl_cred_test_LDADD = $(DECOD_LIBS)
 t_unit_metrics_test_LDADD = $(DECOD_LIBS) $(MHD_LIBS)
 TESTS += t/unit/acl_cmd_test t/unit/acl_cred_test t/unit/metrics_test
 
-TESTS += t/integration/acl_stage.sh
-EXTRA_DIST += t/integration/acl_stage.sh t/lib/valkey.sh
+TESTS += t/integration/acl_stage.sh t/integration/acl_failover.sh
+EXTRA_DIST += t/integration/acl_stage.sh t/integration/acl_failover.sh t/lib/valkey.sh

@@ -1,0 +1,75 @@
+#!/bin/sh
+# acl_failover.sh - a failover while a round is stuck: one replica is paused
+# (CLIENT PAUSE) in the middle of a resync, then the master is killed.  The
+# failover supersedes the stuck round, and every tenant's user is on the new
+# master within a second of the stage hearing +switch-master (every user was
+# deleted by hand from the replicas first, so only that round can put them
+# there); the paused replica gets them too once it answers again.
+. "$top_srcdir/t/lib/common.sh"
+. "$top_srcdir/t/lib/valkey.sh"
+
+ACL=$(bin acl)
+CTL=$(bin decoctl)
+[ -x "$ACL" ] || bail "acl not built"
+vk_require
+N=20
+
+VK_DOWN_AFTER=${VK_DOWN_AFTER:-1000} vk_start
+printf '%s\n' "$VK_ADMIN" > "$T/admin.pw"
+MPORT=$(vk_port)
+cat > "$T/conf" <<CONF
+state_dir = $T/state
+runtime_dir = $T/run
+store = local:$T/store
+valkey_sentinel_urls = $VK_SENTINELS
+valkey_admin_password_file = $T/admin.pw
+valkey_timeout = 30s
+valkey_acl_resync_period = 1h
+metrics_port = $MPORT
+CONF
+"$ACL" -c "$T/conf" > "$T/acl.log" 2>&1 &
+track_pid $!
+wait_for 10 grep -q 'msg=ready' "$T/acl.log" || bail "acl stage did not start"
+
+i=1
+while [ $i -le $N ]; do
+	printf -- '---\napiVersion: deco.sites/v1alpha1\nkind: Tenant\nmetadata: {name: t%02d, namespace: sites-t%02d}\nspec: {site: t%02d}\n' $i $i $i
+	i=$((i + 1))
+done > "$T/tenants.yaml"
+"$CTL" -c "$T/conf" apply -f "$T/tenants.yaml" >/dev/null
+users_on() { vk_admin "$1" acl users | grep -c '^t[0-9]'; }
+all_on() { [ "$(users_on "$1")" = "$N" ]; }
+check "$N tenants provisioned on the master" wait_for 20 all_on "$VK_P1"
+wait_for 20 all_on "$VK_P2" && wait_for 20 all_on "$VK_P3"
+ok $? "... and on both replicas"
+
+# every user off both replicas by hand, then replica 3 stops answering
+names=$(i=1; while [ $i -le $N ]; do printf 't%02d ' $i; i=$((i + 1)); done)
+# shellcheck disable=SC2086
+vk_admin "$VK_P2" acl deluser $names >/dev/null
+# shellcheck disable=SC2086
+vk_admin "$VK_P3" acl deluser $names >/dev/null
+is "$(users_on "$VK_P2")" 0 "users deleted by hand on replica 2"
+PAUSE_MS=$(scaled 12000)
+is "$(vk_admin "$VK_P3" client pause "$PAUSE_MS" all)" OK "replica 3 paused for $PAUSE_MS ms"
+
+# a resync now is stuck on replica 3 (its deadline is 30 s)
+"$CTL" -c "$T/conf" acl resync >/dev/null
+stuck() { grep -q 'resync of every tenant requested' "$T/acl.log"; }
+wait_for 10 stuck || diag "the resync trigger was not seen"
+vk_kill 1
+new_master() { m=$(vk_master_port) && [ "$m" != "$VK_P1" ]; }
+check "Sentinel fails over" wait_for 30 new_master
+NEWM=$(vk_master_port)
+is "$NEWM" "$VK_P2" "the replica that answers is the new master"
+check "every user is back on the new master" wait_for 10 all_on "$NEWM"
+t_ok=$(( $(date +%s%N) / 1000000 ))
+check "the stuck round was superseded by the failover" grep -q 'round superseded by a failover' "$T/acl.log"
+ev=$(grep 'sentinel failover' "$T/acl.log" | head -1 | sed 's/^ts=\([^ ]*\) .*/\1/')
+t_ev=$(date -d "$ev" +%s%3N)
+lat=$((t_ok - t_ev))
+diag "+switch-master heard -> every user seen on the new master: $lat ms (an upper bound: polled)"
+check "within a second of +switch-master (scaled: $(scaled 1000) ms)" test "$lat" -le "$(scaled 1000)"
+check "the paused replica gets them once it answers again" wait_for $((PAUSE_MS / 1000 + 20)) all_on "$VK_P3"
+check "the failover round ends" wait_for 10 grep -q 'trigger=failover' "$T/acl.log"
+done_testing
