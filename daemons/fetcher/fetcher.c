@@ -22,8 +22,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <sqlite3.h>
-
 #include "common/conf.h"
 #include "common/hash.h"
 #include "common/journal.h"
@@ -439,37 +437,23 @@ static int
 last_handed(struct stage *st, const char *ns, const char *name, char *hash,
     char *commit, int64_t *generation)
 {
-	sqlite3 *db = journal_db(stage_journal(st));
-	sqlite3_stmt *q;
+	struct journal_item it;
 	struct proto_render_detail rd;
 	char err[256];
 	int rc;
 
-	if (sqlite3_prepare_v2(db, "SELECT hash, detail FROM items WHERE stage='renderer'"
-	    " AND kind='decofile' AND ns=? AND name=? ORDER BY id DESC LIMIT 1", -1, &q,
-	    NULL) != SQLITE_OK)
-		return -1;
-	sqlite3_bind_text(q, 1, ns, -1, SQLITE_TRANSIENT);
-	sqlite3_bind_text(q, 2, name, -1, SQLITE_TRANSIENT);
-	rc = sqlite3_step(q);
-	if (rc == SQLITE_ROW) {
-		const char *h = (const char *)sqlite3_column_text(q, 0);
-		const char *d = (const char *)sqlite3_column_text(q, 1);
-
-		snprintf(hash, 65, "%s", h ? h : "");
-		/* one we cannot read counts as different: the fetch is handed on again */
-		if (d == NULL || proto_render_detail_decode(d, &rd, err, sizeof(err)) < 0) {
-			rd.commit[0] = '\0';
-			rd.generation = -1;
-		}
-		snprintf(commit, 65, "%.64s", rd.commit);
-		*generation = rd.generation;
-		rc = 0;
-	} else {
-		rc = rc == SQLITE_DONE ? 1 : -1;
+	if ((rc = journal_last_item(stage_journal(st), "renderer", "decofile", ns, name,
+	    &it)) != 0)
+		return rc;
+	snprintf(hash, 65, "%s", it.hash);
+	/* one we cannot read counts as different: the fetch is handed on again */
+	if (proto_render_detail_decode(it.detail, &rd, err, sizeof(err)) < 0) {
+		rd.commit[0] = '\0';
+		rd.generation = -1;
 	}
-	sqlite3_finalize(q);
-	return rc;
+	snprintf(commit, 65, "%.64s", rd.commit);
+	*generation = rd.generation;
+	return 0;
 }
 
 /*
@@ -482,7 +466,7 @@ last_handed(struct stage *st, const char *ns, const char *name, char *hash,
 static int
 hand_on(struct stage *st, struct src *s, struct job *j)
 {
-	sqlite3 *db = journal_db(stage_journal(st));
+	struct journal *jl = stage_journal(st);
 	char hash[65], commit[65], detail[PROTO_MAX_DETAIL + 1];
 	struct proto_render_detail rd;
 	int64_t generation;
@@ -491,7 +475,7 @@ hand_on(struct stage *st, struct src *s, struct job *j)
 	rc = last_handed(st, s->ns, s->name, hash, commit, &generation);
 	if (rc < 0)
 		log_kv(LOG_WARN, "journal: cannot read the last fetch", "error",
-		    sqlite3_errmsg(db), NULL);
+		    journal_error(jl), NULL);
 	if (rc == 0 && strcmp(hash, j->res.tree_hash) == 0 &&
 	    strcmp(commit, j->res.commit) == 0 && generation == j->generation) {
 		log_kv(LOG_DEBUG, "unchanged", "ns", s->ns, "name", s->name, "tree",
@@ -507,19 +491,21 @@ hand_on(struct stage *st, struct src *s, struct job *j)
 		    s->name, "source", s->source, NULL);
 		return -1;
 	}
-	if (sqlite3_exec(db, "SAVEPOINT hand_on", NULL, NULL, NULL) != SQLITE_OK)
+	if (journal_savepoint(jl, "hand_on") < 0)
 		return -1;
-	if (journal_record_fetch(stage_journal(st), s->ns, s->name, s->source,
-	    j->res.commit, j->res.tree_hash) < 0 ||
+	if (journal_record_fetch(jl, s->ns, s->name, s->source, j->res.commit,
+	    j->res.tree_hash) < 0 ||
 	    stage_push(st, "renderer", "decofile", s->ns, s->name, j->res.tree_hash,
 	    detail) < 0) {
 		log_kv(LOG_ERROR, "journal: cannot record the fetch", "ns", s->ns, "name",
-		    s->name, "error", journal_error(stage_journal(st)), NULL);
-		sqlite3_exec(db, "ROLLBACK TO hand_on", NULL, NULL, NULL);
-		sqlite3_exec(db, "RELEASE hand_on", NULL, NULL, NULL);
+		    s->name, "error", journal_error(jl), NULL);
+		journal_savepoint_rollback(jl, "hand_on");
 		return -1;
 	}
-	sqlite3_exec(db, "RELEASE hand_on", NULL, NULL, NULL);
+	if (journal_savepoint_release(jl, "hand_on") < 0) {
+		journal_savepoint_rollback(jl, "hand_on");
+		return -1;
+	}
 	return 1;
 }
 
@@ -1067,20 +1053,11 @@ static int
 lock_settled(struct stage *st, const char *ns, const char *name)
 {
 	struct src *s = src_find(F(st), ns, name);
-	sqlite3 *db = journal_db(stage_journal(st));
-	sqlite3_stmt *q;
-	int busy;
 
 	if (s != NULL && (s->busy || s->again))
 		return 0;
-	if (sqlite3_prepare_v2(db, "SELECT 1 FROM items WHERE state='pending' AND ns=? AND"
-	    " name=? LIMIT 1", -1, &q, NULL) != SQLITE_OK)
-		return 0;
-	sqlite3_bind_text(q, 1, ns, -1, SQLITE_TRANSIENT);
-	sqlite3_bind_text(q, 2, name, -1, SQLITE_TRANSIENT);
-	busy = sqlite3_step(q) != SQLITE_DONE;
-	sqlite3_finalize(q);
-	return !busy;
+	/* an error counts as busy: the lock is kept until the journal can say */
+	return journal_pending_for(stage_journal(st), NULL, ns, name) == 0;
 }
 
 static const struct fetch_lock_ops lock_ops = {

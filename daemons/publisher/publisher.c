@@ -23,8 +23,6 @@
 #include <sys/inotify.h>
 #include <sys/stat.h>
 
-#include <sqlite3.h>
-
 #include "common/conf.h"
 #include "common/hash.h"
 #include "common/journal.h"
@@ -191,77 +189,6 @@ finish_later(struct stage *st, const struct journal_item *it, enum stage_result 
 	    "error", why, NULL);
 	stage_add_timer(st, 0, finish_cb, l);
 	return STAGE_ASYNC;
-}
-
-/* ---- journal look-ups the header has no function for (read-only) ---- */
-
-/* bin_hash_of - the bin blob hash rendered for content hash h; 0 or -1 */
-static int
-bin_hash_of(struct journal *j, const char *ns, const char *name, const char *h, char *out)
-{
-	sqlite3_stmt *q;
-	int rv = -1;
-
-	if (sqlite3_prepare_v2(journal_db(j), "SELECT bin_hash FROM renders WHERE ns=? AND"
-	    " name=? AND content_hash=? AND bin_hash<>'' ORDER BY id DESC LIMIT 1", -1, &q,
-	    NULL) != SQLITE_OK)
-		return -1;
-	sqlite3_bind_text(q, 1, ns, -1, SQLITE_TRANSIENT);
-	sqlite3_bind_text(q, 2, name, -1, SQLITE_TRANSIENT);
-	sqlite3_bind_text(q, 3, h, -1, SQLITE_TRANSIENT);
-	if (sqlite3_step(q) == SQLITE_ROW && sqlite3_column_text(q, 0) != NULL) {
-		snprintf(out, 65, "%s", (const char *)sqlite3_column_text(q, 0));
-		rv = is_sha256_hex(out) ? 0 : -1;
-	}
-	sqlite3_finalize(q);
-	return rv;
-}
-
-/*
- * deletion_policy - the last deletion policy the publisher wrote to the
- * audit log for the object: 1 detach, 0 delete, -1 unknown.
- */
-static int
-deletion_policy(struct journal *j, const char *object)
-{
-	sqlite3_stmt *q;
-	char v[16];
-	int rv = -1;
-
-	if (sqlite3_prepare_v2(journal_db(j), "SELECT detail FROM audit WHERE stage=? AND"
-	    " object=? AND action IN ('publish','deletion-policy') ORDER BY id DESC LIMIT 1",
-	    -1, &q, NULL) != SQLITE_OK)
-		return -1;
-	sqlite3_bind_text(q, 1, STAGE, -1, SQLITE_STATIC);
-	sqlite3_bind_text(q, 2, object, -1, SQLITE_TRANSIENT);
-	if (sqlite3_step(q) == SQLITE_ROW && sqlite3_column_text(q, 0) != NULL &&
-	    journal_detail_get((const char *)sqlite3_column_text(q, 0), "deletion", v,
-	    sizeof(v)) == 0)
-		rv = strcmp(v, "detach") == 0;
-	sqlite3_finalize(q);
-	return rv;
-}
-
-/*
- * publish_pending - nonzero when a publisher item for the object is still
- * pending: the target may hold its (newer) document, written by a run that
- * died before its commit, and that item -- not drift repair -- decides.
- */
-static int
-publish_pending(struct journal *j, const char *ns, const char *name)
-{
-	sqlite3_stmt *q;
-	int rv = 0;
-
-	if (sqlite3_prepare_v2(journal_db(j), "SELECT 1 FROM items WHERE stage=? AND"
-	    " state='pending' AND ns=? AND name=? LIMIT 1", -1, &q, NULL) != SQLITE_OK)
-		return 0;
-	sqlite3_bind_text(q, 1, STAGE, -1, SQLITE_STATIC);
-	sqlite3_bind_text(q, 2, ns, -1, SQLITE_TRANSIENT);
-	sqlite3_bind_text(q, 3, name, -1, SQLITE_TRANSIENT);
-	rv = sqlite3_step(q) == SQLITE_ROW;
-	sqlite3_finalize(q);
-	return rv;
 }
 
 static int
@@ -472,7 +399,7 @@ check_obj(struct stage *st, struct obj *o, int full)
 		    publish_file_sig_eq(&s2, &o->where.ts_sig) && lstat(other, &sb) < 0)
 			return;
 	}
-	if (publish_pending(stage_journal(st), o->ns, o->name))
+	if (journal_pending_for(stage_journal(st), STAGE, o->ns, o->name) == 1)
 		return;
 	if (someone_else(st, o) != 0)
 		return;
@@ -625,6 +552,8 @@ set_policy(struct stage *st, struct obj *o, int detach)
 		return;
 	o->detach = detach;
 	object_id(o, obj, sizeof(obj));
+	journal_inventory_set_deletion(stage_journal(st), o->ns, o->name,
+	    detach ? "detach" : "delete");
 	journal_audit(stage_journal(st), STAGE, obj, "deletion-policy",
 	    detach ? "deletion=detach" : "deletion=delete");
 }
@@ -748,6 +677,8 @@ adopt(struct stage *st, const struct journal_item *it, struct obj *o, yajl_val d
 	if (stage_begin(st) < 0)
 		return finish_later(st, it, STAGE_RETRY, "journal busy");
 	if (journal_inventory_put(j, it->ns, it->name, TARGET, res.location, it->hash) < 0 ||
+	    journal_inventory_set_deletion(j, it->ns, it->name,
+	    o->detach ? "detach" : "delete") < 0 ||
 	    journal_audit(j, STAGE, obj, "adopt", detail) < 0 ||
 	    ((res.wrote_doc || res.wrote_ts || res.removed) &&
 	    journal_record_drift(j, it->ns, it->name, res.location, res.detail) < 0) ||
@@ -904,6 +835,8 @@ on_item(struct stage *st, const struct journal_item *it)
 	if (journal_record_publish(j, it->ns, it->name, TARGET, res.location, it->hash,
 	    res.timestamp) < 0 ||
 	    journal_inventory_put(j, it->ns, it->name, TARGET, res.location, it->hash) < 0 ||
+	    journal_inventory_set_deletion(j, it->ns, it->name,
+	    o->detach ? "detach" : "delete") < 0 ||
 	    (old_location[0] && journal_inventory_del(j, it->ns, it->name, old_location) < 0) ||
 	    journal_audit(j, STAGE, obj, "publish", detail) < 0 ||
 	    stage_push(st, "notifier", "decofile", it->ns, it->name, it->hash, why) < 0) {
@@ -939,54 +872,51 @@ on_item(struct stage *st, const struct journal_item *it)
  * Decofile that is gone has its files removed (unless detached); one that is
  * there has its files checked and repaired.
  */
+/* inventory_row - one inventory row of this target into an in-memory object */
+static void
+inventory_row(void *arg, const struct journal_inventory_row *r)
+{
+	struct stage *st = arg;
+	struct pub *p = P(st);
+	struct publish_file_res w;
+	const char *ext;
+	struct obj *o;
+	char err[512];
+	size_t ll = strlen(r->location);
+
+	ext = ll > 5 && strcmp(r->location + ll - 5, ".json") == 0 ? "json" :
+	    ll > 4 && strcmp(r->location + ll - 4, ".bin") == 0 ? "bin" : NULL;
+	if (ext == NULL || publish_file_paths(p->root, r->ns, r->name, ext, &w, err,
+	    sizeof(err)) < 0 || strcmp(w.location, r->location) != 0) {
+		log_kv(LOG_WARN, "inventory row outside file_root; left alone", "ns",
+		    r->ns, "name", r->name, "location", r->location, NULL);
+		return;
+	}
+	o = obj_get(p, r->ns, r->name);
+	o->where = w;
+	snprintf(o->format, sizeof(o->format), "%s", ext);
+	snprintf(o->content_hash, sizeof(o->content_hash), "%s", r->content_hash);
+	if (strcmp(ext, "json") == 0)
+		snprintf(o->data_hash, sizeof(o->data_hash), "%s", r->content_hash);
+	else if (journal_render_bin(stage_journal(st), r->ns, r->name, r->content_hash,
+	    o->data_hash) != 0 || !is_sha256_hex(o->data_hash))
+		o->data_hash[0] = '\0';
+}
+
 static int
 load_inventory(struct stage *st)
 {
 	struct pub *p = P(st);
 	struct journal *j = stage_journal(st);
-	sqlite3_stmt *q;
-	struct obj *o;
-	char err[512], objid[600];
+	char err[512];
 	yajl_val doc;
 	int rv, pol;
 
-	if (sqlite3_prepare_v2(journal_db(j), "SELECT ns, name, location, content_hash FROM"
-	    " inventory WHERE target='" TARGET "' ORDER BY ns, name", -1, &q, NULL) !=
-	    SQLITE_OK) {
-		log_kv(LOG_ERROR, "journal: cannot read inventory", "error",
-		    sqlite3_errmsg(journal_db(j)), NULL);
+	if (journal_inventory_each(j, TARGET, NULL, NULL, inventory_row, st) < 0) {
+		log_kv(LOG_ERROR, "journal: cannot read inventory", "error", journal_error(j),
+		    NULL);
 		return -1;
 	}
-	while (sqlite3_step(q) == SQLITE_ROW) {
-		const char *ns = (const char *)sqlite3_column_text(q, 0);
-		const char *name = (const char *)sqlite3_column_text(q, 1);
-		const char *loc = (const char *)sqlite3_column_text(q, 2);
-		const char *h = (const char *)sqlite3_column_text(q, 3);
-		struct publish_file_res w;
-		const char *ext;
-		size_t ll;
-
-		if (ns == NULL || name == NULL || loc == NULL || h == NULL)
-			continue;
-		ll = strlen(loc);
-		ext = ll > 5 && strcmp(loc + ll - 5, ".json") == 0 ? "json" :
-		    ll > 4 && strcmp(loc + ll - 4, ".bin") == 0 ? "bin" : NULL;
-		if (ext == NULL || publish_file_paths(p->root, ns, name, ext, &w, err,
-		    sizeof(err)) < 0 || strcmp(w.location, loc) != 0) {
-			log_kv(LOG_WARN, "inventory row outside file_root; left alone", "ns",
-			    ns, "name", name, "location", loc, NULL);
-			continue;
-		}
-		o = obj_get(p, ns, name);
-		o->where = w;
-		snprintf(o->format, sizeof(o->format), "%s", ext);
-		snprintf(o->content_hash, sizeof(o->content_hash), "%s", h);
-		if (strcmp(ext, "json") == 0)
-			snprintf(o->data_hash, sizeof(o->data_hash), "%s", h);
-		else if (bin_hash_of(j, ns, name, h, o->data_hash) < 0)
-			o->data_hash[0] = '\0';
-	}
-	sqlite3_finalize(q);
 
 	for (struct obj *x = p->objs, *next; x != NULL; x = next) {
 		next = x->next;
@@ -995,14 +925,13 @@ load_inventory(struct stage *st)
 		if (journal_last_publish(j, x->ns, x->name, TARGET, last, &x->timestamp) != 0 ||
 		    strcmp(last, x->content_hash) != 0)
 			x->timestamp = 0;
-		object_id(x, objid, sizeof(objid));
-		pol = deletion_policy(j, objid);
+		pol = journal_inventory_deletion(j, x->ns, x->name);
 		doc = NULL;
 		rv = resource_get(stage_store(st), "decofiles", x->ns, x->name, &doc, err,
 		    sizeof(err));
 		if (rv == 1) {
 			if (pol < 0) {
-				/* policy unknown (history pruned): keeping is the safe side */
+				/* policy never recorded: keeping is the safe side */
 				log_kv(LOG_WARN, "Decofile gone and its deletion policy unknown;"
 				    " keeping its files", "ns", x->ns, "name", x->name, NULL);
 				x->detach = 1;
@@ -1018,6 +947,9 @@ load_inventory(struct stage *st)
 		} else {
 			x->detach = pol == 1;
 			set_policy(st, x, doc_detach(doc));
+			if (pol < 0)	/* not recorded yet: record it now */
+				journal_inventory_set_deletion(j, x->ns, x->name,
+				    x->detach ? "detach" : "delete");
 			yajl_tree_free(doc);
 		}
 		if (x->timestamp == 0)

@@ -72,7 +72,7 @@ wait_for 20 ready4
 ok $? "four stages READY"
 
 # history two hours old: kept under the default retention (168h)
-sqlite3 -cmd '.timeout 5000' "$T/state/journal.db" "INSERT INTO audit (at, stage, object, action, detail)
+db_write "$T/state/journal.db" "INSERT INTO audit (at, stage, object, action, detail)
     VALUES (strftime('%Y-%m-%dT%H:%M:%fZ','now','-2 hours'), 'test', 'reload-fixture', 'old', ''),
            (strftime('%Y-%m-%dT%H:%M:%fZ','now','-2 hours'), 'test', 'reload-fixture', 'old', '')"
 wait_for 5 grep -q 'housekeeping done' "$T/decod.log"
