@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 #include <unistd.h>
 #include <sys/stat.h>
@@ -545,4 +546,27 @@ set_cloexec(int fd)
 	int fl = fcntl(fd, F_GETFD);
 
 	return fl < 0 || fcntl(fd, F_SETFD, fl | FD_CLOEXEC) < 0 ? -1 : 0;
+}
+
+int
+url_has_credentials(const char *url)
+{
+	const char *scheme, *host, *end, *at;
+	size_t slen;
+
+	if (url == NULL || (scheme = strstr(url, "://")) == NULL)
+		return 0;
+	slen = (size_t)(scheme - url);
+	host = scheme + 3;
+	end = host + strcspn(host, "/?#");
+	for (at = end; at > host && at[-1] != '@'; at--)
+		;
+	if (at == host)
+		return 0;	/* no userinfo */
+	if ((slen == 4 && strncasecmp(url, "http", 4) == 0) ||
+	    (slen == 5 && strncasecmp(url, "https", 5) == 0) ||
+	    (slen == 3 && strncasecmp(url, "ftp", 3) == 0) ||
+	    (slen == 4 && strncasecmp(url, "ftps", 4) == 0))
+		return 1;
+	return memchr(host, ':', (size_t)(at - host)) != NULL;
 }

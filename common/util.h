@@ -72,6 +72,14 @@ void rfc3339_from(int64_t unix_s, char *out, size_t len);
 int parse_duration_ms(const char *s, int64_t *ms);
 
 /*
+ * url_has_credentials - the URL carries a secret in its userinfo: any
+ * "user@" or "user:password@" of an http(s)/ftp(s) URL (a lone user there is
+ * usually a token), a "user:password@" of any other scheme ("ssh://git@"
+ * is only a user name).  scp-like "git@host:path" has no scheme: 0.
+ */
+int url_has_credentials(const char *url);
+
+/*
  * parse_size - "2.5MB", "1MiB", "4096", "10k".  Returns 0 and sets *bytes,
  * or -1 if malformed, signed, not finite, hexadecimal or 2^63 bytes or more.
  */

@@ -59,6 +59,25 @@ test_sizes(void)
 	}
 }
 
+/* test_credentials - URLs whose userinfo is a secret (issue 13, defect 2) */
+static void
+test_credentials(void)
+{
+	static const struct { const char *in; int secret; } rows[] = {
+		{ "https://user:pw@host/x.git", 1 }, { "https://ghp_token@github.com/a/b", 1 },
+		{ "HTTP://u:p@h/x", 1 }, { "https://u:p@ss@host/x", 1 },
+		{ "https://host/x.git", 0 }, { "https://host/a@b.git", 0 },
+		{ "ssh://git@host/x.git", 0 }, { "ssh://git:pw@host/x.git", 1 },
+		{ "git@github.com:a/b.git", 0 }, { "/srv/git/x.git", 0 },
+		{ "https://host?u=a@b", 0 }, { "git://host/x", 0 },
+	};
+
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
+		is_int(url_has_credentials(rows[i].in), rows[i].secret, "credentials in %s",
+		    rows[i].in);
+	is_int(url_has_credentials(NULL), 0, "credentials in NULL");
+}
+
 static void
 test_paths(void)
 {
@@ -161,5 +180,6 @@ main(void)
 	test_buf_and_files();
 	rfc3339_from(1731598481, ts, sizeof(ts));
 	is_str(ts, "2024-11-14T15:34:41Z", "RFC 3339 from unix seconds");
+	test_credentials();
 	return done_testing();
 }
