@@ -441,17 +441,23 @@ journal_row_to_item(sqlite3_stmt *st, struct journal_item *it)
 }
 
 int
-journal_item_get(struct journal *j, int64_t id, struct journal_item *it)
+journal_item_first(int rc, sqlite3_stmt *st, struct journal_item *it)
 {
-	sqlite3_stmt *st;
-	int rc;
-
-	if ((rc = journal_run(j, &st, "SELECT " ITEM_COLS " FROM items WHERE id=?", "i", id)) < 0)
+	if (rc < 0)
 		return -1;
 	if (rc == SQLITE_ROW)
 		journal_row_to_item(st, it);
 	sqlite3_finalize(st);
 	return rc == SQLITE_ROW ? 0 : 1;
+}
+
+int
+journal_item_get(struct journal *j, int64_t id, struct journal_item *it)
+{
+	sqlite3_stmt *st = NULL;
+	int rc = journal_run(j, &st, "SELECT " ITEM_COLS " FROM items WHERE id=?", "i", id);
+
+	return journal_item_first(rc, st, it);
 }
 
 int

@@ -46,4 +46,11 @@ void journal_copy_col(sqlite3_stmt *st, int col, char *dst, size_t len);
 /* journal_row_to_item - a row of ITEM_COLS into it */
 void journal_row_to_item(sqlite3_stmt *st, struct journal_item *it);
 
+/*
+ * journal_item_first - finish a journal_run of an ITEM_COLS query: its
+ * first row into it, st finalized.  rc is journal_run's.  0 found, 1 none,
+ * -1 error.
+ */
+int journal_item_first(int rc, sqlite3_stmt *st, struct journal_item *it);
+
 #endif

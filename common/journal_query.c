@@ -39,17 +39,12 @@ int
 journal_last_item(struct journal *j, const char *stage, const char *kind, const char *ns,
     const char *name, struct journal_item *it)
 {
-	sqlite3_stmt *st;
-	int rc;
-
-	if ((rc = journal_run(j, &st, "SELECT " ITEM_COLS " FROM items WHERE stage=? AND"
+	sqlite3_stmt *st = NULL;
+	int rc = journal_run(j, &st, "SELECT " ITEM_COLS " FROM items WHERE stage=? AND"
 	    " kind=? AND ns=? AND name=? ORDER BY id DESC LIMIT 1", "ssss", stage, kind, ns,
-	    name)) < 0)
-		return -1;
-	if (rc == SQLITE_ROW)
-		journal_row_to_item(st, it);
-	sqlite3_finalize(st);
-	return rc == SQLITE_ROW ? 0 : 1;
+	    name);
+
+	return journal_item_first(rc, st, it);
 }
 
 int

@@ -299,7 +299,7 @@ publish_drift_adopt(struct stage *st, const struct journal_item *it, struct obj 
 	struct journal *j = stage_journal(st);
 	struct publish_file_req rq;
 	struct publish_file_res res;
-	char err[512], obj[600], detail[4800], why[1024];
+	char err[512], detail[4800], why[1024];
 
 	/* make timestamp.txt and the other format right (a crash may have cut them) */
 	rq = (struct publish_file_req){ p->root, it->ns, it->name, format, data, len,
@@ -310,34 +310,21 @@ publish_drift_adopt(struct stage *st, const struct journal_item *it, struct obj 
 		o = publisher_obj_get(p, it->ns, it->name);
 		o->detach = publisher_doc_detach(doc);
 	}
-	publisher_object_id(o, obj, sizeof(obj));
 	snprintf(detail, sizeof(detail), "hash=%s location=%s timestamp=%lld deletion=%s"
 	    " (published by another instance; adopted)", it->hash, res.location,
 	    (long long)res.timestamp, o->detach ? "detach" : "delete");
-	publisher_notify_detail(why, sizeof(why), res.timestamp, commit);
 	if (stage_begin(st) < 0)
 		return publisher_finish_later(st, it, STAGE_RETRY, "journal busy");
-	if (journal_inventory_put(j, it->ns, it->name, TARGET, res.location, it->hash) < 0 ||
-	    journal_inventory_set_deletion(j, it->ns, it->name,
-	    o->detach ? "detach" : "delete") < 0 ||
-	    journal_audit(j, STAGE, obj, "adopt", detail) < 0 ||
-	    ((res.wrote_doc || res.wrote_ts || res.removed) &&
+	if (((res.wrote_doc || res.wrote_ts || res.removed) &&
 	    journal_record_drift(j, it->ns, it->name, res.location, res.detail) < 0) ||
-	    stage_push(st, "notifier", "decofile", it->ns, it->name, it->hash, why) < 0) {
+	    publisher_record(st, it, o, &res, "adopt", detail, commit) < 0) {
 		snprintf(why, sizeof(why), "journal: %s", journal_error(j));
 		stage_rollback(st);
 		return publisher_finish_later(st, it, STAGE_RETRY, why);
 	}
 	if (stage_commit(st, it, "already published by another instance") < 0)
 		return publisher_finish_later(st, it, STAGE_RETRY, "journal commit failed");
-	snprintf(o->format, sizeof(o->format), "%s", strcmp(format, "bin") == 0 ? "bin" : "json");
-	memcpy(o->content_hash, it->hash, sizeof(o->content_hash));
-	snprintf(o->data_hash, sizeof(o->data_hash), "%.64s", blob);
-	o->timestamp = res.timestamp;
-	o->where = res;
-	o->complained = 0;
-	o->defers = 0;
-	publisher_obj_watch(p, o);
+	publisher_took(st, o, it, format, blob, &res);
 	log_kv(LOG_INFO, "already published by another instance; adopted", "ns", o->ns,
 	    "name", o->name, "location", res.location, "hash", it->hash, NULL);
 	publisher_write_status(st, o);

@@ -334,9 +334,9 @@ watch_timer_cb(struct stage *st, void *arg)
 
 /* ---- publishing ---- */
 
-/* publisher_notify_detail - the notifier item's detail (proto.h) into out */
-void
-publisher_notify_detail(char *out, size_t outlen, int64_t timestamp, const char *commit)
+/* notify_detail - the notifier item's detail (proto.h) into out */
+static void
+notify_detail(char *out, size_t outlen, int64_t timestamp, const char *commit)
 {
 	struct proto_notify_detail nd;
 
@@ -476,32 +476,19 @@ on_item(struct stage *st, const struct journal_item *it)
 
 	snprintf(detail, sizeof(detail), "hash=%s location=%s timestamp=%lld deletion=%s",
 	    it->hash, res.location, (long long)res.timestamp, o->detach ? "detach" : "delete");
-	publisher_notify_detail(why, sizeof(why), res.timestamp, commit);
 	if (stage_begin(st) < 0)
 		return publisher_finish_later(st, it, STAGE_RETRY, "journal busy");
 	if (journal_record_publish(j, it->ns, it->name, TARGET, res.location, it->hash,
 	    res.timestamp) < 0 ||
-	    journal_inventory_put(j, it->ns, it->name, TARGET, res.location, it->hash) < 0 ||
-	    journal_inventory_set_deletion(j, it->ns, it->name,
-	    o->detach ? "detach" : "delete") < 0 ||
 	    (old_location[0] && journal_inventory_del(j, it->ns, it->name, old_location) < 0) ||
-	    journal_audit(j, STAGE, obj, "publish", detail) < 0 ||
-	    stage_push(st, "notifier", "decofile", it->ns, it->name, it->hash, why) < 0) {
+	    publisher_record(st, it, o, &res, "publish", detail, commit) < 0) {
 		snprintf(why, sizeof(why), "journal: %s", journal_error(j));
 		stage_rollback(st);
 		return publisher_finish_later(st, it, STAGE_RETRY, why);
 	}
 	if (stage_commit(st, it, "published") < 0)
 		return publisher_finish_later(st, it, STAGE_RETRY, "journal commit failed");
-
-	/* both hashes were checked by is_sha256_hex: 64 bytes and a NUL */
-	snprintf(o->format, sizeof(o->format), "%s", strcmp(format, "bin") == 0 ? "bin" : "json");
-	memcpy(o->content_hash, it->hash, sizeof(o->content_hash));
-	memcpy(o->data_hash, blob, sizeof(o->data_hash));
-	o->timestamp = res.timestamp;
-	o->where = res;
-	o->complained = 0;
-	publisher_obj_watch(p, o);
+	publisher_took(st, o, it, format, blob, &res);
 	log_kv(LOG_INFO, "published", "ns", o->ns, "name", o->name, "location",
 	    res.location, "hash", it->hash, "written", res.wrote_doc ? "yes" :
 	    "no (already there)", NULL);
@@ -509,6 +496,40 @@ on_item(struct stage *st, const struct journal_item *it)
 	status_set_condition(s, j, "decofiles", o->ns, o->name, STAGE, "Drifted", "False",
 	    "InSync", "The target holds the published version");
 	return STAGE_DONE;
+}
+
+int
+publisher_record(struct stage *st, const struct journal_item *it, const struct obj *o,
+    const struct publish_file_res *res, const char *action, const char *detail,
+    const char *commit)
+{
+	struct journal *j = stage_journal(st);
+	char obj[600], notify[PROTO_MAX_DETAIL + 1];
+
+	publisher_object_id(o, obj, sizeof(obj));
+	notify_detail(notify, sizeof(notify), res->timestamp, commit);
+	if (journal_inventory_put(j, it->ns, it->name, TARGET, res->location, it->hash) < 0 ||
+	    journal_inventory_set_deletion(j, it->ns, it->name,
+	    o->detach ? "detach" : "delete") < 0 ||
+	    journal_audit(j, STAGE, obj, action, detail) < 0 ||
+	    stage_push(st, "notifier", "decofile", it->ns, it->name, it->hash, notify) < 0)
+		return -1;
+	return 0;
+}
+
+void
+publisher_took(struct stage *st, struct obj *o, const struct journal_item *it,
+    const char *format, const char *blob, const struct publish_file_res *res)
+{
+	/* both hashes were checked by is_sha256_hex: 64 bytes and a NUL */
+	snprintf(o->format, sizeof(o->format), "%s", strcmp(format, "bin") == 0 ? "bin" : "json");
+	snprintf(o->content_hash, sizeof(o->content_hash), "%.64s", it->hash);
+	snprintf(o->data_hash, sizeof(o->data_hash), "%.64s", blob);
+	o->timestamp = res->timestamp;
+	o->where = *res;
+	o->complained = 0;
+	o->defers = 0;
+	publisher_obj_watch(P(st), o);
 }
 
 /* ---- start-up reconciliation ---- */

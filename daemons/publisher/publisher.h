@@ -79,8 +79,18 @@ enum stage_result publisher_finish_later(struct stage *st, const struct journal_
 int publisher_doc_detach(yajl_val doc);
 /* publisher_write_status - Ready and the published fields into the store; 0 or -1 */
 int publisher_write_status(struct stage *st, struct obj *o);
-/* publisher_notify_detail - the notifier item's detail (proto.h) into out */
-void publisher_notify_detail(char *out, size_t outlen, int64_t timestamp, const char *commit);
+/*
+ * publisher_record - inside the open stage transaction of item it: o at
+ * res->location in the inventory with its deletion policy, the audit row
+ * (action, detail) and the notifier item for it->hash at res->timestamp
+ * with commit.  0, or -1 with journal_error set (the caller rolls back).
+ */
+int publisher_record(struct stage *st, const struct journal_item *it, const struct obj *o,
+    const struct publish_file_res *res, const char *action, const char *detail,
+    const char *commit);
+/* publisher_took - o now holds it->hash as format (bytes blob) at res; watched */
+void publisher_took(struct stage *st, struct obj *o, const struct journal_item *it,
+    const char *format, const char *blob, const struct publish_file_res *res);
 
 /* ---- publish_drift.c ---- */
 
