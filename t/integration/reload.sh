@@ -91,6 +91,16 @@ ok $? "no stage restarted for a live setting"
 grep -q 'stage=renderer.*telling stage to reload\|telling stage to reload.*stage=renderer' "$T/decod.log"
 ok $? "decod told the renderer to reload (SIGHUP), as the table marks it live"
 
+# the other live setting: housekeeping runs on at the new interval, no restart
+remember
+n=$(grep -c 'housekeeping done' "$T/decod.log")
+hup_with "housekeeping_interval = 150ms"
+ok $? "SIGHUP: decod reloads with housekeeping_interval = 150ms"
+wait_for 5 sh -c "[ \$(grep -c 'housekeeping done' \"$T/decod.log\") -gt $((n + 3)) ]"
+ok $? "housekeeping goes on at the new interval"
+restarted_exactly ""
+ok $? "no stage restarted for it either"
+
 # a setting that needs a restart: exactly its readers restart
 while read -r name value readers; do
 	remember
