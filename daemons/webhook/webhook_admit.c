@@ -230,8 +230,13 @@ review_read(const char *body, size_t len, struct review *rv, struct wh_result *r
 		return bad_request(r, "empty body");
 	if (strlen(body) != len)
 		return bad_request(r, "NUL byte in the body");
-	if (!wh_json_depth_ok(body, len, WH_MAX_DEPTH))
-		return bad_request(r, "JSON nested deeper than 512 levels");
+	if (!wh_json_depth_ok(body, len, json_get_max_depth())) {
+		char why[80];
+
+		snprintf(why, sizeof(why), "JSON nested deeper than %d levels (json_max_depth)",
+		    json_get_max_depth());
+		return bad_request(r, why);
+	}
 	if ((rv->root = yajl_tree_parse(body, err, sizeof(err))) == NULL) {
 		char why[300];
 

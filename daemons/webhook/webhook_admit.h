@@ -18,7 +18,6 @@
 #define WH_VOLUME		"decofile-config"
 #define WH_ACL_SECRET		"valkey-acl"
 #define WH_DEFAULT_AUTHORITIES	"configs.decocdn.com,configs.deco.cx,admin.deco.cx,localhost"
-#define WH_MAX_DEPTH		512
 
 /* a Decofile as the webhook needs it (from the store) */
 struct wh_decofile {

@@ -162,8 +162,7 @@ wh_index_put_decofile(struct wh_index *ix, const char *ns, const char *name,
 
 	if ((d = df_unlink(ix, key)) != NULL)
 		df_free(d);
-	if (json == NULL || !wh_json_depth_ok(json, len, WH_MAX_DEPTH) ||
-	    (doc = json_parse(json, len, NULL)) == NULL) {
+	if (json == NULL || (doc = json_parse(json, len, NULL)) == NULL) {
 		free(key);
 		return -1;
 	}
