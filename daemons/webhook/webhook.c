@@ -101,6 +101,8 @@ struct webhook {
 	double hist_sum;
 	unsigned long hist_count;
 	unsigned long conns_total, conns_open, deadline_closed;
+	unsigned long max_conns;
+	int rerun;		/* a connection closed at the limit: run MHD again */
 	unsigned long cert_errors;
 };
 
@@ -416,6 +418,9 @@ metrics(struct webhook *wh, struct buf *b)
 	pending = wh->w.pending;
 	errors = wh->w.errors;
 	pthread_mutex_unlock(&wh->w.mu);
+	buf_printf(b, "# HELP decod_webhook_tls_sessions TLS sessions holding a certificate "
+	    "pair (old pairs are freed with their last session).\n"
+	    "# TYPE decod_webhook_tls_sessions gauge\ndecod_webhook_tls_sessions %zu\n", held);
 	buf_printf(b, "# TYPE decod_webhook_connections_open gauge\n"
 	    "decod_webhook_connections_open %lu\n"
 	    "# TYPE decod_webhook_connections_total counter\n"
@@ -624,7 +629,13 @@ on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
 		wh->conns_open++;
 		return;
 	}
-	wh->conns_open--;
+	/*
+	 * At the limit libmicrohttpd takes its listen socket out of its epoll
+	 * set and puts it back only on its next run; nothing would wake us for
+	 * that run, so a queued connection would wait for some other event.
+	 */
+	if (wh->conns_open-- >= wh->max_conns)
+		wh->rerun = 1;
 	if ((ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_GNUTLS_SESSION)) != NULL)
 		wh_tls_closed((gnutls_session_t)ci->tls_session);
 }
@@ -648,6 +659,10 @@ mhd_run(struct webhook *wh)
 		stage_cancel_timer(wh->st, wh->mhd_timer);
 	wh->mhd_timer = 0;
 	MHD_run(wh->mhd);
+	while (wh->rerun) {
+		wh->rerun = 0;
+		MHD_run(wh->mhd);
+	}
 	mhd_arm(wh);
 }
 
@@ -771,6 +786,7 @@ webhook_init(struct stage *st)
 	wh->request_ms = conf_get_ms(cf, "webhook_request_timeout");
 	wh->req_timeout_s = secs(wh->request_ms);
 	wh->idle_timeout_s = secs(conf_get_ms(cf, "webhook_idle_timeout"));
+	wh->max_conns = (unsigned long)conf_get_int(cf, "webhook_max_connections");
 	wh->env.s3_public_host = wh->s3_host;
 	wh->env.s3_prefix = wh->s3_prefix;
 	wh->env.find = env_find;
@@ -831,7 +847,7 @@ webhook_init(struct stage *st)
 	    MHD_OPTION_EXTERNAL_LOGGER, mhd_log, wh,
 	    MHD_OPTION_HTTPS_CERT_CALLBACK, wh_tls_retrieve,
 	    MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
-	    MHD_OPTION_CONNECTION_LIMIT, (unsigned int)conf_get_int(cf, "webhook_max_connections"),
+	    MHD_OPTION_CONNECTION_LIMIT, (unsigned int)wh->max_conns,
 	    MHD_OPTION_CONNECTION_TIMEOUT, wh->idle_timeout_s,
 	    MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned int)1024,
 	    MHD_OPTION_NOTIFY_COMPLETED, on_completed, wh,

@@ -57,10 +57,11 @@ start_webhook() {
 	[ -n "$WH_PORT" ] || bail "webhook did not say its port"
 }
 
-# stop_webhook: SIGTERM and wait for it
+# stop_webhook: SIGTERM and wait for it; WH_STATUS is its exit status
 stop_webhook() {
 	kill -TERM "$WH_PID" 2>/dev/null
 	wait "$WH_PID" 2>/dev/null
+	WH_STATUS=$?
 }
 
 cat > "$T/wh.py" <<'PY'

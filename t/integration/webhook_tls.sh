@@ -6,6 +6,7 @@
 # survives a restart; malformed bodies (truncated, wrong kind, object not an
 # object, 600-deep, 10 MB) get clear errors and the next request is served;
 # plain HTTP is never answered; a stalled request is cut at its deadline;
+# connections beyond webhook_max_connections wait and are then served;
 # the certificate rotates (rename, then rewrite in place) while clients
 # loop requests, with no failed request.
 . "$top_srcdir/t/lib/common.sh"
@@ -203,6 +204,7 @@ check "the refusal names the Services" \
     grep -q 'in use by 2 Knative Services it was injected into: mount, web' "$T/del.resp"
 
 stop_webhook
+is "$WH_STATUS" 0 "SIGTERM: the webhook exits 0"
 start_webhook "$T/conf" "$T/webhook2.log"
 URL="https://127.0.0.1:$WH_PORT"
 post "$VAL" "$T/del.review" "$T/del2.resp" >/dev/null
@@ -291,5 +293,42 @@ check "the served certificate was reloaded twice" \
     sh -c "curl -s --cacert '$T/ca.crt' '$URL/metrics' | grep -q '^decod_webhook_cert_loads_total 3$'"
 check "the webhook is still alive" kill -0 "$WH_PID"
 stop_webhook
+is "$WH_STATUS" 0 "SIGTERM after the rotations: exits 0"
 check "the webhook stopped cleanly" grep -q 'msg=stopped' "$T/webhook2.log"
+
+# ---- bounded connections: with 2 held, a third waits, served once one closes ----
+sed -e 's/^webhook_request_timeout.*/webhook_max_connections = 2/' \
+    -e "s|^runtime_dir.*|runtime_dir = $T/run3|" "$T/conf" > "$T/conf3"
+start_webhook "$T/conf3" "$T/webhook3.log"
+$PY - "$WH_PORT" "$T/ca.crt" > "$T/limit.out" 2>&1 <<'PY'
+import http.client, ssl, sys, threading, time
+port, ctx = int(sys.argv[1]), ssl.create_default_context(cafile=sys.argv[2])
+def conn():
+    return http.client.HTTPSConnection("127.0.0.1", port, context=ctx, timeout=20)
+held = []
+for i in range(2):
+    c = conn()
+    c.request("GET", "/healthz")
+    assert c.getresponse().read() == b"ok\n"
+    held.append(c)
+t0 = time.monotonic()
+closed_at = []
+def close_one():
+    time.sleep(1)
+    closed_at.append(time.monotonic() - t0)
+    held[0].close()
+threading.Thread(target=close_one).start()
+c = conn()
+c.request("GET", "/healthz")
+body = c.getresponse().read()
+t = time.monotonic() - t0
+print("third served after %.2f s, first closed at %.2f s" % (t, closed_at[0]))
+sys.exit(0 if body == b"ok\n" and closed_at and closed_at[0] <= t < closed_at[0] + 3 else 1)
+PY
+is "$?" 0 "webhook_max_connections 2: a third connection waits, then is served once one closes"
+diag "$(cat "$T/limit.out")"
+stop_webhook
+is "$WH_STATUS" 0 "it exits 0"
+check "no sanitizer report in the logs" \
+    sh -c "! grep -q -e 'Sanitizer' -e 'runtime error' '$T/webhook.log' '$T/webhook2.log' '$T/webhook3.log'"
 done_testing
