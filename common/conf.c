@@ -165,6 +165,13 @@ static const struct conf_setting settings[] = {
 	{ "webhook_idle_timeout", CONF_DURATION, "120s", NULL, 1000, 3600000,
 	  "an idle keep-alive connection is closed after this (keep it above the API server's 90 s)",
 	  "webhook", 0 },
+	{ "webhook_managers", CONF_LIST,
+	  "system:serviceaccount:decod-system:decod "
+	  "system:serviceaccount:kube-system:generic-garbage-collector "
+	  "system:serviceaccount:kube-system:namespace-controller", NULL, 0, 0,
+	  "users allowed to change objects labelled app.kubernetes.io/managed-by: decod "
+	  "(drift prevention; empty: off)",
+	  "webhook", 0 },
 	{ "s3_public_host", CONF_STR, NULL, "DECOFILE_S3_PUBLIC_HOST", 0, 0,
 	  "host that serves the s3 target's objects over https (DECO_RELEASE of s3 sites)",
 	  "publisher webhook", 0 },

@@ -40,10 +40,13 @@
 #define PATH_MUTATE	"/mutate-serving-knative-dev-v1-service"
 #define PATH_VALIDATE	"/validate-deco-sites-v1alpha1-decofile"
 #define PATH_TRACK	"/validate-serving-knative-dev-v1-service"
+#define PATH_MANAGED	"/validate-decod-managed"
 
-enum route { R_MUTATE, R_VALIDATE, R_TRACK, R_HEALTHZ, R_METRICS, R_OTHER, NROUTES };
+enum route { R_MUTATE, R_VALIDATE, R_TRACK, R_MANAGED, R_HEALTHZ, R_METRICS, R_OTHER,
+	NROUTES };
 static const char *const route_names[NROUTES] = {
-	"mutate", "validate-decofile", "track-service", "healthz", "metrics", "other",
+	"mutate", "validate-decofile", "track-service", "validate-managed", "healthz", "metrics",
+	"other",
 };
 /* outcomes: the four of enum wh_outcome, then HTTP-level ones */
 enum { O_PATCHED, O_ALLOWED, O_DENIED, O_INVALID, O_TOO_LARGE, O_NOT_FOUND, O_OK,
@@ -89,7 +92,7 @@ struct webhook {
 	int64_t mhd_timer, cert_timer, watch_timer;
 	struct store_watch *df_watch, *svc_watch;
 	char *df_prefix, *svc_prefix;
-	char *def_target, *s3_host, *s3_prefix;
+	char *def_target, *s3_host, *s3_prefix, *managers;
 	uint64_t max_request;
 	int64_t request_ms;
 	unsigned int req_timeout_s, idle_timeout_s;
@@ -488,6 +491,8 @@ route_of(const char *url)
 		return R_VALIDATE;
 	if (strcmp(url, PATH_TRACK) == 0)
 		return R_TRACK;
+	if (strcmp(url, PATH_MANAGED) == 0)
+		return R_MANAGED;
 	if (strcmp(url, "/healthz") == 0)
 		return R_HEALTHZ;
 	if (strcmp(url, "/metrics") == 0)
@@ -507,6 +512,8 @@ admit(struct webhook *wh, struct MHD_Connection *c, enum route rt, struct req *q
 		wh_mutate(&wh->env, q->body.data, q->body.len, &r);
 	else if (rt == R_VALIDATE)
 		wh_validate_decofile(&wh->env, q->body.data, q->body.len, &r);
+	else if (rt == R_MANAGED)
+		wh_validate_managed(&wh->env, q->body.data, q->body.len, &r);
 	else
 		wh_track_service(&wh->env, q->body.data, q->body.len, &r);
 	wh->requests[rt][r.outcome]++;
@@ -782,6 +789,7 @@ webhook_init(struct stage *st)
 	wh->def_target = xstrdup(conf_get(cf, "default_target"));
 	wh->s3_host = xstrdup(conf_get(cf, "s3_public_host"));
 	wh->s3_prefix = xstrdup(conf_get(cf, "s3_prefix"));
+	wh->managers = xstrdup(conf_get(cf, "webhook_managers"));
 	wh->max_request = conf_get_size(cf, "webhook_max_request");
 	wh->request_ms = conf_get_ms(cf, "webhook_request_timeout");
 	wh->req_timeout_s = secs(wh->request_ms);
@@ -789,6 +797,7 @@ webhook_init(struct stage *st)
 	wh->max_conns = (unsigned long)conf_get_int(cf, "webhook_max_connections");
 	wh->env.s3_public_host = wh->s3_host;
 	wh->env.s3_prefix = wh->s3_prefix;
+	wh->env.managers = wh->managers;
 	wh->env.find = env_find;
 	wh->env.users = env_users;
 	wh->env.token = env_token;
@@ -922,6 +931,7 @@ webhook_shutdown(struct stage *st)
 	free(wh->def_target);
 	free(wh->s3_host);
 	free(wh->s3_prefix);
+	free(wh->managers);
 	free(wh);
 	stage_set_data(st, NULL);
 }

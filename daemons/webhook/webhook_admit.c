@@ -30,6 +30,7 @@ struct review {
 	const char *uid, *op, *ns, *name;
 	const char *group, *version, *kind;
 	yajl_val obj, old;
+	const char *user;
 	int dry_run;
 };
 
@@ -270,6 +271,7 @@ review_read(const char *body, size_t len, struct review *rv, struct wh_result *r
 	rv->obj = json_get(rv->req, "object", NULL);
 	rv->old = json_get(rv->req, "oldObject", NULL);
 	rv->dry_run = json_get_bool(rv->req, 0, "dryRun", NULL);
+	rv->user = json_get_str(rv->req, "userInfo", "username", NULL);
 	if (rv->group == NULL || rv->version == NULL || rv->kind == NULL) {
 		invalid(r, rv, "request.kind needs group, version and kind");
 		goto fail;
@@ -888,6 +890,56 @@ wh_track_service(const struct wh_env *env, const char *body, size_t len,
 	allow(r, &rv, NULL);
 	if (strcmp(rv.op, "DELETE") == 0)
 		track(r, &rv, WH_TRACK_DROP, rv.ns, rv.name, NULL);
+	yajl_tree_free(rv.root);
+	return 0;
+}
+
+/* word_in - whether w is one of the space-separated words of list */
+static int
+word_in(const char *list, const char *w)
+{
+	size_t n = strlen(w);
+
+	while (list != NULL && *list != '\0') {
+		size_t len;
+
+		list += strspn(list, " ,");
+		len = strcspn(list, " ,");
+		if (len == n && len > 0 && strncmp(list, w, n) == 0)
+			return 1;
+		list += len;
+	}
+	return 0;
+}
+
+int
+wh_validate_managed(const struct wh_env *env, const char *body, size_t len,
+    struct wh_result *r)
+{
+	struct review rv;
+	yajl_val o;
+	const char *by, *kind;
+	char msg[512];
+
+	if (review_read(body, len, &rv, r) < 0)
+		return -1;
+	o = rv.old != NULL ? rv.old : rv.obj;
+	by = json_get_str(o, "metadata", "labels", WH_LABEL_MANAGED, NULL);
+	kind = rv.kind;
+	if (env->managers == NULL || env->managers[0] == '\0' ||
+	    (strcmp(rv.op, "UPDATE") != 0 && strcmp(rv.op, "DELETE") != 0) ||
+	    by == NULL || strcmp(by, "decod") != 0 ||
+	    (rv.user != NULL && word_in(env->managers, rv.user))) {
+		allow(r, &rv, NULL);
+		yajl_tree_free(rv.root);
+		return 0;
+	}
+	snprintf(msg, sizeof(msg), "%s %s/%s is managed by decod (label %s: decod): change "
+	    "its Decofile instead; %s by %s is refused, and decod would put it back",
+	    kind, rv.ns ? rv.ns : "", rv.name ? rv.name : "", WH_LABEL_MANAGED,
+	    strcmp(rv.op, "DELETE") == 0 ? "deleting it" : "a hand edit",
+	    rv.user ? rv.user : "an unknown user");
+	deny(r, &rv, msg);
 	yajl_tree_free(rv.root);
 	return 0;
 }

@@ -17,6 +17,7 @@
 #define WH_DEFAULT_MOUNT	"/app/decofile"
 #define WH_VOLUME		"decofile-config"
 #define WH_ACL_SECRET		"valkey-acl"
+#define WH_LABEL_MANAGED	"app.kubernetes.io/managed-by"
 #define WH_DEFAULT_AUTHORITIES	"configs.decocdn.com,configs.deco.cx,admin.deco.cx,localhost"
 
 /* a Decofile as the webhook needs it (from the store) */
@@ -28,6 +29,11 @@ struct wh_decofile {
 struct wh_env {
 	const char *s3_public_host;	/* "" or NULL: s3 Services are refused */
 	const char *s3_prefix;
+	/*
+	 * managers: space-separated user names allowed to change objects decod
+	 * manages (drift prevention); NULL or "": the check is off
+	 */
+	const char *managers;
 	/* the Decofile of ns whose deploymentId is dep, or NULL */
 	const struct wh_decofile *(*find)(void *arg, const char *ns, const char *dep);
 	/*
@@ -85,6 +91,14 @@ int wh_validate_decofile(const struct wh_env *env, const char *body, size_t len,
  * caller forgets that it used a Decofile.
  */
 int wh_track_service(const struct wh_env *env, const char *body, size_t len,
+    struct wh_result *r);
+
+/*
+ * wh_validate_managed - /validate-decod-managed (drift prevention): an
+ * UPDATE or DELETE of an object labelled app.kubernetes.io/managed-by:
+ * decod by anyone but env->managers is refused; everything else allowed.
+ */
+int wh_validate_managed(const struct wh_env *env, const char *body, size_t len,
     struct wh_result *r);
 
 /*

@@ -280,7 +280,8 @@ for k in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
         paths.add(w["clientConfig"]["service"]["path"])
 assert paths == {"/mutate-serving-knative-dev-v1-service",
                  "/validate-deco-sites-v1alpha1-decofile",
-                 "/validate-serving-knative-dev-v1-service"}, paths
+                 "/validate-serving-knative-dev-v1-service",
+                 "/validate-decod-managed"}, paths
 for k in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
     for w in kinds[k][0]["webhooks"]:
         assert w["sideEffects"] == "None" and w["admissionReviewVersions"] == ["v1"], w["name"]

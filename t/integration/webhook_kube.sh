@@ -7,7 +7,8 @@
 # replaced whole) keeps its token and does not move metadata.generation; a
 # Service without the annotation is untouched; one without the label is
 # refused with the webhook's message; a Decofile that a Service uses cannot
-# be deleted.  Then the stage is stopped: Knative Service changes are
+# be deleted; a hand edit of a ConfigMap labelled managed-by decod is
+# refused while decod's ServiceAccount may edit it.  Then the stage is stopped: Knative Service changes are
 # refused (failurePolicy Fail) and Decofile deletes go through (Ignore), as
 # doc/webhook.md says.
 . "$top_srcdir/t/lib/common.sh"
@@ -125,6 +126,28 @@ k apply -f "$T/df.yaml" >/dev/null || bail "cannot create the Decofile"
 k delete decofile -n sites-x loja > "$T/del.out" 2>&1
 check "deleting a Decofile a Service uses is refused" quiet k get decofile -n sites-x loja
 check "... naming the Service" grep -q 'in use by 1 Knative Service it was injected into: web' "$T/del.out"
+
+# drift prevention: a ConfigMap decod manages, edited by hand and by decod
+k create namespace decod-system >/dev/null
+k -n decod-system create serviceaccount decod >/dev/null
+k -n sites-x create role cm-writer --verb=get,update,patch --resource=configmaps >/dev/null
+k -n sites-x create rolebinding decod-cm --role=cm-writer \
+    --serviceaccount=decod-system:decod >/dev/null
+kube_sa_kubeconfig decod-system decod "$T/decod.kubeconfig" || bail "no token for decod's account"
+printf 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: decofile-loja\n  namespace: sites-x\n  labels: {app.kubernetes.io/managed-by: decod}\ndata: {timestamp.txt: "1"}\n' \
+    > "$T/cm.yaml"
+k apply -f "$T/cm.yaml" >/dev/null
+k -n sites-x patch configmap decofile-loja -p '{"data":{"timestamp.txt":"2"}}' > "$T/drift.out" 2>&1
+check "a hand edit of a ConfigMap decod manages is refused" \
+    grep -q 'denied the request: ConfigMap sites-x/decofile-loja is managed by decod' "$T/drift.out"
+is "$(k -n sites-x get configmap decofile-loja -o jsonpath='{.data.timestamp\.txt}')" 1 \
+    "... and the ConfigMap is unchanged"
+kubectl --kubeconfig "$T/decod.kubeconfig" -n sites-x patch configmap decofile-loja \
+    -p '{"data":{"timestamp.txt":"3"}}' > "$T/drift2.out" 2>&1
+is "$?" 0 "decod's own ServiceAccount may change it"
+k -n sites-x patch configmap decofile-loja -p '{"metadata":{"labels":{"app.kubernetes.io/managed-by":null}}}' \
+    > "$T/drift3.out" 2>&1
+check "removing the label by hand is an edit, refused too" grep -q 'managed by decod' "$T/drift3.out"
 
 # the stage stops: the policies of doc/webhook.md
 stop_webhook

@@ -458,6 +458,64 @@ validate(void)
 	free(body);
 }
 
+/* managed - drift prevention: hand edits of decod's objects refused */
+static void
+managed(void)
+{
+	static const struct {
+		const char *label, *op, *user, *labels, *managers;
+		int allowed;
+	} m[] = {
+		{ "hand edit of a managed ConfigMap", "UPDATE", "alice",
+		  "\"app.kubernetes.io/managed-by\":\"decod\"", "system:serviceaccount:d:decod", 0 },
+		{ "hand delete of a managed ConfigMap", "DELETE", "alice",
+		  "\"app.kubernetes.io/managed-by\":\"decod\"", "system:serviceaccount:d:decod", 0 },
+		{ "decod's own account", "UPDATE", "system:serviceaccount:d:decod",
+		  "\"app.kubernetes.io/managed-by\":\"decod\"",
+		  "gc system:serviceaccount:d:decod", 1 },
+		{ "the garbage collector (listed)", "DELETE", "gc",
+		  "\"app.kubernetes.io/managed-by\":\"decod\"",
+		  "gc, system:serviceaccount:d:decod", 1 },
+		{ "an object decod does not manage", "UPDATE", "alice",
+		  "\"app.kubernetes.io/managed-by\":\"helm\"", "system:serviceaccount:d:decod", 1 },
+		{ "a prefix of a manager is not a manager", "UPDATE", "system:serviceaccount:d:deco",
+		  "\"app.kubernetes.io/managed-by\":\"decod\"", "system:serviceaccount:d:decod", 0 },
+		{ "drift prevention off", "UPDATE", "alice",
+		  "\"app.kubernetes.io/managed-by\":\"decod\"", "", 1 },
+		{ "CREATE is never refused", "CREATE", "alice",
+		  "\"app.kubernetes.io/managed-by\":\"decod\"", "system:serviceaccount:d:decod", 1 },
+	};
+
+	for (size_t i = 0; i < sizeof(m) / sizeof(m[0]); i++) {
+		struct wh_env e = env;
+		struct wh_result r;
+		yajl_val resp;
+		char *cm = xasprintf("{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":"
+		    "{\"name\":\"decofile-loja\",\"labels\":{%s}},\"data\":{}}", m[i].labels);
+		char *body = xasprintf("{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":"
+		    "\"AdmissionReview\",\"request\":{\"uid\":\"m\",\"kind\":{\"group\":\"\","
+		    "\"version\":\"v1\",\"kind\":\"ConfigMap\"},\"namespace\":\"sites-x\","
+		    "\"name\":\"decofile-loja\",\"operation\":\"%s\",\"userInfo\":{\"username\":"
+		    "\"%s\"},\"object\":%s,\"oldObject\":%s}}", m[i].op, m[i].user,
+		    strcmp(m[i].op, "DELETE") == 0 ? "null" : cm,
+		    strcmp(m[i].op, "CREATE") == 0 ? "null" : cm);
+
+		e.managers = m[i].managers;
+		wh_result_init(&r);
+		wh_validate_managed(&e, body, strlen(body), &r);
+		resp = json_parse(r.body.data, r.body.len, NULL);
+		is_int(json_get_bool(resp, -1, "response", "allowed", NULL), m[i].allowed,
+		    "drift prevention: %s", m[i].label);
+		if (!m[i].allowed)
+			ok(strstr(r.body.data, "ConfigMap sites-x/decofile-loja is managed by decod") &&
+			    strstr(r.body.data, m[i].user), "... the refusal says what and who");
+		yajl_tree_free(resp);
+		wh_result_free(&r);
+		free(body);
+		free(cm);
+	}
+}
+
 static void
 authorities(void)
 {
@@ -520,6 +578,7 @@ main(void)
 	}
 	malformed();
 	validate();
+	managed();
 	authorities();
 	wh_index_del_decofile(ix, "sites-x", "loja");
 	ok(wh_index_find(ix, "sites-x", "loja") == NULL, "a deleted Decofile is gone from the index");
