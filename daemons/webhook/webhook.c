@@ -241,36 +241,34 @@ svc_event(struct webhook *wh, int put, const char *key, const char *val, size_t 
 	yajl_tree_free(v);
 }
 
+/*
+ * rebuild - a new index from a listing of both prefixes (at start, and when
+ * a watch lost history), swapped in only when both listings succeeded
+ */
 static int
-relist(struct webhook *wh, const char *prefix,
-    void (*ev)(struct webhook *, int, const char *, const char *, size_t))
+rebuild(struct webhook *wh)
 {
-	struct store_list l;
+	struct store *s = stage_store(wh->st);
+	struct store_list dl, sl;
+	struct wh_index *old = wh->ix;
 
-	if (store_list(stage_store(wh->st), prefix, &l) < 0) {
-		log_kv(LOG_ERROR, "cannot list the store", "prefix", prefix, "error",
-		    store_error(stage_store(wh->st)), NULL);
+	if (store_list(s, wh->df_prefix, &dl) < 0) {
+		log_kv(LOG_ERROR, "cannot list Decofiles", "error", store_error(s), NULL);
 		return -1;
 	}
-	/* a relist after lost history: rebuild this half of the index */
-	if (ev == df_event) {
-		struct wh_index *old = wh->ix, *ix = wh_index_new();
-		struct store_list sl;
-
-		wh->ix = ix;
-		for (size_t i = 0; i < l.n; i++)
-			ev(wh, 1, l.kvs[i].key, l.kvs[i].value, l.kvs[i].vlen);
-		if (store_list(stage_store(wh->st), wh->svc_prefix, &sl) == 0) {
-			for (size_t i = 0; i < sl.n; i++)
-				svc_event(wh, 1, sl.kvs[i].key, sl.kvs[i].value, sl.kvs[i].vlen);
-			store_list_free(&sl);
-		}
-		wh_index_free(old);
-	} else {
-		for (size_t i = 0; i < l.n; i++)
-			ev(wh, 1, l.kvs[i].key, l.kvs[i].value, l.kvs[i].vlen);
+	if (store_list(s, wh->svc_prefix, &sl) < 0) {
+		log_kv(LOG_ERROR, "cannot list injected Services", "error", store_error(s), NULL);
+		store_list_free(&dl);
+		return -1;
 	}
-	store_list_free(&l);
+	wh->ix = wh_index_new();
+	for (size_t i = 0; i < dl.n; i++)
+		df_event(wh, 1, dl.kvs[i].key, dl.kvs[i].value, dl.kvs[i].vlen);
+	for (size_t i = 0; i < sl.n; i++)
+		svc_event(wh, 1, sl.kvs[i].key, sl.kvs[i].value, sl.kvs[i].vlen);
+	store_list_free(&dl);
+	store_list_free(&sl);
+	wh_index_free(old);
 	return 0;
 }
 
@@ -280,7 +278,7 @@ on_df_watch(void *arg, const struct store_event *ev)
 	struct webhook *wh = arg;
 
 	if (ev->type == STORE_EV_RELIST)
-		relist(wh, wh->df_prefix, df_event);
+		rebuild(wh);
 	else
 		df_event(wh, ev->type == STORE_EV_PUT, ev->key, ev->value, ev->vlen);
 }
@@ -291,7 +289,7 @@ on_svc_watch(void *arg, const struct store_event *ev)
 	struct webhook *wh = arg;
 
 	if (ev->type == STORE_EV_RELIST)
-		relist(wh, wh->svc_prefix, svc_event);
+		rebuild(wh);
 	else
 		svc_event(wh, ev->type == STORE_EV_PUT, ev->key, ev->value, ev->vlen);
 }
@@ -834,7 +832,7 @@ webhook_init(struct stage *st)
 	if ((wh->df_watch = watch(wh, wh->df_prefix, on_df_watch)) == NULL ||
 	    (wh->svc_watch = watch(wh, wh->svc_prefix, on_svc_watch)) == NULL)
 		return -1;
-	if (relist(wh, wh->df_prefix, df_event) < 0)
+	if (rebuild(wh) < 0)
 		return -1;
 	wh->watch_timer = stage_add_timer(st, WATCH_TICK_MS, on_watch_timer, NULL);
 

@@ -144,6 +144,14 @@ is "$(wh env "$T/mount.out" DECO_RELEASE)" "file:///srv/cfg/decofile.bin" "custo
 is "$(wh field "$T/mount.out" spec.template.spec.containers.0.volumeMounts.0.mountPath)" "/srv/cfg" \
     "custom mount path: the mount"
 
+# ---- the index follows the store while running ----
+decofile late '{"source":"inline","inline":{"value":{"A":1}},"target":"configmap"}'
+svc "$T/late.json" late "$INJ" '"app.deco/deploymentId":"late"' '[{"name":"app"}]'
+late_is() { admit late CREATE "$T/late.json" -; [ "$patched" = "$1" ]; }
+check "a Decofile put in the store while running is used (store watch)" wait_for 10 late_is 0
+"$TOOL" $C delete sites-x late >/dev/null
+check "... and forgotten once deleted from the store" wait_for 10 late_is 3
+
 # ---- malformed bodies, each followed by a good request ----
 good() { # a good request right after a bad one is served normally
 	c=$(post "$MUT" "$T/cm.review" "$T/good.resp")
