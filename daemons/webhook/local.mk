@@ -23,3 +23,12 @@ TESTS += t/unit/webhook_admit_test
 TESTS += t/integration/webhook_tls.sh t/integration/webhook_kube.sh
 EXTRA_DIST += t/integration/webhook_tls.sh t/integration/webhook_kube.sh \
 	t/integration/webhook_lib.sh t/knative-service-crd.yaml
+
+# the admission fuzz harness, replayed over its seeds and regression inputs
+# by `make check` (t/fuzz/replay.c; with libFuzzer: see t/fuzz/fuzz_admit.c)
+check_PROGRAMS += t/fuzz/fuzz_admit_replay
+t_fuzz_fuzz_admit_replay_SOURCES = t/fuzz/fuzz_admit.c t/fuzz/replay.c t/fuzz/fuzz.h \
+	t/unit/jsonpatch.c t/unit/jsonpatch.h
+t_fuzz_fuzz_admit_replay_LDADD = $(WEBHOOK_LIBS) $(DECOD_LIBS)
+TESTS += t/integration/webhook_fuzz_replay.sh
+EXTRA_DIST += t/integration/webhook_fuzz_replay.sh t/fuzz/seeds/admit
