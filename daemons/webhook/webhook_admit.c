@@ -480,6 +480,34 @@ set_token(const struct wh_env *env, const struct review *rv, struct container_pa
 	explicit_bzero(tok, sizeof(tok));
 }
 
+/*
+ * drop_env_dups - remove later entries of the variables we set (the last
+ * one wins in a container, so a duplicate would undo the injection).  Run
+ * after every replace and append: the removes go last, highest index first,
+ * so no index written before them moves.
+ */
+static void
+drop_env_dups(struct container_patch *cp, const char *const *names)
+{
+	yajl_val env = json_get(cp->c, "env", NULL);
+	char path[600];
+
+	if (env == NULL || !YAJL_IS_ARRAY(env))
+		return;
+	for (size_t i = env->u.array.len; i-- > 0;) {
+		const char *n = json_get_str(env->u.array.values[i], "name", NULL);
+
+		for (size_t k = 0; n != NULL && names[k] != NULL; k++) {
+			if (strcmp(n, names[k]) == 0 && named(env, n) != (int)i) {
+				snprintf(path, sizeof(path), "%s/env/%zu", cp->base, i);
+				op(cp->p, "remove", path);
+				op_end(cp->p);
+				break;
+			}
+		}
+	}
+}
+
 /* set_env_from - the Secret valkey-acl, optional, once */
 static void
 set_env_from(struct container_patch *cp)
@@ -793,6 +821,11 @@ mutate(const struct wh_env *env, const struct review *rv, struct wh_result *r)
 	}
 	set_token(env, rv, &cp);
 	set_env_from(&cp);
+	{
+		static const char *const ours[] = { ENV_RELEASE, ENV_AUTHORITIES, ENV_TOKEN, NULL };
+
+		drop_env_dups(&cp, ours);
+	}
 	patch_finish(&p);
 	if (p.n > 0) {
 		answer(r, rv->uid, 0, NULL, &p.b, NULL);

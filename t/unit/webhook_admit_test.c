@@ -322,6 +322,13 @@ static const struct row rows[] = {
 		{ C0 "envFrom", "[{\"configMapRef\":{\"name\":\"x\"}},{\"secretRef\":{\"name\":"
 		  "\"valkey-acl\"}}]" },
 	} },
+	{ "duplicates of our variables are removed (the last would win)", "UPDATE", KSVC,
+	  SVC(INJECT, LABEL, "\"containers\":[{\"name\":\"app\",\"env\":[" TOKEN_OLD ","
+	  "{\"name\":\"DECO_RELEASE\",\"value\":\"x\"},{\"name\":\"KEEP\",\"value\":\"1\"},"
+	  "{\"name\":\"DECO_RELEASE\",\"value\":\"y\"},{\"name\":\"DECO_RELEASE_RELOAD_TOKEN\","
+	  "\"value\":\"other\"}]}]"), NULL, 1, 0, 1, NULL, {
+		{ C0 "env", "[" TOKEN_OLD "," RELEASE_CM ",{\"name\":\"KEEP\",\"value\":\"1\"}]" },
+	} },
 	{ "template without metadata gets the label", "CREATE", KSVC,
 	  "{\"metadata\":{\"name\":\"web\",\"annotations\":{" INJECT "},\"labels\":{" LABEL "}},"
 	  "\"spec\":{\"template\":{\"spec\":{\"containers\":[" C_APP "]}}}}", NULL, 1, 0, 1,
