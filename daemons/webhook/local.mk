@@ -19,6 +19,9 @@ t_unit_webhook_admit_test_SOURCES = t/unit/webhook_admit_test.c t/unit/jsonpatch
 	t/unit/jsonpatch.h
 t_unit_webhook_admit_test_LDADD = $(WEBHOOK_LIBS) $(DECOD_LIBS)
 TESTS += t/unit/webhook_admit_test
+check_PROGRAMS += t/unit/webhook_index_test
+t_unit_webhook_index_test_LDADD = $(WEBHOOK_LIBS) $(DECOD_LIBS)
+TESTS += t/unit/webhook_index_test
 
 TESTS += t/integration/webhook_tls.sh t/integration/webhook_kube.sh
 EXTRA_DIST += t/integration/webhook_tls.sh t/integration/webhook_kube.sh \
