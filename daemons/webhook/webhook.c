@@ -767,6 +767,36 @@ secs(int64_t ms)
 	return (unsigned int)((ms + 999) / 1000);
 }
 
+/* read_live - the settings a SIGHUP applies without a restart */
+static void
+read_live(struct webhook *wh)
+{
+	struct conf *cf = stage_conf(wh->st);
+
+	free(wh->managers);
+	wh->managers = xstrdup(conf_get(cf, "webhook_managers"));
+	wh->env.managers = wh->managers;
+	wh->max_request = conf_get_size(cf, "webhook_max_request");
+	wh->request_ms = conf_get_ms(cf, "webhook_request_timeout");
+	wh->req_timeout_s = secs(wh->request_ms);
+	wh->idle_timeout_s = secs(conf_get_ms(cf, "webhook_idle_timeout"));
+}
+
+/*
+ * webhook_reload - SIGHUP: the live settings take effect for the next
+ * request.  A restart would make the API server's calls fail meanwhile
+ * (failurePolicy Fail), so whatever can change in place does.
+ */
+static int
+webhook_reload(struct stage *st)
+{
+	struct webhook *wh = W(st);
+
+	read_live(wh);
+	log_kv(LOG_INFO, "webhook settings reloaded", "managers", wh->managers, NULL);
+	return 0;
+}
+
 static int
 webhook_init(struct stage *st)
 {
@@ -787,15 +817,10 @@ webhook_init(struct stage *st)
 	wh->def_target = xstrdup(conf_get(cf, "default_target"));
 	wh->s3_host = xstrdup(conf_get(cf, "s3_public_host"));
 	wh->s3_prefix = xstrdup(conf_get(cf, "s3_prefix"));
-	wh->managers = xstrdup(conf_get(cf, "webhook_managers"));
-	wh->max_request = conf_get_size(cf, "webhook_max_request");
-	wh->request_ms = conf_get_ms(cf, "webhook_request_timeout");
-	wh->req_timeout_s = secs(wh->request_ms);
-	wh->idle_timeout_s = secs(conf_get_ms(cf, "webhook_idle_timeout"));
 	wh->max_conns = (unsigned long)conf_get_int(cf, "webhook_max_connections");
+	read_live(wh);
 	wh->env.s3_public_host = wh->s3_host;
 	wh->env.s3_prefix = wh->s3_prefix;
-	wh->env.managers = wh->managers;
 	wh->env.find = env_find;
 	wh->env.users = env_users;
 	wh->env.token = env_token;
@@ -938,6 +963,7 @@ static const struct stage_ops ops = {
 	.name = STAGE,
 	.use_store = 1,
 	.init = webhook_init,
+	.reload = webhook_reload,
 	.shutdown = webhook_shutdown,
 };
 

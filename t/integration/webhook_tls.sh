@@ -238,6 +238,24 @@ check "/metrics counts admissions by outcome" \
 check "/metrics has the latency histogram" grep -q '^decod_webhook_admission_seconds_count ' "$T/metrics"
 is "$(curl -s --cacert "$T/ca.crt" "$URL/healthz")" ok "/healthz"
 
+# ---- drift prevention, and a live setting changed by SIGHUP ----
+MAN="/validate-decod-managed"
+printf '{"metadata":{"name":"decofile-loja","namespace":"sites-x","labels":{"app.kubernetes.io/managed-by":"decod"}}}' \
+    > "$T/cmobj.json"
+wh review UPDATE "$T/cmobj.json" "$T/cmobj.json" /v1/ConfigMap > "$T/cm-edit.review"
+post "$MAN" "$T/cm-edit.review" "$T/cm-edit.resp" >/dev/null
+is "$(wh field "$T/cm-edit.resp" response.allowed)" false \
+    "a hand edit of a ConfigMap decod manages: refused"
+check "... saying what and who" grep -q 'managed by decod.*a hand edit by test is refused' "$T/cm-edit.resp"
+echo "webhook_managers = test" >> "$T/conf"
+kill -HUP "$WH_PID"
+managed_allowed() {
+	post "$MAN" "$T/cm-edit.review" "$T/cm-edit2.resp" >/dev/null &&
+	    [ "$(wh field "$T/cm-edit2.resp" response.allowed)" = true ]
+}
+check "SIGHUP: webhook_managers applies without a restart" wait_for 10 managed_allowed
+check "... the same process" kill -0 "$WH_PID"
+
 # ---- certificate rotation while clients loop ----
 FP1=$(fingerprint "$T/tls.crt")
 FP2=$(fingerprint "$T/tls2.crt")
