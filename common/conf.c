@@ -30,7 +30,8 @@ static const struct conf_setting settings[] = {
 	  "where the stage programs are",
 	  "decod", 0 },
 	{ "stages", CONF_LIST, "fetcher renderer publisher notifier", NULL, 0, 0,
-	  "stages the supervisor runs, in pipeline order",
+	  "stages the supervisor runs, in pipeline order (webhook too where the API server "
+	  "reaches it)",
 	  "decod", 0 },
 	{ "log_level", CONF_STR, "info", "LOG_LEVEL", 0, 0, "debug, info, warn or error",
 	  "* decod", CONF_LIVE },
