@@ -23,8 +23,10 @@ check_PROGRAMS += t/unit/webhook_index_test
 t_unit_webhook_index_test_LDADD = $(WEBHOOK_LIBS) $(DECOD_LIBS)
 TESTS += t/unit/webhook_index_test
 
-TESTS += t/integration/webhook_tls.sh t/integration/webhook_kube.sh
+TESTS += t/integration/webhook_tls.sh t/integration/webhook_kube.sh \
+	t/integration/webhook_etcd.sh
 EXTRA_DIST += t/integration/webhook_tls.sh t/integration/webhook_kube.sh \
+	t/integration/webhook_etcd.sh \
 	t/integration/webhook_lib.sh t/knative-service-crd.yaml
 
 # the admission fuzz harness, replayed over its seeds and regression inputs
