@@ -2,8 +2,8 @@
  * fuzz_etcd - the etcd JSON gateway's answers as the store reads them:
  * the watch stream (split into lines by the curl write callback, each a
  * JSON message with base64 keys and values, cancel and compaction
- * notices), reached by including store_etcd_watch.c; the input is also
- * read as a range answer's kvs the way etcd_list reads them.
+ * notices), reached by including store_etcd_watch.c; the input is also read as
+ * a range answer's kvs the way etcd_list reads them.
  */
 #include "config.h"
 
