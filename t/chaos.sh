@@ -13,6 +13,9 @@
 #   CHAOS_SEED=N        random seed (printed; reuse it to replay a run)
 : "${top_srcdir:=$(cd "$(dirname "$0")/.." && pwd)}"
 : "${top_builddir:=$top_srcdir/_build}"
+# a folder of its own: a shared /tmp may be swept by other runs' clean-ups
+TMPDIR=${CHAOS_TMPDIR:-$top_builddir/chaos-tmp}
+mkdir -p "$TMPDIR" && export TMPDIR
 . "$top_srcdir/t/lib/common.sh"
 
 SECS=${1:-300}
@@ -48,9 +51,11 @@ export DECOD_CONFIG="$T/decod.conf"
 DB=$T/state/journal.db
 sql() { sqlite3 -cmd '.timeout 10000' "$DB" "$1"; }
 ctl() { "$DECOCTL" -n chaos "$@"; }
-# rnd N: a number in 0..N-1 from the seeded stream
+# rnd N: R = a number in 0..N-1 from the seeded stream (no subshell, so
+# the stream advances)
 RN=$SEED
-rnd() { RN=$(( (RN * 1103515245 + 12345) % 2147483648 )); echo $(( (RN / 65536) % $1 )); }
+R=0
+rnd() { RN=$(( (RN * 1103515245 + 12345) % 2147483648 )); R=$(( (RN / 65536) % $1 )); }
 
 # one replica per decofile
 PORTS=""
@@ -88,13 +93,16 @@ edit() {
 i=1
 while [ $i -le "$NDF" ]; do edit $i 0 || bail "cannot apply df$i"; i=$((i + 1)); done
 
-# the editor: runs until the stop file appears
+# the editor: runs until the stop file appears (or the time is well past)
+chaos_end=$(( $(date +%s) + SECS )) # not "end": wait_for uses that name
 (
 	RN=$((SEED + 1)); n=0
-	while [ ! -e "$T/stop" ]; do
+	while [ ! -e "$T/stop" ] && [ "$(date +%s)" -lt $((chaos_end + 30)) ]; do
 		n=$((n + 1))
-		edit $(( $(rnd "$NDF") + 1 )) "$n" && echo "$n" > "$T/edits"
-		sleep 0.$(( $(rnd 3) + 1 ))
+		rnd "$NDF"
+		edit $((R + 1)) "$n" && echo "$n" > "$T/edits"
+		rnd 3
+		sleep 0.$((R + 1))
 	done
 ) &
 EDITOR=$!
@@ -102,15 +110,16 @@ track_pid $EDITOR
 
 # the killer (this shell, so it can restart the supervisor)
 kills=0; supkills=0
-end=$(( $(date +%s) + SECS ))
 stage_pids() { "$DECOCTL" stages -o json 2>/dev/null | python3 -c '
 import json, sys
 for s in json.load(sys.stdin)["stages"]:
     if s.get("pid"): print(s["name"], s["pid"])' 2>/dev/null; }
-while [ "$(date +%s)" -lt $end ]; do
-	ms=$(( 500 + $(rnd 3500) ))
+while [ "$(date +%s)" -lt $chaos_end ]; do
+	rnd 3500
+	ms=$((500 + R))
 	sleep "$((ms / 1000)).$(printf '%03d' $((ms % 1000)))"
-	victim=$(rnd 5)
+	rnd 5
+	victim=$R
 	if [ $victim -eq 4 ]; then
 		pids=$(stage_pids | awk '{print $2}')
 		kill -9 "$SUP" 2>/dev/null && supkills=$((supkills + 1)) && kills=$((kills + 1))
