@@ -470,18 +470,30 @@ parse_size(const char *s, uint64_t *bytes)
 }
 
 int
-path_clean_rel(const char *in, char *out, size_t outlen)
+path_clean(const char *in, char *out, size_t outlen, const char **why)
 {
 	size_t o = 0, seglen;
-	const char *p = in, *seg;
+	const char *p = in, *seg, *dummy;
 
+	if (why == NULL)
+		why = &dummy;
+	*why = "is not a clean relative path";
 	if (in == NULL || *in == '/' || outlen == 0)
 		return -1;
-	if (strlen(in) > 1024)
+	if (strlen(in) > PATH_REL_MAX) {
+		*why = "longer than 1024 bytes";
 		return -1;
-	for (const unsigned char *c = (const unsigned char *)in; *c; c++)
-		if (*c < 0x20 || *c == 0x7f || *c == '\\')
+	}
+	for (const unsigned char *c = (const unsigned char *)in; *c; c++) {
+		if (*c < 0x20 || *c == 0x7f) {
+			*why = "contains a control byte";
 			return -1;
+		}
+		if (*c == '\\') {
+			*why = "contains a backslash";
+			return -1;
+		}
+	}
 	while (*p) {
 		while (*p == '/')
 			p++;
@@ -491,12 +503,18 @@ path_clean_rel(const char *in, char *out, size_t outlen)
 		seglen = (size_t)(p - seg);
 		if (seglen == 0 || (seglen == 1 && seg[0] == '.'))
 			continue;
-		if (seglen == 2 && seg[0] == '.' && seg[1] == '.')
+		if (seglen == 2 && seg[0] == '.' && seg[1] == '.') {
+			*why = "contains a \"..\" component";
 			return -1;
-		if (seglen > 255)
+		}
+		if (seglen > PATH_COMP_MAX) {
+			*why = "has a component longer than 253 bytes";
 			return -1;
-		if (o + seglen + 2 > outlen)
+		}
+		if (o + seglen + 2 > outlen) {
+			*why = "is too long for its buffer";
 			return -1;
+		}
 		if (o > 0)
 			out[o++] = '/';
 		memcpy(out + o, seg, seglen);
@@ -506,6 +524,12 @@ path_clean_rel(const char *in, char *out, size_t outlen)
 		return -1;
 	out[o] = '\0';
 	return 0;
+}
+
+int
+path_clean_rel(const char *in, char *out, size_t outlen)
+{
+	return path_clean(in, out, outlen, NULL);
 }
 
 int

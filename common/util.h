@@ -85,11 +85,20 @@ int url_has_credentials(const char *url);
  */
 int parse_size(const char *s, uint64_t *bytes);
 
+/* a key or relative path: at most 1024 bytes, each component at most 253
+ * (a Kubernetes name; the local store adds 2 bytes of suffix to each) */
+#define PATH_REL_MAX 1024
+#define PATH_COMP_MAX 253
+
 /*
- * path_clean_rel - clean a relative key/path: collapse "//" and "./",
- * refuse "..", absolute paths, NUL or control bytes and names over 255
- * bytes or paths over 1024.  Writes the cleaned path into out; 0 or -1.
+ * path_clean - the one validator of store keys and relative paths: collapse
+ * "//" and "./"; refuse "..", absolute paths, control bytes, backslashes,
+ * components over PATH_COMP_MAX and paths over PATH_REL_MAX.  Writes the
+ * cleaned path into out (outlen bytes).  0, or -1 with *why (if non-NULL)
+ * set to a static phrase that completes "key ... " in an error message.
  */
+int path_clean(const char *in, char *out, size_t outlen, const char **why);
+/* path_clean_rel - path_clean without the reason; 0 or -1 */
 int path_clean_rel(const char *in, char *out, size_t outlen);
 
 /* set_nonblock, set_cloexec - fcntl helpers; 0 or -1 */

@@ -14,12 +14,9 @@ obj=$bld/t/fuzz/obj
 mkdir -p "$out" "$obj"
 SAN="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
 CFLAGS="-g -O1 $SAN -I$src -I$bld $FUZZ_DEFS $FUZZ_CFLAGS -w"
-lib_src="common/log.c common/util.c common/hash.c common/json.c common/conf.c
-	common/spool.c common/journal.c common/stage.c common/store.c
-	common/store_local.c common/store_etcd.c common/store_keys.c
-	common/resource.c common/s3key.c proto/proto.c
-	daemons/renderer/render_merge.c daemons/renderer/render_brotli.c
-	cli/cli_yaml.c"
+# everything libdecod.a holds (by folder, so files split later are
+# picked up), the renderer's rules and decoctl's YAML reader
+lib_src=$(cd "$src" && ls common/*.c proto/*.c daemons/renderer/render_*.c cli/cli_yaml.c)
 objs=""
 for f in $lib_src; do
 	[ -f "$src/$f" ] || continue

@@ -103,6 +103,41 @@ test_paths(void)
 	memset(big, 'a', 300);
 	big[300] = '\0';
 	ok(path_clean_rel(big, out, sizeof(out)) == -1, "a 300-byte component is refused");
+	{
+		/* the one key validator: its limits and the reason it gives */
+		static const struct { const char *label; int len; const char *why; } lim[] = {
+			{ "253-byte component (a Kubernetes name)", 253, NULL },
+			{ "254-byte component", 254, "253" },
+			{ "1024-byte path", 1024, NULL },
+			{ "1025-byte path", 1025, "1024" },
+		};
+		static const struct { const char *in, *why; } bad[] = {
+			{ "a/../b", "\"..\"" }, { "a\001b", "control" }, { "a\\b", "backslash" },
+			{ "/abs", "clean relative" }, { "./", "clean relative" },
+		};
+		char in[1100];
+		const char *why;
+
+		for (size_t i = 0; i < sizeof(lim) / sizeof(lim[0]); i++) {
+			memset(in, 'k', (size_t)lim[i].len);
+			for (int k = 200; k < lim[i].len && lim[i].len > 300; k += 201)
+				in[k] = '/';
+			in[lim[i].len] = '\0';
+			why = NULL;
+			if (lim[i].why == NULL)
+				ok(path_clean(in, out, sizeof(out), &why) == 0, "%s passes", lim[i].label);
+			else
+				ok(path_clean(in, out, sizeof(out), &why) == -1 && why != NULL &&
+				    strstr(why, lim[i].why) != NULL, "%s refused: %s", lim[i].label,
+				    why ? why : "(no reason)");
+		}
+		for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+			why = NULL;
+			ok(path_clean(bad[i].in, out, sizeof(out), &why) == -1 && why != NULL &&
+			    strstr(why, bad[i].why) != NULL, "\"%s\" refused: %s", bad[i].in,
+			    why ? why : "(no reason)");
+		}
+	}
 }
 
 static void
