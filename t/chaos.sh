@@ -11,6 +11,8 @@
 # (top_builddir, default ./_build) and sqlite3.
 #   CHAOS_DECOFILES=N   decofiles (and replicas), default 20
 #   CHAOS_SEED=N        random seed (printed; reuse it to replay a run)
+#   CHAOS_STORE=etcd    the store is a real etcd, which the chaos also
+#                       kill -9s and restarts, and compacts
 : "${top_srcdir:=$(cd "$(dirname "$0")/.." && pwd)}"
 : "${top_builddir:=$top_srcdir/_build}"
 # a folder of its own: a shared /tmp may be swept by other runs' clean-ups
@@ -27,7 +29,15 @@ SITE=$top_builddir/examples/site/decod-site
 for p in "$DECOD" "$DECOCTL" "$SITE"; do [ -x "$p" ] || bail "$p not built"; done
 command -v sqlite3 >/dev/null || skip_all "sqlite3 not installed"
 command -v python3 >/dev/null || skip_all "python3 not installed"
-diag "chaos: $SECS s, $NDF decofiles, seed $SEED"
+STORE=${CHAOS_STORE:-local}
+diag "chaos: $SECS s, $NDF decofiles, seed $SEED, $STORE store"
+if [ "$STORE" = etcd ]; then
+	. "$top_srcdir/t/lib/etcd.sh"
+	etcd_start e1 || bail "etcd did not start"
+	STORE_URL="etcd:$ETCD_URL"
+else
+	STORE_URL="local:$T/store"
+fi
 
 mkdir -p "$T/libexec" "$T/last" "$T/apply"
 for s in fetcher renderer publisher notifier; do
@@ -37,7 +47,7 @@ cat > "$T/decod.conf" <<CONF
 state_dir = $T/state
 runtime_dir = $T/run
 libexec_dir = $T/libexec
-store = local:$T/store
+store = $STORE_URL
 rescan_interval = 500ms
 poll_period = 2s
 notify_timeout = 2s
@@ -109,7 +119,9 @@ EDITOR=$!
 track_pid $EDITOR
 
 # the killer (this shell, so it can restart the supervisor)
-kills=0; supkills=0
+kills=0; supkills=0; etcd_kills=0; compactions=0
+nvictims=5
+[ "$STORE" = etcd ] && nvictims=7
 stage_pids() { "$DECOCTL" stages -o json 2>/dev/null | python3 -c '
 import json, sys
 for s in json.load(sys.stdin)["stages"]:
@@ -118,9 +130,15 @@ while [ "$(date +%s)" -lt $chaos_end ]; do
 	rnd 3500
 	ms=$((500 + R))
 	sleep "$((ms / 1000)).$(printf '%03d' $((ms % 1000)))"
-	rnd 5
+	rnd $nvictims
 	victim=$R
-	if [ $victim -eq 4 ]; then
+	if [ $victim -eq 5 ]; then
+		kill -9 "$(etcd_pid e1)" 2>/dev/null && etcd_kills=$((etcd_kills + 1))
+		wait "$(etcd_pid e1)" 2>/dev/null
+		etcd_restart e1 || diag "etcd did not come back"
+	elif [ $victim -eq 6 ]; then
+		etcd_compact e1 && compactions=$((compactions + 1))
+	elif [ $victim -eq 4 ]; then
 		pids=$(stage_pids | awk '{print $2}')
 		kill -9 "$SUP" 2>/dev/null && supkills=$((supkills + 1)) && kills=$((kills + 1))
 		wait "$SUP" 2>/dev/null
@@ -137,7 +155,7 @@ done
 touch "$T/stop"
 wait $EDITOR 2>/dev/null
 edits=$(cat "$T/edits" 2>/dev/null || echo 0)
-diag "stopped after $kills kills ($supkills of the supervisor) and $edits edits"
+diag "stopped after $kills kills ($supkills of the supervisor), $etcd_kills etcd kills, $compactions compactions and $edits edits"
 
 # settle: every stage READY, every decofile at its last edit everywhere
 wait_for 60 ready4
@@ -180,5 +198,5 @@ for i in $(seq 1 "$NDF"); do
 	c=$(grep -c 'decofile reloaded' "$T/site$i.err")
 	confirmed=$((confirmed + c))
 done
-echo "# chaos: seconds=$SECS decofiles=$NDF seed=$SEED kills=$kills supervisor_kills=$supkills edits=$edits publishes=$publishes pushes_confirmed=$confirmed duplicates=$dups lost=$lost"
+echo "# chaos: seconds=$SECS decofiles=$NDF seed=$SEED store=$STORE kills=$kills supervisor_kills=$supkills etcd_kills=$etcd_kills compactions=$compactions edits=$edits publishes=$publishes pushes_confirmed=$confirmed duplicates=$dups lost=$lost"
 done_testing
