@@ -15,8 +15,11 @@ mkdir -p "$out" "$obj"
 SAN="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
 CFLAGS="-g -O1 $SAN -I$src -I$bld $FUZZ_DEFS $FUZZ_CFLAGS -w"
 # everything libdecod.a holds (by folder, so files split later are
-# picked up), the renderer's rules and decoctl's YAML reader
-lib_src=$(cd "$src" && ls common/*.c proto/*.c daemons/renderer/render_*.c cli/cli_yaml.c)
+# picked up), the renderer's rules, decoctl's YAML reader, the webhook's
+# admission code and the JSONPatch checker its harness applies patches with
+lib_src=$(cd "$src" && ls common/*.c proto/*.c daemons/renderer/render_*.c cli/cli_yaml.c \
+    daemons/webhook/webhook_admit.c daemons/webhook/webhook_index.c t/unit/jsonpatch.c \
+    2>/dev/null)
 objs=""
 for f in $lib_src; do
 	[ -f "$src/$f" ] || continue
