@@ -32,6 +32,14 @@ bench-scaleout: decod decoctl daemons/fetcher/fetcher
 	$(SHELL) $(srcdir)/bench/bench_scaleout.sh $(abs_top_builddir)
 .PHONY: bench-scaleout
 # --- end of scale-out benchmarks
+# webhook benchmark: `make bench-webhook` (200 keep-alive HTTPS clients)
+noinst_PROGRAMS += bench/bench_webhook
+bench_bench_webhook_LDADD = $(DECOD_LIBS)
+EXTRA_DIST += bench/bench_webhook.sh
+bench-webhook: daemons/webhook/webhook bench/bench_webhook t/stage/testtool
+	$(SHELL) $(srcdir)/bench/bench_webhook.sh $(abs_top_builddir)
+.PHONY: bench-webhook
+# --- end of webhook benchmark
 # acl benchmark (real redis-server and redis-sentinel on loopback)
 EXTRA_DIST += bench/bench_acl.sh
 bench-acl: decoctl daemons/acl/acl
