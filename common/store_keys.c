@@ -76,6 +76,12 @@ key_status_prefix(const char *kind, const char *ns, const char *name)
 }
 
 char *
+key_status_kind_prefix(const char *kind)
+{
+	return xasprintf("%s/status/%s/", keys_prefix(), kind);
+}
+
+char *
 key_endpoint(const char *ns, const char *deployment, const char *id)
 {
 	return xasprintf("%s/endpoints/%s/%s/%s", keys_prefix(), ns, deployment, id);

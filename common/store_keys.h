@@ -27,6 +27,8 @@ char *key_resource(const char *kind, const char *ns, const char *name);
 char *key_resource_prefix(const char *kind, const char *ns);
 char *key_status(const char *kind, const char *ns, const char *name, const char *stage);
 char *key_status_prefix(const char *kind, const char *ns, const char *name);
+/* key_status_kind_prefix - every status fragment of every resource of kind */
+char *key_status_kind_prefix(const char *kind);
 char *key_endpoint(const char *ns, const char *deployment, const char *id);
 char *key_endpoint_prefix(const char *ns, const char *deployment);
 char *key_sync(const char *ns, const char *name);

@@ -44,6 +44,7 @@ struct src {
 	char *tenant_prefix, *trig_prefix;
 	int64_t timer;
 	struct frag *frags;
+	int frags_listed;	/* every fragment there was is in frags */
 	size_t npend;
 	int64_t flush_timer;
 };
@@ -276,6 +277,39 @@ src_start(struct acl *a, struct stage *st)
 	return s;
 }
 
+/*
+ * frags_list - read the stage's fragments of every tenant in one list, so
+ * the first round's conditions need no store read per tenant (a round trip
+ * each on etcd).  On failure frag_of reads them one by one.
+ */
+static void
+frags_list(struct src *s)
+{
+	char *prefix = key_status_kind_prefix("tenants");
+	struct store_list l;
+	size_t n;
+
+	if (store_list(stage_store(s->st), prefix, &l) < 0) {
+		free(prefix);
+		return;
+	}
+	for (size_t i = 0; i < l.n; i++) {
+		struct frag *f;
+
+		n = strlen(l.kvs[i].key);
+		if (n < 4 || strcmp(l.kvs[i].key + n - 4, "/acl") != 0)
+			continue;
+		f = xcalloc(1, sizeof(*f));
+		f->key = xstrdup(l.kvs[i].key);
+		f->text = xstrndup(l.kvs[i].value, l.kvs[i].vlen);
+		f->next = s->frags;
+		s->frags = f;
+	}
+	store_list_free(&l);
+	free(prefix);
+	s->frags_listed = 1;
+}
+
 static int
 src_load(void *state)
 {
@@ -283,6 +317,7 @@ src_load(void *state)
 	struct store_list l;
 	char kind[254], ns[254], name[254], user[ACL_USER_MAX + 8], since[40];
 
+	frags_list(s);		/* first: the tenants below may report at once */
 	if (store_list(stage_store(s->st), s->tenant_prefix, &l) < 0) {
 		log_kv(LOG_ERROR, "cannot list tenants", "error", store_error(stage_store(s->st)),
 		    NULL);
@@ -353,7 +388,7 @@ frag_of(struct src *s, const char *ns, const char *name)
 	}
 	f = xcalloc(1, sizeof(*f));
 	f->key = key;
-	if (store_get(stage_store(s->st), key, &val, &len) == 0)
+	if (!s->frags_listed && store_get(stage_store(s->st), key, &val, &len) == 0)
 		f->text = val;
 	f->next = s->frags;
 	s->frags = f;
