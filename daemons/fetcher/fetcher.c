@@ -1,8 +1,10 @@
 /*
  * fetcher - the first stage: level-triggered from the store, it keeps one
- * schedule per Decofile (git: spec.git.period, jittered; dir: poll_period;
- * inline: on spec changes), fetches on one worker thread (git calls block
- * for up to fetch_timeout, never the loop), and, when the tree, commit or
+ * schedule per Decofile (git, github, oci: spec.<source>.period, jittered;
+ * dir: poll_period; inline: on spec changes), fetches on a bounded pool of
+ * fetch_concurrency workers, each fetch with its own fetch_timeout deadline
+ * (so one hung remote holds one worker, never the loop or another
+ * source), and, when the tree, commit or
  * generation differs from what it last handed on, records the fetch and
  * the renderer item in one transaction.  It owns the "fetcher" status
  * fragment: sourceType, githubCommit, observedGeneration and Syncing for
@@ -21,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
 
 #include <sqlite3.h>
 
@@ -37,8 +40,11 @@
 #include "common/util.h"
 #include "daemons/fetcher/fetch_dir.h"
 #include "daemons/fetcher/fetch_git.h"
+#include "daemons/fetcher/fetch_github.h"
+#include "daemons/fetcher/fetch_http.h"
 #include "daemons/fetcher/fetch_inline.h"
 #include "daemons/fetcher/fetch_lock.h"
+#include "daemons/fetcher/fetch_oci.h"
 #include "daemons/fetcher/fetch_run.h"
 
 #define STAGE "fetcher"
@@ -57,12 +63,14 @@ struct job {
 	char source[16];
 	int64_t generation;
 	int force;		/* read the tree even if the remote id did not move */
-	char last_id[41];	/* git: remote id of the last good fetch */
+	char last_id[96];	/* git, github, oci: remote id of the last good fetch */
 	char *url, *ref, *dir, *secret_file, *path, *inline_json;
+	char *org, *repo, *image;	/* github, oci */
+	char etag[256];		/* github: ETag of last_id's answer; out: the new one */
 	/* results */
 	struct fetch_result res;
-	char remote_id[41];
-	int unchanged;		/* git: same remote id, tree not read */
+	char remote_id[96];
+	int unchanged;		/* same remote id, tree not read */
 	int64_t took_ms;
 	/* finishing (loop thread) */
 	int skip;		/* finished in the first phase */
@@ -80,7 +88,8 @@ struct src {
 	int64_t period_ms;
 	int64_t timer;
 	int busy, again, again_force, gone, failures;
-	char last_id[41];
+	char last_id[96];
+	char etag[256];		/* github: ETag that goes with last_id */
 	char last_status[512];
 	char last_sync[640];	/* the Syncing condition we wrote last */
 	/*
@@ -103,10 +112,12 @@ struct fetcher {
 	char cache_root[PATH_MAX];
 	char secrets_dir[PATH_MAX];
 	struct fetch_limits lim;
+	struct fetch_archive_limits alim;
 	int64_t timeout_ms, poll_ms;
-	/* worker */
-	pthread_t thread;
-	int thread_up;
+	char *github_api, *github_token_file, *github_env_token, *oci_insecure;
+	/* the worker pool */
+	pthread_t *threads;
+	int nthreads;
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	struct job *todo, *done, **todo_tail, **done_tail;
@@ -144,13 +155,110 @@ job_free(struct job *j)
 	free(j->secret_file);
 	free(j->path);
 	free(j->inline_json);
+	free(j->org);
+	free(j->repo);
+	free(j->image);
 	free(j);
 }
 
+/*
+ * read_secret - the credential in file (or, for a mounted Kubernetes
+ * Secret, the file key inside that folder), trimmed; NULL when unreadable.
+ * Caller wipes and frees.
+ */
+static char *
+read_secret(const char *file, const char *key)
+{
+	char *p = NULL, *v;
+	size_t len;
+	struct stat sb;
+
+	if (file == NULL)
+		return NULL;
+	if (stat(file, &sb) == 0 && S_ISDIR(sb.st_mode))
+		file = p = xasprintf("%s/%s", file, key);
+	v = read_file(file, &len, 65536);
+	free(p);
+	while (v != NULL && len > 0 && (v[len - 1] == '\n' || v[len - 1] == '\r' ||
+	    v[len - 1] == ' '))
+		v[--len] = '\0';
+	return v;
+}
+
+static void
+wipe(char *s)
+{
+	if (s != NULL) {
+		explicit_bzero(s, strlen(s));
+		free(s);
+	}
+}
+
+static void
+run_github(struct fetcher *f, struct job *j, int64_t deadline)
+{
+	struct fetch_github_req req;
+	struct fetch_github_out out;
+	char *token = j->secret_file != NULL ? read_secret(j->secret_file, "token") :
+	    f->github_token_file != NULL ? read_secret(f->github_token_file, "token") :
+	    f->github_env_token != NULL ? xstrdup(f->github_env_token) : NULL;
+
+	memset(&req, 0, sizeof(req));
+	req.api_url = f->github_api;
+	req.allow_http = strncmp(f->github_api, "http://", 7) == 0;
+	req.org = j->org;
+	req.repo = j->repo;
+	req.commit = j->ref;
+	req.path = j->path;
+	req.token = token;
+	req.last_sha = j->last_id;
+	req.etag = j->etag;
+	req.force = j->force;
+	req.deadline = deadline;
+	req.lim = f->lim;
+	req.alim = f->alim;
+	if (j->secret_file != NULL && token == NULL)
+		fetch_result_error(&j->res, "FetchError", "cannot read the secret of spec.github");
+	else if (fetch_github(f->sp, &req, &out, &j->res) == 0) {
+		snprintf(j->remote_id, sizeof(j->remote_id), "%s", out.sha);
+		snprintf(j->etag, sizeof(j->etag), "%s", out.etag);
+		j->unchanged = out.unchanged;
+	}
+	wipe(token);
+}
+
+static void
+run_oci(struct fetcher *f, struct job *j, int64_t deadline)
+{
+	struct fetch_oci_req req;
+	struct fetch_oci_out out;
+	char *creds = j->secret_file != NULL ? read_secret(j->secret_file, "credentials") : NULL;
+
+	memset(&req, 0, sizeof(req));
+	req.image = j->image;
+	req.dir = j->dir;
+	req.creds = creds;
+	req.insecure = f->oci_insecure;
+	req.last_digest = j->last_id;
+	req.force = j->force;
+	req.deadline = deadline;
+	req.lim = f->lim;
+	req.alim = f->alim;
+	if (j->secret_file != NULL && creds == NULL)
+		fetch_result_error(&j->res, "FetchError", "cannot read the secret of spec.oci");
+	else if (fetch_oci(f->sp, &req, &out, &j->res) == 0) {
+		snprintf(j->remote_id, sizeof(j->remote_id), "%s", out.digest);
+		j->unchanged = out.unchanged;
+	}
+	wipe(creds);
+}
+
+/* run_job - one fetch on a pool worker, within its own deadline */
 static void
 run_job(struct fetcher *f, struct job *j)
 {
 	int64_t t0 = now_ms();
+	int64_t deadline = t0 + f->timeout_ms;
 
 	if (strcmp(j->source, "inline") == 0) {
 		yajl_val v = j->inline_json ? json_parse(j->inline_json,
@@ -171,6 +279,7 @@ run_job(struct fetcher *f, struct job *j)
 		req.secret_file = j->secret_file;
 		req.askpass = f->askpass;
 		req.timeout_ms = f->timeout_ms;
+		req.deadline = deadline;
 		req.lim = f->lim;
 		if (fetch_git_resolve(&req, j->remote_id, &j->res) == 0) {
 			if (!j->force && strcmp(j->remote_id, j->last_id) == 0)
@@ -178,6 +287,10 @@ run_job(struct fetcher *f, struct job *j)
 			else
 				fetch_git_tree(f->sp, &req, j->remote_id, &j->res);
 		}
+	} else if (strcmp(j->source, "github") == 0) {
+		run_github(f, j, deadline);
+	} else if (strcmp(j->source, "oci") == 0) {
+		run_oci(f, j, deadline);
 	}
 	j->took_ms = now_ms() - t0;
 }
@@ -455,7 +568,7 @@ last_handed(struct stage *st, const char *ns, const char *name, char *hash,
 		const char *d = (const char *)sqlite3_column_text(q, 1);
 
 		snprintf(hash, 65, "%s", h ? h : "");
-		if (d == NULL || journal_detail_get(d, "commit", commit, 65) < 0)
+		if (d == NULL || journal_detail_get(d, "commit", commit, 96) < 0)
 			commit[0] = '\0';
 		*generation = d != NULL && journal_detail_get(d, "generation", gen,
 		    sizeof(gen)) == 0 ? strtoll(gen, NULL, 10) : -1;
@@ -478,7 +591,7 @@ static int
 hand_on(struct stage *st, struct src *s, struct job *j)
 {
 	sqlite3 *db = journal_db(stage_journal(st));
-	char hash[65], commit[65], detail[256];
+	char hash[65], commit[96], detail[320];
 	int64_t generation;
 	int rc;
 
@@ -592,7 +705,9 @@ finish_first(struct stage *st, struct job *j, int in_txn)
 		    s->source, "reason", j->res.reason, "error", j->res.error, "retry_ms", n,
 		    NULL);
 		set_syncing(st, s, "False", j->res.reason, j->res.error);
-		if (s->again)
+		if (j->res.retry_after_ms > 0)
+			schedule(st, s, j->res.retry_after_ms, 0);	/* a rate limit: its own wait */
+		else if (s->again)
 			schedule(st, s, 0, s->again_force);
 		else
 			schedule(st, s, backoff_ms(s->failures), 0);
@@ -632,6 +747,8 @@ finish_second(struct stage *st, struct job *j, int committed)
 		    "commit", j->res.commit, "tree", j->res.tree_hash, "generation", gen, NULL);
 	}
 	snprintf(ms, sizeof(ms), "%lld", (long long)j->took_ms);
+	if (j->handed >= 0 && j->etag[0] != '\0')
+		snprintf(s->etag, sizeof(s->etag), "%s", j->etag);
 	if (!j->unchanged && j->handed >= 0) {
 		if (j->remote_id[0] != '\0')
 			snprintf(s->last_id, sizeof(s->last_id), "%s", j->remote_id);
@@ -718,6 +835,7 @@ make_job(struct stage *st, struct src *s, int force)
 	snprintf(j->name, sizeof(j->name), "%s", s->name);
 	snprintf(j->source, sizeof(j->source), "%s", s->source);
 	snprintf(j->last_id, sizeof(j->last_id), "%s", s->last_id);
+	snprintf(j->etag, sizeof(j->etag), "%s", s->etag);
 	j->generation = s->generation;
 	j->force = force;
 	msg[0] = '\0';
@@ -744,23 +862,44 @@ make_job(struct stage *st, struct src *s, int force)
 		j->url = u ? xstrdup(u) : NULL;
 		j->ref = r ? xstrdup(r) : NULL;
 		j->dir = d ? xstrdup(d) : NULL;
-		secret = json_get_str(doc, "spec", "git", "secret", NULL);
-		if (secret != NULL && *secret != '\0') {
-			if (strchr(secret, '/') != NULL || secret[0] == '.')
-				snprintf(msg, sizeof(msg),
-				    "spec.git.secret '%s' must be a file name in secrets_dir", secret);
-			else if (access((j->secret_file = xasprintf("%s/%s", f->secrets_dir,
-			    secret)), R_OK) < 0)
-				snprintf(msg, sizeof(msg),
-				    "secret '%s' not found in secrets_dir (%s)", secret,
-				    strerror(errno));
-		}
-	} else if (strcmp(s->source, "github") == 0 || strcmp(s->source, "oci") == 0) {
-		snprintf(msg, sizeof(msg), "source %s is not supported by this build yet",
-		    s->source);
+	} else if (strcmp(s->source, "github") == 0) {
+		const char *o = json_get_str(doc, "spec", "github", "org", NULL);
+		const char *r = json_get_str(doc, "spec", "github", "repo", NULL);
+		const char *c = json_get_str(doc, "spec", "github", "commit", NULL);
+		const char *p = json_get_str(doc, "spec", "github", "path", NULL);
+
+		j->org = o ? xstrdup(o) : NULL;
+		j->repo = r ? xstrdup(r) : NULL;
+		j->ref = c ? xstrdup(c) : NULL;
+		j->path = p ? xstrdup(p) : NULL;
+		if (o == NULL || r == NULL)
+			snprintf(msg, sizeof(msg), "source github: spec.github.org and "
+			    "spec.github.repo are required");
+	} else if (strcmp(s->source, "oci") == 0) {
+		const char *i = json_get_str(doc, "spec", "oci", "image", NULL);
+		const char *d = json_get_str(doc, "spec", "oci", "dir", NULL);
+
+		j->image = i ? xstrdup(i) : NULL;
+		j->dir = d ? xstrdup(d) : NULL;
+		if (i == NULL)
+			snprintf(msg, sizeof(msg), "source oci: spec.oci.image is required");
 	} else {
 		snprintf(msg, sizeof(msg), "unknown source '%s' (inline, git, dir, github, oci)",
 		    s->source);
+	}
+	secret = json_get(doc, "spec", s->source, NULL) != NULL ?
+	    json_get_str(doc, "spec", s->source, "secret", NULL) : NULL;
+	if (msg[0] == '\0' && secret != NULL && *secret != '\0' &&
+	    strcmp(s->source, "inline") != 0 && strcmp(s->source, "dir") != 0) {
+		if (strchr(secret, '/') != NULL || secret[0] == '.')
+			snprintf(msg, sizeof(msg),
+			    "spec.%s.secret '%s' must be a file name in secrets_dir", s->source,
+			    secret);
+		else if (access((j->secret_file = xasprintf("%s/%s", f->secrets_dir,
+		    secret)), R_OK) < 0)
+			snprintf(msg, sizeof(msg),
+			    "secret '%s' not found in secrets_dir (%s)", secret,
+			    strerror(errno));
 	}
 	yajl_tree_free(doc);
 	if (msg[0] != '\0') {
@@ -836,6 +975,14 @@ period_of(struct fetcher *f, yajl_val doc, const char *source)
 	int64_t ms;
 
 	if (strcmp(source, "inline") == 0)
+		return 0;
+	/* a full sha or a digest never moves: fetched once, not polled */
+	p = json_get_str(doc, "spec", "github", "commit", NULL);
+	if (strcmp(source, "github") == 0 && p != NULL && strlen(p) == 40 &&
+	    strspn(p, "0123456789abcdefABCDEF") == 40)
+		return 0;
+	p = json_get_str(doc, "spec", "oci", "image", NULL);
+	if (strcmp(source, "oci") == 0 && p != NULL && strstr(p, "@sha256:") != NULL)
 		return 0;
 	p = json_get_str(doc, "spec", source, "period", NULL);
 	if (p != NULL && parse_duration_ms(p, &ms) == 0 && ms >= 1000)
@@ -1112,6 +1259,21 @@ fetcher_init(struct stage *st)
 	f->lim.max_file = max_tree > 0 && max_tree < MAX_FILE ? max_tree : MAX_FILE;
 	f->timeout_ms = conf_get_ms(cf, "fetch_timeout");
 	f->poll_ms = conf_get_ms(cf, "poll_period");
+	f->alim.max_entries = (uint64_t)conf_get_int(cf, "max_archive_entries");
+	f->alim.max_ratio = (uint64_t)conf_get_int(cf, "max_archive_ratio");
+	f->alim.max_bytes = max_tree;
+	f->nthreads = (int)conf_get_int(cf, "fetch_concurrency");
+	f->github_api = xstrdup(conf_get(cf, "github_api_url"));
+	if (conf_get(cf, "github_token_file")[0] != '\0')
+		f->github_token_file = xstrdup(conf_get(cf, "github_token_file"));
+	if (getenv("GITHUB_TOKEN") != NULL && getenv("GITHUB_TOKEN")[0] != '\0')
+		f->github_env_token = xstrdup(getenv("GITHUB_TOKEN"));
+	f->oci_insecure = xstrdup(conf_get(cf, "oci_insecure_registries"));
+	if (strncmp(f->github_api, "https://", 8) != 0 &&
+	    strncmp(f->github_api, "http://", 7) != 0) {
+		log_kv(LOG_ERROR, "github_api_url must be an http(s) URL", NULL);
+		return -1;
+	}
 	snprintf(f->cache_root, sizeof(f->cache_root), "%s/git", conf_get(cf, "state_dir"));
 	snprintf(f->secrets_dir, sizeof(f->secrets_dir), "%s", conf_get(cf, "secrets_dir"));
 	if (realpath("/proc/self/exe", f->askpass) == NULL) {
@@ -1126,11 +1288,15 @@ fetcher_init(struct stage *st)
 	pthread_mutex_init(&f->mu, NULL);
 	pthread_cond_init(&f->cv, NULL);
 	stage_set_wake_cb(st, on_wake, NULL);
-	if (pthread_create(&f->thread, NULL, worker, f) != 0) {
-		log_kv(LOG_ERROR, "cannot start the fetch worker", NULL);
-		return -1;
+	fetch_http_global_init();
+	f->threads = xcalloc((size_t)f->nthreads, sizeof(*f->threads));
+	for (int i = 0; i < f->nthreads; i++) {
+		if (pthread_create(&f->threads[i], NULL, worker, f) != 0) {
+			log_kv(LOG_ERROR, "cannot start a fetch worker", NULL);
+			f->nthreads = i;
+			return -1;
+		}
 	}
-	f->thread_up = 1;
 
 	/* watch first, then list: nothing put in between is missed */
 	f->df_prefix = key_resource_prefix("decofiles", NULL);
@@ -1165,14 +1331,20 @@ fetcher_shutdown(struct stage *st)
 
 	if (f == NULL)
 		return;
-	if (f->thread_up) {
+	if (f->nthreads > 0) {
 		fetch_run_abort();
 		pthread_mutex_lock(&f->mu);
 		f->stop = 1;
-		pthread_cond_signal(&f->cv);
+		pthread_cond_broadcast(&f->cv);
 		pthread_mutex_unlock(&f->mu);
-		pthread_join(f->thread, NULL);
+		for (int i = 0; i < f->nthreads; i++)
+			pthread_join(f->threads[i], NULL);
 	}
+	free(f->threads);
+	free(f->github_api);
+	free(f->github_token_file);
+	wipe(f->github_env_token);
+	free(f->oci_insecure);
 	while ((j = f->todo) != NULL) {
 		f->todo = j->next;
 		job_free(j);
