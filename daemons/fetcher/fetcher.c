@@ -699,18 +699,20 @@ finish_first(struct stage *st, struct job *j, int in_txn)
 		return;
 	}
 	if (j->res.reason != NULL) {
+		/* a rate limit's own wait replaces the backoff */
+		int64_t wait = j->res.retry_after_ms > 0 ? j->res.retry_after_ms :
+		    backoff_ms(s->failures + 1);
+
 		s->failures++;
-		snprintf(n, sizeof(n), "%lld", (long long)backoff_ms(s->failures));
+		snprintf(n, sizeof(n), "%lld", (long long)wait);
 		log_kv(LOG_WARN, "fetch failed", "ns", s->ns, "name", s->name, "source",
 		    s->source, "reason", j->res.reason, "error", j->res.error, "retry_ms", n,
 		    NULL);
 		set_syncing(st, s, "False", j->res.reason, j->res.error);
-		if (j->res.retry_after_ms > 0)
-			schedule(st, s, j->res.retry_after_ms, 0);	/* a rate limit: its own wait */
-		else if (s->again)
+		if (s->again && j->res.retry_after_ms == 0)
 			schedule(st, s, 0, s->again_force);
 		else
-			schedule(st, s, backoff_ms(s->failures), 0);
+			schedule(st, s, wait, 0);
 		return;
 	}
 	s->failures = 0;

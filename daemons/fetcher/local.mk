@@ -31,5 +31,5 @@ TESTS += t/unit/fetch_keys_test t/unit/fetch_dir_test t/unit/fetch_inline_test \
 	t/unit/fetch_git_test
 
 
-EXTRA_DIST += t/lib/git.sh
-TESTS += t/integration/fetch_stage.sh t/integration/fetch_git.sh
+EXTRA_DIST += t/lib/git.sh t/lib/github.sh t/lib/hostile_zip.py t/stand-in/github.py
+TESTS += t/integration/fetch_stage.sh t/integration/fetch_git.sh t/integration/fetch_github.sh
