@@ -22,13 +22,14 @@ daemons_fetcher_fetcher_SOURCES = daemons/fetcher/fetcher.c \
 daemons_fetcher_fetcher_LDADD = $(FETCH_LIBS) $(DECOD_LIBS) $(ARCHIVE_LIBS) -lpthread
 
 check_PROGRAMS += t/unit/fetch_keys_test t/unit/fetch_dir_test t/unit/fetch_inline_test \
-	t/unit/fetch_git_test
+	t/unit/fetch_git_test t/unit/fetch_archive_test
 t_unit_fetch_keys_test_LDADD = $(FETCH_LIBS) $(DECOD_LIBS) $(ARCHIVE_LIBS)
 t_unit_fetch_dir_test_LDADD = $(FETCH_LIBS) $(DECOD_LIBS) $(ARCHIVE_LIBS)
 t_unit_fetch_inline_test_LDADD = $(FETCH_LIBS) $(DECOD_LIBS) $(ARCHIVE_LIBS)
 t_unit_fetch_git_test_LDADD = $(FETCH_LIBS) $(DECOD_LIBS) $(ARCHIVE_LIBS)
+t_unit_fetch_archive_test_LDADD = $(FETCH_LIBS) $(DECOD_LIBS) $(ARCHIVE_LIBS)
 TESTS += t/unit/fetch_keys_test t/unit/fetch_dir_test t/unit/fetch_inline_test \
-	t/unit/fetch_git_test
+	t/unit/fetch_git_test t/unit/fetch_archive_test
 
 
 EXTRA_DIST += t/lib/git.sh t/lib/github.sh t/lib/hostile_zip.py t/stand-in/github.py \
