@@ -105,14 +105,12 @@ is "$(gh_stat codeload)" 1 "one zipball download"
 
 # --- unchanged ref: one conditional request, no download -------------------
 P=$(polls site)
-Z=$(gh_stat zipball)
-N=$(gh_stat commits)
-N304=$(gh_stat commits_304)
+set -- $(gh_stat zipball commits commits_304)
+Z=$1 N=$2 N304=$3
 check "site: polled again and again" wait_for 15 polls_at_least site $((P + 3))
 P2=$(polls site)
-Z2=$(gh_stat zipball)
-N2=$(gh_stat commits)
-N304b=$(gh_stat commits_304)
+set -- $(gh_stat zipball commits commits_304)
+Z2=$1 N2=$2 N304b=$3
 is "$Z2" "$Z" "unchanged ref: no zipball request"
 is "$((N2 - N))" "$((N304b - N304))" "unchanged ref: every commits request was a 304"
 [ $((N2 - N)) -ge 3 ] && [ $((N2 - N)) -le $((P2 - P + 1)) ]; ok $? "unchanged ref: one conditional request per poll ($((N2 - N)) requests, $((P2 - P)) polls)"

@@ -5,7 +5,7 @@
 #                      --zip org/repo=FILE, --token FILE, --rate-limit N);
 #                      sets GH_PORT, GH_API (http://127.0.0.1:PORT), GH_PID;
 #                      its request log is $T/github.log
-#   gh_stat NAME       one count from /_stand-in/stats
+#   gh_stat NAME...    counts from one snapshot of /_stand-in/stats, space separated
 #   gh_ratelimit N S   set the remaining budget to N, reset in S seconds
 
 gh_serve() {
@@ -20,7 +20,8 @@ gh_serve() {
 }
 
 gh_stat() {
-	curl -sf "$GH_API/_stand-in/stats" | python3 -c 'import json,sys; print(json.load(sys.stdin)[sys.argv[1]])' "$1"
+	curl -sf "$GH_API/_stand-in/stats" |
+	    python3 -c 'import json,sys; d=json.load(sys.stdin); print(" ".join(str(d[k]) for k in sys.argv[1:]))' "$@"
 }
 
 gh_ratelimit() {

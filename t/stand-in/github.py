@@ -42,6 +42,16 @@ args = None
 codeload_port = 0
 
 
+def log_line(prefix, h, code):
+    """one request: METHOD PATH auth|noauth STATUS ms=UNIX_MS (the time it was answered)"""
+    if args.log:
+        auth = "auth" if h.headers.get("Authorization") else "noauth"
+        with lock, open(args.log, "a") as f:
+            f.write("%s%s %s %s %s ms=%d\n" % (prefix, h.command, h.path.split("?")[0], auth,
+                                               getattr(code, "value", code),
+                                               int(time.time() * 1000)))
+
+
 def count(k):
     with lock:
         stats[k] += 1
@@ -90,10 +100,10 @@ class API(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
 
     def log_message(self, fmt, *a):
-        if args.log:
-            with open(args.log, "a") as f:
-                auth = "auth" if self.headers.get("Authorization") else "noauth"
-                f.write("%s %s %s\n" % (self.command, self.path.split("?")[0], auth))
+        pass
+
+    def log_request(self, code="-", size="-"):
+        log_line("", self, code)
 
     def send(self, code, body=b"", ctype="application/json; charset=utf-8", headers=()):
         self.send_response(code)
@@ -182,7 +192,6 @@ class API(BaseHTTPRequestHandler):
             return
         sha = resolve(org, repo, ref)
         if what == "commits":
-            count("commits")
             accept = self.headers.get("Accept", "")
             if sha is not None:
                 sha_only = "application/vnd.github.sha" in accept or \
@@ -198,9 +207,12 @@ class API(BaseHTTPRequestHandler):
                     ctype = "application/json; charset=utf-8"
                 inm = self.headers.get("If-None-Match")
                 if inm is not None and etag in [t.strip() for t in inm.split(",")]:
-                    count("commits_304")       # free: no rate cost
+                    with lock:              # free: no rate cost
+                        stats["commits"] += 1
+                        stats["commits_304"] += 1
                     self.send(304, headers=[("ETag", etag)])
                     return
+            count("commits")
             if not self.spend():
                 return
             if sha is None:
@@ -228,10 +240,10 @@ class Codeload(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
 
     def log_message(self, fmt, *a):
-        if args.log:
-            with open(args.log, "a") as f:
-                auth = "auth" if self.headers.get("Authorization") else "noauth"
-                f.write("codeload %s %s %s\n" % (self.command, self.path.split("?")[0], auth))
+        pass
+
+    def log_request(self, code="-", size="-"):
+        log_line("codeload ", self, code)
 
     def do_GET(self):
         u = urlsplit(self.path)
