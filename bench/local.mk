@@ -32,3 +32,9 @@ bench-scaleout: decod decoctl daemons/fetcher/fetcher
 	$(SHELL) $(srcdir)/bench/bench_scaleout.sh $(abs_top_builddir)
 .PHONY: bench-scaleout
 # --- end of scale-out benchmarks
+# GitHub source benchmark (the stand-in, fetcher + renderer + publisher)
+EXTRA_DIST += bench/bench_github.sh
+bench-github: decod decoctl bench/gen daemons/fetcher/fetcher
+	$(SHELL) $(srcdir)/bench/bench_github.sh $(abs_top_builddir)
+.PHONY: bench-github
+# --- end of GitHub source benchmark
