@@ -23,7 +23,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <sys/stat.h>
 
 #include <sqlite3.h>
 
@@ -46,6 +45,7 @@
 #include "daemons/fetcher/fetch_lock.h"
 #include "daemons/fetcher/fetch_oci.h"
 #include "daemons/fetcher/fetch_run.h"
+#include "daemons/fetcher/fetch_secret.h"
 #include "proto/proto.h"
 
 #define STAGE "fetcher"
@@ -162,46 +162,14 @@ job_free(struct job *j)
 	free(j);
 }
 
-/*
- * read_secret - the credential in file (or, for a mounted Kubernetes
- * Secret, the file key inside that folder), trimmed; NULL when unreadable.
- * Caller wipes and frees.
- */
-static char *
-read_secret(const char *file, const char *key)
-{
-	char *p = NULL, *v;
-	size_t len;
-	struct stat sb;
-
-	if (file == NULL)
-		return NULL;
-	if (stat(file, &sb) == 0 && S_ISDIR(sb.st_mode))
-		file = p = xasprintf("%s/%s", file, key);
-	v = read_file(file, &len, 65536);
-	free(p);
-	while (v != NULL && len > 0 && (v[len - 1] == '\n' || v[len - 1] == '\r' ||
-	    v[len - 1] == ' '))
-		v[--len] = '\0';
-	return v;
-}
-
-static void
-wipe(char *s)
-{
-	if (s != NULL) {
-		explicit_bzero(s, strlen(s));
-		free(s);
-	}
-}
-
+/* run_github - the github source on a worker; the token is read now and wiped after */
 static void
 run_github(struct fetcher *f, struct job *j, int64_t deadline)
 {
 	struct fetch_github_req req;
 	struct fetch_github_out out;
-	char *token = j->secret_file != NULL ? read_secret(j->secret_file, "token") :
-	    f->github_token_file != NULL ? read_secret(f->github_token_file, "token") :
+	char *token = j->secret_file != NULL ? fetch_secret_read(j->secret_file, "token") :
+	    f->github_token_file != NULL ? fetch_secret_read(f->github_token_file, "token") :
 	    f->github_env_token != NULL ? xstrdup(f->github_env_token) : NULL;
 
 	memset(&req, 0, sizeof(req));
@@ -218,22 +186,25 @@ run_github(struct fetcher *f, struct job *j, int64_t deadline)
 	req.deadline = deadline;
 	req.lim = f->lim;
 	req.alim = f->alim;
-	if (j->secret_file != NULL && token == NULL)
-		fetch_result_error(&j->res, "FetchError", "cannot read the secret of spec.github");
+	if (token == NULL && (j->secret_file != NULL || f->github_token_file != NULL))
+		fetch_result_error(&j->res, "FetchError", "cannot read the GitHub token (%s)",
+		    j->secret_file != NULL ? "spec.github.secret" : "github_token_file");
 	else if (fetch_github(f->sp, &req, &out, &j->res) == 0) {
 		snprintf(j->remote_id, sizeof(j->remote_id), "%s", out.sha);
 		snprintf(j->etag, sizeof(j->etag), "%s", out.etag);
 		j->unchanged = out.unchanged;
 	}
-	wipe(token);
+	fetch_secret_free(token);
 }
 
+/* run_oci - the oci source on a worker; credentials are read now and wiped after */
 static void
 run_oci(struct fetcher *f, struct job *j, int64_t deadline)
 {
 	struct fetch_oci_req req;
 	struct fetch_oci_out out;
-	char *creds = j->secret_file != NULL ? read_secret(j->secret_file, "credentials") : NULL;
+	char *creds = j->secret_file != NULL ?
+	    fetch_secret_read(j->secret_file, "credentials") : NULL;
 
 	memset(&req, 0, sizeof(req));
 	req.image = j->image;
@@ -251,7 +222,7 @@ run_oci(struct fetcher *f, struct job *j, int64_t deadline)
 		snprintf(j->remote_id, sizeof(j->remote_id), "%s", out.digest);
 		j->unchanged = out.unchanged;
 	}
-	wipe(creds);
+	fetch_secret_free(creds);
 }
 
 /* run_job - one fetch on a pool worker, within its own deadline */
@@ -1354,7 +1325,7 @@ fetcher_shutdown(struct stage *st)
 	free(f->threads);
 	free(f->github_api);
 	free(f->github_token_file);
-	wipe(f->github_env_token);
+	fetch_secret_free(f->github_env_token);
 	free(f->oci_insecure);
 	while ((j = f->todo) != NULL) {
 		f->todo = j->next;
