@@ -129,6 +129,59 @@ gh_req(const struct fetch_github_req *req, struct fetch_http_req *h, char *auth,
 	}
 }
 
+const char *const fetch_github_poll_headers[] = {
+	"Accept: application/vnd.github.sha", API_VERSION, NULL
+};
+
+int
+fetch_github_poll_sha(const char *body, size_t len, char *sha)
+{
+	const char *b = body;
+	yajl_val v = NULL;
+	int rc;
+
+	while (*b == ' ' || *b == '\n')
+		b++;
+	if (*b == '{' && (v = json_parse(body, len, NULL)) != NULL &&
+	    json_get_str(v, "sha", NULL) != NULL)
+		b = json_get_str(v, "sha", NULL);
+	snprintf(sha, 41, "%.40s", b);
+	for (char *c = sha; *c != '\0'; c++)
+		*c = (char)tolower((unsigned char)*c);
+	rc = is_hex40(sha) ? 0 : -1;
+	yajl_tree_free(v);
+	return rc;
+}
+
+/* the base URL without its trailing '/' */
+static void
+base_url(const struct fetch_github_req *req, char *base, size_t len)
+{
+	size_t n;
+
+	snprintf(base, len, "%s", req->api_url ? req->api_url : "");
+	n = strlen(base);
+	while (n > 0 && base[n - 1] == '/')
+		base[--n] = '\0';
+}
+
+int
+fetch_github_poll_request(const struct fetch_github_req *req, char *url, size_t urllen,
+    char *inm, size_t inmlen)
+{
+	const char *ref = req->commit != NULL && req->commit[0] != '\0' ? req->commit : "HEAD";
+	char base[1024];
+
+	if (!valid_name(req->org) || !valid_name(req->repo) || is_hex40(ref) ||
+	    !valid_ref(ref) || req->etag == NULL || req->etag[0] == '\0' ||
+	    req->last_sha == NULL || req->last_sha[0] == '\0' || req->force)
+		return -1;
+	base_url(req, base, sizeof(base));
+	snprintf(url, urllen, "%s/repos/%s/%s/commits/%s", base, req->org, req->repo, ref);
+	snprintf(inm, inmlen, "If-None-Match: %s", req->etag);
+	return 0;
+}
+
 /* the sha of the ref; sets out->unchanged on a 304 */
 static int
 resolve(const struct fetch_github_req *req, const char *base, struct fetch_github_out *out,
@@ -141,6 +194,12 @@ resolve(const struct fetch_github_req *req, const char *base, struct fetch_githu
 	struct fetch_http_resp r;
 	int n = 0, rc;
 
+	if (req->known_sha != NULL && is_hex40(req->known_sha)) {
+		snprintf(out->sha, sizeof(out->sha), "%s", req->known_sha);
+		snprintf(out->etag, sizeof(out->etag), "%s",
+		    req->known_etag != NULL ? req->known_etag : "");
+		return 0;
+	}
 	if (is_hex40(ref)) {
 		for (int i = 0; i < 40; i++)
 			out->sha[i] = (char)tolower((unsigned char)ref[i]);
@@ -175,19 +234,8 @@ resolve(const struct fetch_github_req *req, const char *base, struct fetch_githu
 		out->unchanged = 1;
 		rc = 0;
 	} else if (r.status == 200) {
-		const char *body = r.body.data ? r.body.data : "";
-		yajl_val v = NULL;
-
-		while (*body == ' ' || *body == '\n')
-			body++;
-		if (*body == '{' && (v = json_parse(r.body.data, r.body.len, NULL)) != NULL &&
-		    json_get_str(v, "sha", NULL) != NULL)
-			body = json_get_str(v, "sha", NULL);
-		snprintf(out->sha, sizeof(out->sha), "%.40s", body);
-		for (char *c = out->sha; *c != '\0'; c++)
-			*c = (char)tolower((unsigned char)*c);
-		yajl_tree_free(v);
-		if (!is_hex40(out->sha)) {
+		if (fetch_github_poll_sha(r.body.data ? r.body.data : "", r.body.len,
+		    out->sha) < 0) {
 			rc = fetch_result_error(res, "FetchError",
 			    "GitHub %s/%s: the commits API gave no commit sha for '%s'",
 			    req->org, req->repo, ref);
@@ -298,7 +346,6 @@ fetch_github(struct spool *sp, const struct fetch_github_req *req,
 	const char *hdrs[3] = { "Accept: application/vnd.github+json", API_VERSION, NULL };
 	struct fetch_http_req h;
 	struct fetch_http_resp r;
-	size_t n;
 	int rc;
 
 	memset(res, 0, sizeof(*res));
@@ -306,10 +353,7 @@ fetch_github(struct spool *sp, const struct fetch_github_req *req,
 	if (!valid_name(req->org) || !valid_name(req->repo))
 		return fetch_result_error(res, "FetchError",
 		    "source github: spec.github.org and spec.github.repo must be GitHub names");
-	snprintf(base, sizeof(base), "%s", req->api_url ? req->api_url : "");
-	n = strlen(base);
-	while (n > 0 && base[n - 1] == '/')
-		base[--n] = '\0';
+	base_url(req, base, sizeof(base));
 	if (resolve(req, base, out, res) < 0)
 		return -1;
 	if (!req->force && req->last_sha != NULL && strcmp(out->sha, req->last_sha) == 0) {

@@ -24,6 +24,9 @@ struct fetch_github_req {
 	const char *last_sha;	/* sha of the last good fetch, or "" */
 	const char *etag;	/* ETag of the commits answer that gave last_sha, or "" */
 	int force;		/* read the tree even when the sha did not move */
+	const char *known_sha;	/* non-NULL: the ref's sha is already known (a poll on
+				 * the loop asked); no commits request is made */
+	const char *known_etag;	/* the ETag that came with known_sha */
 	int allow_http;		/* api_url may be http:// (tests, a local proxy) */
 	int64_t deadline;	/* now_ms() value the fetch must end by */
 	struct fetch_limits lim;
@@ -46,6 +49,24 @@ struct fetch_github_out {
  */
 int fetch_github(struct spool *sp, const struct fetch_github_req *req,
     struct fetch_github_out *out, struct fetch_result *res);
+
+/*
+ * fetch_github_poll_request - the conditional commits request a poll makes
+ * when the ref's last sha and ETag are known: its URL and If-None-Match
+ * line.  0, or -1 when req is not such a poll (a full sha, a first fetch,
+ * a bad name or ref): the worker's fetch_github does those.
+ */
+int fetch_github_poll_request(const struct fetch_github_req *req, char *url, size_t urllen,
+    char *inm, size_t inmlen);
+
+/* the fixed header lines of that request (NULL-terminated) */
+extern const char *const fetch_github_poll_headers[];
+
+/*
+ * fetch_github_poll_sha - the sha in a 200 answer's body (bare, or JSON with
+ * "sha") into sha (41 bytes); 0, or -1 when there is none
+ */
+int fetch_github_poll_sha(const char *body, size_t len, char *sha);
 
 /*
  * fetch_github_zip_tree - the operator's reading of a zipball held in

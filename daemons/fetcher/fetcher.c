@@ -44,6 +44,7 @@
 #include "daemons/fetcher/fetch_inline.h"
 #include "daemons/fetcher/fetch_lock.h"
 #include "daemons/fetcher/fetch_oci.h"
+#include "daemons/fetcher/fetch_poll.h"
 #include "daemons/fetcher/fetch_run.h"
 #include "daemons/fetcher/fetch_secret.h"
 #include "proto/proto.h"
@@ -68,6 +69,9 @@ struct job {
 	char *url, *ref, *dir, *secret_file, *path, *inline_json;
 	char *org, *repo, *image;	/* github, oci */
 	char etag[256];		/* github: ETag of last_id's answer; out: the new one */
+	char known_sha[41];	/* github: the sha the loop's poll saw move */
+	struct stage *st;	/* set while a poll on the loop is in flight */
+	int64_t t0;
 	/* results */
 	struct fetch_result res;
 	char remote_id[96];
@@ -126,6 +130,8 @@ struct fetcher {
 	struct spool *sp;
 	struct stage *st;
 	struct fetch_lock *locks;
+	struct fetch_poll *poll;	/* conditional polls on the loop (github) */
+	struct job *polling;		/* their jobs, linked by next */
 	/* status fragments waiting for a batch write */
 	size_t npend;
 	int64_t flush_timer;
@@ -162,15 +168,22 @@ job_free(struct job *j)
 	free(j);
 }
 
+/* github_token - the token for j (secret, github_token_file, GITHUB_TOKEN) or NULL */
+static char *
+github_token(struct fetcher *f, const struct job *j)
+{
+	return j->secret_file != NULL ? fetch_secret_read(j->secret_file, "token") :
+	    f->github_token_file != NULL ? fetch_secret_read(f->github_token_file, "token") :
+	    f->github_env_token != NULL ? xstrdup(f->github_env_token) : NULL;
+}
+
 /* run_github - the github source on a worker; the token is read now and wiped after */
 static void
 run_github(struct fetcher *f, struct job *j, int64_t deadline)
 {
 	struct fetch_github_req req;
 	struct fetch_github_out out;
-	char *token = j->secret_file != NULL ? fetch_secret_read(j->secret_file, "token") :
-	    f->github_token_file != NULL ? fetch_secret_read(f->github_token_file, "token") :
-	    f->github_env_token != NULL ? xstrdup(f->github_env_token) : NULL;
+	char *token = github_token(f, j);
 
 	memset(&req, 0, sizeof(req));
 	req.api_url = f->github_api;
@@ -183,6 +196,8 @@ run_github(struct fetcher *f, struct job *j, int64_t deadline)
 	req.last_sha = j->last_id;
 	req.etag = j->etag;
 	req.force = j->force;
+	req.known_sha = j->known_sha[0] != '\0' ? j->known_sha : NULL;
+	req.known_etag = j->etag;
 	req.deadline = deadline;
 	req.lim = f->lim;
 	req.alim = f->alim;
@@ -739,7 +754,8 @@ finish_second(struct stage *st, struct job *j, int committed)
 	if (s->failures == 0) {
 		set_syncing(st, s, "True", "Fetched", "Fetched from the source");
 		log_kv(LOG_DEBUG, "poll done", "ns", s->ns, "name", s->name, "took_ms", ms,
-		    "unchanged", j->unchanged ? "1" : "0", NULL);
+		    "unchanged", j->unchanged ? "1" : "0", "on",
+		    j->st != NULL && j->unchanged ? "loop" : "worker", NULL);
 	}
 	if (s->again)
 		schedule(st, s, 0, s->again_force);
@@ -893,6 +909,109 @@ make_job(struct stage *st, struct src *s, int force)
 	return j;
 }
 
+/* enqueue - hand j to the worker pool */
+static void
+enqueue(struct fetcher *f, struct job *j)
+{
+	pthread_mutex_lock(&f->mu);
+	*f->todo_tail = j;
+	f->todo_tail = &j->next;
+	pthread_cond_signal(&f->cv);
+	pthread_mutex_unlock(&f->mu);
+}
+
+/*
+ * poll_done - the loop's conditional request came back: an unchanged ref
+ * is finished here like a worker's unchanged fetch; anything else (a new
+ * sha, an error, a rate limit) goes to the pool, which says why or fetches
+ */
+static void
+poll_done(void *arg, const struct fetch_poll_answer *a)
+{
+	struct job *j = arg;
+	struct fetcher *f = F(j->st);
+	char sha[41];
+
+	for (struct job **pp = &f->polling; *pp != NULL; pp = &(*pp)->next) {
+		if (*pp == j) {
+			*pp = j->next;
+			break;
+		}
+	}
+	j->next = NULL;
+
+	if (a->err == NULL && a->status == 200 && fetch_github_poll_sha(a->body, a->len,
+	    sha) == 0) {
+		if (a->etag != NULL && a->etag[0] != '\0')
+			snprintf(j->etag, sizeof(j->etag), "%s", a->etag);
+		if (strcmp(sha, j->last_id) != 0) {
+			memcpy(j->known_sha, sha, sizeof(sha));
+			enqueue(f, j);
+			return;
+		}
+	} else if (a->err != NULL || a->status != 304) {
+		enqueue(f, j);
+		return;
+	}
+	j->unchanged = 1;
+	snprintf(j->remote_id, sizeof(j->remote_id), "%s", j->last_id);
+	j->took_ms = now_ms() - j->t0;
+	pthread_mutex_lock(&f->mu);
+	*f->done_tail = j;
+	f->done_tail = &j->next;
+	pthread_mutex_unlock(&f->mu);
+	stage_wake(j->st);
+}
+
+/*
+ * poll_on_loop - a github ref whose sha and ETag are known is polled with
+ * one conditional request on the loop (curl multi), not on a worker; 0
+ * started, -1 not this kind of poll (the caller hands j to the pool)
+ */
+static int
+poll_on_loop(struct stage *st, struct job *j)
+{
+	struct fetcher *f = F(st);
+	struct fetch_github_req req;
+	char url[2048], inm[300], auth[4200];
+	const char *hdrs[4];
+	char *token;
+	int rc;
+
+	if (f->poll == NULL || strcmp(j->source, "github") != 0)
+		return -1;
+	memset(&req, 0, sizeof(req));
+	req.api_url = f->github_api;
+	req.org = j->org;
+	req.repo = j->repo;
+	req.commit = j->ref;
+	req.last_sha = j->last_id;
+	req.etag = j->etag;
+	req.force = j->force;
+	if (fetch_github_poll_request(&req, url, sizeof(url), inm, sizeof(inm)) < 0)
+		return -1;
+	token = github_token(f, j);
+	if (token == NULL && (j->secret_file != NULL || f->github_token_file != NULL))
+		return -1;	/* the worker says it cannot read the token */
+	hdrs[0] = fetch_github_poll_headers[0];
+	hdrs[1] = fetch_github_poll_headers[1];
+	hdrs[2] = inm;
+	hdrs[3] = NULL;
+	if (token != NULL)
+		snprintf(auth, sizeof(auth), "Authorization: token %s", token);
+	j->st = st;
+	j->t0 = now_ms();
+	rc = fetch_poll_get(f->poll, url, hdrs, token != NULL ? auth : NULL,
+	    strncmp(f->github_api, "http://", 7) == 0, f->timeout_ms, poll_done, j);
+	explicit_bzero(auth, sizeof(auth));
+	fetch_secret_free(token);
+	if (rc == 0) {
+		j->next = f->polling;
+		f->polling = j;
+	}
+	return rc;
+}
+
 static void
 poll_cb(struct stage *st, void *arg)
 {
@@ -917,11 +1036,9 @@ poll_cb(struct stage *st, void *arg)
 		return;
 	}
 	s->busy = 1;
-	pthread_mutex_lock(&f->mu);
-	*f->todo_tail = j;
-	f->todo_tail = &j->next;
-	pthread_cond_signal(&f->cv);
-	pthread_mutex_unlock(&f->mu);
+	if (poll_on_loop(st, j) == 0)
+		return;
+	enqueue(f, j);
 }
 
 /* schedule - poll s after after_ms (jitter is the caller's); force reads the tree */
@@ -1271,6 +1388,9 @@ fetcher_init(struct stage *st)
 	pthread_cond_init(&f->cv, NULL);
 	stage_set_wake_cb(st, on_wake, NULL);
 	fetch_http_global_init();
+	if ((f->poll = fetch_poll_new(st)) == NULL)
+		log_kv(LOG_WARN, "cannot make a curl multi handle: github polls use the workers",
+		    NULL);
 	f->threads = xcalloc((size_t)f->nthreads, sizeof(*f->threads));
 	for (int i = 0; i < f->nthreads; i++) {
 		if (pthread_create(&f->threads[i], NULL, worker, f) != 0) {
@@ -1321,6 +1441,12 @@ fetcher_shutdown(struct stage *st)
 		pthread_mutex_unlock(&f->mu);
 		for (int i = 0; i < f->nthreads; i++)
 			pthread_join(f->threads[i], NULL);
+	}
+	/* polls still in flight: their callbacks will not run, their jobs go here */
+	fetch_poll_free(f->poll);
+	while ((j = f->polling) != NULL) {
+		f->polling = j->next;
+		job_free(j);
 	}
 	free(f->threads);
 	free(f->github_api);

@@ -12,6 +12,7 @@ daemons_fetcher_libfetch_a_SOURCES = \
 	daemons/fetcher/fetch_git.c daemons/fetcher/fetch_git.h \
 	daemons/fetcher/fetch_http.c daemons/fetcher/fetch_http.h \
 	daemons/fetcher/fetch_secret.c daemons/fetcher/fetch_secret.h \
+	daemons/fetcher/fetch_poll.c daemons/fetcher/fetch_poll.h \
 	daemons/fetcher/fetch_archive.c daemons/fetcher/fetch_archive.h \
 	daemons/fetcher/fetch_github.c daemons/fetcher/fetch_github.h \
 	daemons/fetcher/fetch_oci.c daemons/fetcher/fetch_oci.h

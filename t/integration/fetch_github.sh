@@ -4,7 +4,7 @@
 # and its zipball (302 to another origin, which never sees the token) read
 # by the operator's rules (root folder, plain string prefix, flattened,
 # form-decoded keys); an unchanged ref costs one conditional request (304)
-# per poll and no download; a pushed commit is picked up; a full sha is not
+# per poll, made on the stage loop (curl multi), and no download; a pushed commit is picked up; a full sha is not
 # polled; a wrong or missing token and an unknown repository give
 # Syncing=False FetchError with GitHub's message; a spent rate limit is
 # said on the condition and waited out until X-RateLimit-Reset; hostile
@@ -115,6 +115,8 @@ is "$Z2" "$Z" "unchanged ref: no zipball request"
 is "$((N2 - N))" "$((N304b - N304))" "unchanged ref: every commits request was a 304"
 [ $((N2 - N)) -ge 3 ] && [ $((N2 - N)) -le $((P2 - P + 1)) ]; ok $? "unchanged ref: one conditional request per poll ($((N2 - N)) requests, $((P2 - P)) polls)"
 is "$(items site)" 1 "unchanged ref: no new item"
+check "unchanged ref: polled on the loop (curl multi), not on a worker" \
+    grep -q 'msg="poll done" ns=sites-loja name=site .*unchanged=1 on=loop' "$T/fetcher.log"
 
 # --- a new commit is picked up ----------------------------------------------------
 git_commit "$W" .deco/blocks/Header.json '{"v":2}'
