@@ -37,4 +37,4 @@ TESTS += t/unit/fetch_keys_test t/unit/fetch_dir_test t/unit/fetch_inline_test \
 EXTRA_DIST += t/lib/git.sh t/lib/github.sh t/lib/hostile_zip.py t/stand-in/github.py \
 	t/lib/registry.sh t/lib/oci.py t/stand-in/token_server.py t/lib/blackhole.py
 TESTS += t/integration/fetch_stage.sh t/integration/fetch_git.sh t/integration/fetch_github.sh \
-	t/integration/fetch_oci.sh t/integration/fetch_hung_remote.sh
+	t/integration/fetch_oci.sh t/integration/fetch_hung_remote.sh t/integration/github_publish.sh
