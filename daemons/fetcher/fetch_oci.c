@@ -713,6 +713,13 @@ fetch_oci(struct spool *sp, const struct fetch_oci_req *req, struct fetch_oci_ou
 			    "source oci: spec.oci.dir '%s' is not a clean path", req->dir);
 	}
 	o.allow_http = insecure(req->insecure, o.host);
+	/*
+	 * a token from the last poll spares the challenge (an expired one gets
+	 * a 401); it is "host SOH line", used only on the registry it came from
+	 */
+	if (req->auth != NULL && strncmp(req->auth, o.host, strlen(o.host)) == 0 &&
+	    req->auth[strlen(o.host)] == '\001')
+		snprintf(o.auth, sizeof(o.auth), "%s", req->auth + strlen(o.host) + 1);
 	snprintf(o.base, sizeof(o.base), "%s://%s", o.allow_http ? "http" : "https", o.host);
 	if (req->creds != NULL && strchr(req->creds, ':') == NULL)
 		return fetch_result_error(res, "FetchError",
@@ -731,6 +738,8 @@ fetch_oci(struct spool *sp, const struct fetch_oci_req *req, struct fetch_oci_ou
 		buf_free(&o.f[i].data);
 	}
 	free(o.f);
+	if (rc == 0 && strncmp(o.auth, "Authorization: Bearer ", 22) == 0)
+		snprintf(out->auth, sizeof(out->auth), "%s\001%s", o.host, o.auth);
 	explicit_bzero(o.auth, sizeof(o.auth));
 	return rc;
 }

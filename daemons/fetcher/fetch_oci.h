@@ -24,6 +24,9 @@ struct fetch_oci_req {
 				 * reached over plain HTTP; NULL: none */
 	const char *last_digest;	/* digest of the last good fetch, or "" */
 	int force;		/* read the layers even when the digest did not move */
+	const char *auth;	/* out->auth of a past fetch (a bearer token bound to its
+				 * registry), tried first on that registry only; NULL:
+				 * none.  Never logged. */
 	int64_t deadline;	/* now_ms() value the fetch must end by */
 	struct fetch_limits lim;
 	struct fetch_archive_limits alim;
@@ -33,6 +36,8 @@ struct fetch_oci_out {
 	char digest[80];	/* "sha256:<hex>" of the manifest (or index) */
 	int unchanged;
 	int requests;		/* HTTP requests made */
+	char auth[4300];	/* the bearer token that worked, bound to its registry
+				 * ("" none): keep it for the next poll, wipe it after */
 };
 
 /*

@@ -70,6 +70,7 @@ struct job {
 	char *org, *repo, *image;	/* github, oci */
 	char etag[256];		/* github: ETag of last_id's answer; out: the new one */
 	char known_sha[41];	/* github: the sha the loop's poll saw move */
+	char *oci_auth;		/* oci: Authorization line in, the one that worked out */
 	struct stage *st;	/* set while a poll on the loop is in flight */
 	int64_t t0;
 	/* results */
@@ -95,6 +96,7 @@ struct src {
 	int busy, again, again_force, gone, failures;
 	char last_id[96];
 	char etag[256];		/* github: ETag that goes with last_id */
+	char *oci_auth;		/* oci: the registry's Authorization line, kept between polls */
 	char last_status[512];
 	char last_sync[640];	/* the Syncing condition we wrote last */
 	/*
@@ -162,6 +164,7 @@ job_free(struct job *j)
 	free(j->secret_file);
 	free(j->path);
 	free(j->inline_json);
+	fetch_secret_free(j->oci_auth);
 	free(j->org);
 	free(j->repo);
 	free(j->image);
@@ -226,6 +229,7 @@ run_oci(struct fetcher *f, struct job *j, int64_t deadline)
 	req.dir = j->dir;
 	req.creds = creds;
 	req.insecure = f->oci_insecure;
+	req.auth = j->oci_auth;
 	req.last_digest = j->last_id;
 	req.force = j->force;
 	req.deadline = deadline;
@@ -236,7 +240,10 @@ run_oci(struct fetcher *f, struct job *j, int64_t deadline)
 	else if (fetch_oci(f->sp, &req, &out, &j->res) == 0) {
 		snprintf(j->remote_id, sizeof(j->remote_id), "%s", out.digest);
 		j->unchanged = out.unchanged;
+		fetch_secret_free(j->oci_auth);
+		j->oci_auth = out.auth[0] != '\0' ? xstrdup(out.auth) : NULL;
 	}
+	explicit_bzero(out.auth, sizeof(out.auth));
 	fetch_secret_free(creds);
 }
 
@@ -670,6 +677,7 @@ src_free(struct stage *st, struct src *s)
 	unpend(f, s);
 	free(s->frag);
 	free(s->doc);
+	fetch_secret_free(s->oci_auth);
 	free(s);
 }
 
@@ -746,6 +754,11 @@ finish_second(struct stage *st, struct job *j, int committed)
 	snprintf(ms, sizeof(ms), "%lld", (long long)j->took_ms);
 	if (j->handed >= 0 && j->etag[0] != '\0')
 		snprintf(s->etag, sizeof(s->etag), "%s", j->etag);
+	if (j->handed >= 0 && j->oci_auth != NULL) {
+		fetch_secret_free(s->oci_auth);
+		s->oci_auth = j->oci_auth;
+		j->oci_auth = NULL;
+	}
 	if (!j->unchanged && j->handed >= 0) {
 		if (j->remote_id[0] != '\0')
 			snprintf(s->last_id, sizeof(s->last_id), "%s", j->remote_id);
@@ -834,6 +847,7 @@ make_job(struct stage *st, struct src *s, int force)
 	snprintf(j->source, sizeof(j->source), "%s", s->source);
 	snprintf(j->last_id, sizeof(j->last_id), "%s", s->last_id);
 	snprintf(j->etag, sizeof(j->etag), "%s", s->etag);
+	j->oci_auth = s->oci_auth != NULL ? xstrdup(s->oci_auth) : NULL;
 	j->generation = s->generation;
 	j->force = force;
 	msg[0] = '\0';

@@ -5,7 +5,7 @@
 # (t/stand-in/token_server.py, the test's own key pair in the registry's
 # rootcertbundle) and basic auth (htpasswd) on a second registry over the
 # same storage.  The manifest digest is the commit: an unchanged tag costs a
-# HEAD and no GET; a re-pushed tag is picked up; OCI and Docker manifests,
+# HEAD (with the bearer token kept from the last poll) and no GET; a re-pushed tag is picked up; OCI and Docker manifests,
 # an OCI index (linux/amd64 picked), tar and tar+gzip layers (a later
 # layer's file replaces an earlier one's); spec.oci.dir;
 # wrong and missing credentials, a blob whose bytes do not match its digest,
@@ -120,12 +120,20 @@ T0=$(curl -sf "http://127.0.0.1:$TOKEN_PORT/stats" | python3 -c 'import json,sys
 [ "${T0:-0}" -ge 1 ]; ok $? "a bearer token came from the token service ($T0)"
 
 # --- unchanged tag: HEAD, no GET -----------------------------------------------------
+tokens() { curl -sf "http://127.0.0.1:$TOKEN_PORT/stats" | python3 -c 'import json,sys; print(json.load(sys.stdin)["tokens"])'; }
+check "site: a poll after the first fetch" wait_for 15 polls_at_least site 2
 G=$(reg_requests tokreg GET manifests)
 H=$(reg_requests tokreg HEAD manifests)
+TK=$(tokens)
 P=$(polls site)
 check "site: polled again and again" wait_for 15 polls_at_least site $((P + 3))
+P2=$(polls site)
 is "$(reg_requests tokreg GET manifests)" "$G" "unchanged tag: no manifest GET"
 [ "$(reg_requests tokreg HEAD manifests)" -ge $((H + 3)) ]; ok $? "unchanged tag: a HEAD per poll"
+HN=$(grep -c '"HEAD /v2/decofile/loja/manifests/prod HTTP/1.1" 200 .*decod-fetcher' "$T/tokreg.log")
+H401=$(grep -c '"HEAD /v2/decofile/loja/manifests/prod HTTP/1.1" 401 .*decod-fetcher' "$T/tokreg.log")
+is "$(tokens)" "$TK" "unchanged tag: the bearer token is reused, no new one asked for"
+diag "HEADs answered 200: $HN, 401: $H401 (the first fetch's challenge)"
 is "$(items site)" 1 "unchanged tag: no new item"
 
 # --- the tag moves ------------------------------------------------------------------------
