@@ -125,6 +125,7 @@ struct fetcher {
 	/* the worker pool */
 	pthread_t *threads;
 	int nthreads;
+	int remote_busy;	/* workers on a remote fetch (at most nthreads - 1) */
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	struct job *todo, *done, **todo_tail, **done_tail;
@@ -289,6 +290,40 @@ run_job(struct fetcher *f, struct job *j)
 	j->took_ms = now_ms() - t0;
 }
 
+/* a fetch that waits on a remote (git, github, oci), not on local work */
+static int
+remote_job(const struct job *j)
+{
+	return strcmp(j->source, "inline") != 0 && strcmp(j->source, "dir") != 0;
+}
+
+/*
+ * take - the first queued job this worker may run, off the queue (mutex
+ * held), or NULL.  Remote fetches may hold every worker but one: that one
+ * is kept for inline and dir sources, so however many remotes hang, a
+ * local source never waits behind them.
+ */
+static struct job *
+take(struct fetcher *f)
+{
+	int remote_ok = f->nthreads < 2 || f->remote_busy < f->nthreads - 1;
+
+	for (struct job **pp = &f->todo; *pp != NULL; pp = &(*pp)->next) {
+		struct job *j = *pp;
+
+		if (remote_job(j) && !remote_ok)
+			continue;
+		*pp = j->next;
+		if (f->todo_tail == &j->next)
+			f->todo_tail = pp;
+		j->next = NULL;
+		if (remote_job(j))
+			f->remote_busy++;
+		return j;
+	}
+	return NULL;
+}
+
 static void *
 worker(void *arg)
 {
@@ -297,18 +332,25 @@ worker(void *arg)
 
 	pthread_mutex_lock(&f->mu);
 	for (;;) {
-		while (!f->stop && f->todo == NULL)
+		j = NULL;
+		while (!f->stop && (j = take(f)) == NULL)
 			pthread_cond_wait(&f->cv, &f->mu);
-		if (f->stop)
+		if (f->stop) {
+			if (j != NULL) {	/* back on the queue: shutdown frees it */
+				j->next = f->todo;
+				f->todo = j;
+				if (f->todo_tail == &f->todo)
+					f->todo_tail = &j->next;
+			}
 			break;
-		j = f->todo;
-		f->todo = j->next;
-		if (f->todo == NULL)
-			f->todo_tail = &f->todo;
-		j->next = NULL;
+		}
 		pthread_mutex_unlock(&f->mu);
 		run_job(f, j);
 		pthread_mutex_lock(&f->mu);
+		if (remote_job(j)) {
+			f->remote_busy--;
+			pthread_cond_broadcast(&f->cv);	/* a held-back remote job may go */
+		}
 		*f->done_tail = j;
 		f->done_tail = &j->next;
 		stage_wake(f->st);
