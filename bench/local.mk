@@ -38,3 +38,11 @@ bench-github: decod decoctl bench/gen daemons/fetcher/fetcher
 	$(SHELL) $(srcdir)/bench/bench_github.sh $(abs_top_builddir)
 .PHONY: bench-github
 # --- end of GitHub source benchmark
+# webhook benchmark: `make bench-webhook` (200 keep-alive HTTPS clients)
+noinst_PROGRAMS += bench/bench_webhook
+bench_bench_webhook_LDADD = $(DECOD_LIBS)
+EXTRA_DIST += bench/bench_webhook.sh
+bench-webhook: daemons/webhook/webhook bench/bench_webhook t/stage/testtool
+	$(SHELL) $(srcdir)/bench/bench_webhook.sh $(abs_top_builddir)
+.PHONY: bench-webhook
+# --- end of webhook benchmark
