@@ -9,11 +9,11 @@ EXTRA_DIST += t/integration/hostile_depth.sh t/integration/hostile_apply.sh \
 	t/integration/hostile_replica.sh t/hostile.mk t/fuzz/replay.sh \
 	t/fuzz/build.sh t/fuzz/run.sh t/fuzz/seeds t/fuzz/regress
 
-FUZZ_TARGETS = json render apply proto manifest store etcd site conf
+FUZZ_TARGETS = json render apply proto manifest store etcd site conf archive
 FUZZ_REPLAY = t/fuzz/fuzz_json_replay t/fuzz/fuzz_render_replay \
 	t/fuzz/fuzz_apply_replay t/fuzz/fuzz_proto_replay t/fuzz/fuzz_manifest_replay \
 	t/fuzz/fuzz_store_replay t/fuzz/fuzz_etcd_replay t/fuzz/fuzz_site_replay \
-	t/fuzz/fuzz_conf_replay
+	t/fuzz/fuzz_conf_replay t/fuzz/fuzz_archive_replay
 check_PROGRAMS += $(FUZZ_REPLAY)
 FUZZ_COMMON = t/fuzz/replay.c t/fuzz/fuzz.h
 t_fuzz_fuzz_json_replay_SOURCES = t/fuzz/fuzz_json.c $(FUZZ_COMMON)
@@ -34,6 +34,8 @@ t_fuzz_fuzz_site_replay_SOURCES = t/fuzz/fuzz_site.c $(FUZZ_COMMON)
 t_fuzz_fuzz_site_replay_LDADD = $(DECOD_LIBS) $(MHD_LIBS)
 t_fuzz_fuzz_conf_replay_SOURCES = t/fuzz/fuzz_conf.c $(FUZZ_COMMON)
 t_fuzz_fuzz_conf_replay_LDADD = $(DECOD_LIBS)
+t_fuzz_fuzz_archive_replay_SOURCES = t/fuzz/fuzz_archive.c $(FUZZ_COMMON)
+t_fuzz_fuzz_archive_replay_LDADD = $(FETCH_LIBS) $(DECOD_LIBS) $(ARCHIVE_LIBS)
 
 # make fuzz: the libFuzzer binaries in t/fuzz/bin/ (t/fuzz/run.sh runs them)
 fuzz:
@@ -42,8 +44,8 @@ fuzz:
 		exit 0; \
 	fi; \
 	FUZZ_CC='$(FUZZ_CC)' FUZZ_TARGETS='$(FUZZ_TARGETS)' \
-	FUZZ_CFLAGS='$(CURL_CFLAGS) $(YAJL_CFLAGS) $(BROTLI_CFLAGS) $(MHD_CFLAGS) $(CRYPTO_CFLAGS) $(SQLITE_CFLAGS) $(YAML_CFLAGS)' \
-	FUZZ_LIBS='$(CURL_LIBS) $(YAJL_LIBS) $(BROTLI_LIBS) $(CRYPTO_LIBS) $(SQLITE_LIBS) $(NNG_LIBS) $(MHD_LIBS) $(YAML_LIBS)' \
+	FUZZ_CFLAGS='$(CURL_CFLAGS) $(YAJL_CFLAGS) $(BROTLI_CFLAGS) $(MHD_CFLAGS) $(CRYPTO_CFLAGS) $(SQLITE_CFLAGS) $(YAML_CFLAGS) $(ARCHIVE_CFLAGS)' \
+	FUZZ_LIBS='$(CURL_LIBS) $(YAJL_LIBS) $(BROTLI_LIBS) $(CRYPTO_LIBS) $(SQLITE_LIBS) $(NNG_LIBS) $(MHD_LIBS) $(YAML_LIBS) $(ARCHIVE_LIBS)' \
 	FUZZ_DEFS='$(DEFS) -DDECOD_SYSCONFDIR="\"$(sysconfdir)\"" -DDECOD_LIBEXECDIR="\"$(libexecdir)/decod\"" -DDECOD_LOCALSTATEDIR="\"$(localstatedir)\"" -DDECOD_RUNSTATEDIR="\"$(runstatedir)\""' \
 	$(SHELL) $(srcdir)/t/fuzz/build.sh '$(abs_top_srcdir)' '$(abs_top_builddir)'
 .PHONY: fuzz
