@@ -4,16 +4,18 @@
 # (make check replays every seed and regression input), and with clang's
 # libFuzzer by `make fuzz` (skipped when configure found no such clang).
 TESTS += t/integration/hostile_depth.sh t/integration/hostile_apply.sh \
-	t/integration/hostile_replica.sh t/fuzz/replay.sh
+	t/integration/hostile_replica.sh t/integration/secrets.sh t/fuzz/replay.sh
 EXTRA_DIST += t/integration/hostile_depth.sh t/integration/hostile_apply.sh \
-	t/integration/hostile_replica.sh t/hostile.mk t/fuzz/replay.sh \
+	t/integration/hostile_replica.sh t/integration/secrets.sh t/lib/git_http.py t/hostile.mk t/fuzz/replay.sh \
 	t/fuzz/build.sh t/fuzz/run.sh t/fuzz/seeds t/fuzz/regress
 
-FUZZ_TARGETS = json render apply proto manifest store etcd site conf archive
+# admit: the webhook's harness (its replay is in daemons/webhook/local.mk);
+# archive: the fetcher's (daemons/fetcher/local.mk)
+FUZZ_TARGETS = json render apply proto manifest store etcd site conf admit archive
 FUZZ_REPLAY = t/fuzz/fuzz_json_replay t/fuzz/fuzz_render_replay \
 	t/fuzz/fuzz_apply_replay t/fuzz/fuzz_proto_replay t/fuzz/fuzz_manifest_replay \
 	t/fuzz/fuzz_store_replay t/fuzz/fuzz_etcd_replay t/fuzz/fuzz_site_replay \
-	t/fuzz/fuzz_conf_replay t/fuzz/fuzz_archive_replay
+	t/fuzz/fuzz_conf_replay
 check_PROGRAMS += $(FUZZ_REPLAY)
 FUZZ_COMMON = t/fuzz/replay.c t/fuzz/fuzz.h
 t_fuzz_fuzz_json_replay_SOURCES = t/fuzz/fuzz_json.c $(FUZZ_COMMON)
@@ -34,8 +36,6 @@ t_fuzz_fuzz_site_replay_SOURCES = t/fuzz/fuzz_site.c $(FUZZ_COMMON)
 t_fuzz_fuzz_site_replay_LDADD = $(DECOD_LIBS) $(MHD_LIBS)
 t_fuzz_fuzz_conf_replay_SOURCES = t/fuzz/fuzz_conf.c $(FUZZ_COMMON)
 t_fuzz_fuzz_conf_replay_LDADD = $(DECOD_LIBS)
-t_fuzz_fuzz_archive_replay_SOURCES = t/fuzz/fuzz_archive.c $(FUZZ_COMMON)
-t_fuzz_fuzz_archive_replay_LDADD = $(FETCH_LIBS) $(DECOD_LIBS) $(ARCHIVE_LIBS)
 
 # make fuzz: the libFuzzer binaries in t/fuzz/bin/ (t/fuzz/run.sh runs them)
 fuzz:

@@ -19,7 +19,8 @@ daemons_fetcher_libfetch_a_SOURCES = \
 FETCH_LIBS = daemons/fetcher/libfetch.a
 
 decodlibexec_PROGRAMS += daemons/fetcher/fetcher
-daemons_fetcher_fetcher_SOURCES = daemons/fetcher/fetcher.c \
+daemons_fetcher_fetcher_SOURCES = daemons/fetcher/fetcher.c daemons/fetcher/fetcher.h \
+	daemons/fetcher/fetch_status.c \
 	daemons/fetcher/fetch_lock.c daemons/fetcher/fetch_lock.h
 daemons_fetcher_fetcher_LDADD = $(FETCH_LIBS) $(DECOD_LIBS) $(ARCHIVE_LIBS) -lpthread
 
@@ -38,3 +39,11 @@ EXTRA_DIST += t/lib/git.sh t/lib/github.sh t/lib/hostile_zip.py t/stand-in/githu
 	t/lib/registry.sh t/lib/oci.py t/stand-in/token_server.py t/lib/blackhole.py
 TESTS += t/integration/fetch_stage.sh t/integration/fetch_git.sh t/integration/fetch_github.sh \
 	t/integration/fetch_oci.sh t/integration/fetch_hung_remote.sh t/integration/github_publish.sh
+
+# the archive fuzz harness, replayed over its seeds and regression inputs by
+# `make check` (t/fuzz/replay.c; with libFuzzer: make fuzz)
+check_PROGRAMS += t/fuzz/fuzz_archive_replay
+t_fuzz_fuzz_archive_replay_SOURCES = t/fuzz/fuzz_archive.c t/fuzz/replay.c t/fuzz/fuzz.h
+t_fuzz_fuzz_archive_replay_LDADD = $(FETCH_LIBS) $(DECOD_LIBS) $(ARCHIVE_LIBS)
+TESTS += t/integration/fetch_fuzz_replay.sh
+EXTRA_DIST += t/integration/fetch_fuzz_replay.sh t/fuzz/seeds/archive t/fuzz/regress/archive

@@ -14,12 +14,13 @@ obj=$bld/t/fuzz/obj
 mkdir -p "$out" "$obj"
 SAN="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
 CFLAGS="-g -O1 $SAN -I$src -I$bld $FUZZ_DEFS $FUZZ_CFLAGS -w"
-# every file of libdecod.a (common/, proto/; it is split often), then the
-# programs' parts the harnesses reach
-lib_src="$(cd "$src" && echo common/*.c proto/*.c)
-	daemons/renderer/render_merge.c daemons/renderer/render_brotli.c
-	daemons/fetcher/fetch_archive.c daemons/fetcher/fetch_tree.c
-	cli/cli_yaml.c"
+# everything libdecod.a holds (by folder, so files split later are
+# picked up), the renderer's rules, decoctl's YAML reader, the webhook's
+# admission code and the JSONPatch checker its harness applies patches with,
+# the fetcher's archive reader
+lib_src=$(cd "$src" && ls common/*.c proto/*.c daemons/renderer/render_*.c cli/cli_yaml.c \
+    daemons/webhook/webhook_admit.c daemons/webhook/webhook_index.c t/unit/jsonpatch.c \
+    daemons/fetcher/fetch_archive.c daemons/fetcher/fetch_tree.c 2>/dev/null)
 objs=""
 for f in $lib_src; do
 	[ -f "$src/$f" ] || continue
