@@ -1,6 +1,7 @@
 /*
  * publisher - the stage that puts rendered documents where sites read them
- * (today the `file` target), records each publish, inventory row and the
+ * (the `file` target here; targets in their own files, such as s3, through
+ * publish_target.h), records each publish, inventory row and the
  * notifier's item in one journal transaction, and sets Ready.  It owns the
  * published objects afterwards: it watches them (inotify, plus a periodic
  * re-check) and puts back the last published version when someone changes
@@ -37,6 +38,7 @@
 #include "common/store_keys.h"
 #include "common/util.h"
 #include "daemons/publisher/publish_file.h"
+#include "daemons/publisher/publish_target.h"
 
 #define STAGE "publisher"
 #define TARGET "file"
@@ -67,8 +69,13 @@ struct obj {
 	struct obj *next;
 };
 
+/* the targets in files of their own, and their state */
+static const struct publish_target *const targets[] = { &publish_s3_target };
+#define NTARGETS (sizeof(targets) / sizeof(targets[0]))
+
 struct pub {
 	char root[4096];
+	void *tstate[NTARGETS];
 	struct obj *objs;
 	int ifd;			/* inotify */
 	struct store_watch *watch;
@@ -638,6 +645,8 @@ on_store_event(void *arg, const struct store_event *ev)
 	yajl_val doc;
 
 	if (ev->type == STORE_EV_RELIST) {
+		for (size_t i = 0; i < NTARGETS; i++)
+			targets[i]->relist(st, p->tstate[i]);
 		/* history lost: check every object against the store */
 		for (struct obj *x = p->objs, *next; x != NULL; x = next) {
 			next = x->next;
@@ -652,8 +661,14 @@ on_store_event(void *arg, const struct store_event *ev)
 		}
 		return;
 	}
-	if (key_parse_resource(ev->key, kind, ns, name) < 0 ||
-	    strcmp(kind, "decofiles") != 0 || (o = obj_find(p, ns, name)) == NULL)
+	if (key_parse_resource(ev->key, kind, ns, name) < 0 || strcmp(kind, "decofiles") != 0)
+		return;
+	doc = ev->type == STORE_EV_DELETE ? NULL : json_parse(ev->value, ev->vlen, NULL);
+	if (ev->type == STORE_EV_DELETE || doc != NULL)
+		for (size_t i = 0; i < NTARGETS; i++)
+			targets[i]->decofile(st, p->tstate[i], ns, name, doc);
+	yajl_tree_free(doc);
+	if ((o = obj_find(p, ns, name)) == NULL)
 		return;
 	if (ev->type == STORE_EV_DELETE) {
 		forget(st, o, "");
@@ -807,9 +822,17 @@ on_item(struct stage *st, const struct journal_item *it)
 		return STAGE_DONE;
 	}
 	target = decofile_target(doc, conf_get(stage_conf(st), "default_target"));
+	for (size_t i = 0; i < NTARGETS; i++) {
+		if (strcmp(target, targets[i]->name) == 0) {
+			enum stage_result r = targets[i]->publish(st, p->tstate[i], it, doc);
+
+			yajl_tree_free(doc);
+			return r;
+		}
+	}
 	if (strcmp(target, TARGET) != 0) {
 		snprintf(why, sizeof(why), "target \"%s\" is not supported by this publisher"
-		    " yet (supported: file)", target);
+		    " yet (supported: file, s3)", target);
 		status_set_condition(s, j, "decofiles", it->ns, it->name, STAGE, "Ready",
 		    "False", "UnsupportedTarget", why);
 		yajl_tree_free(doc);
@@ -1066,6 +1089,9 @@ pub_init(struct stage *st)
 
 	if (load_inventory(st) < 0)
 		return -1;
+	for (size_t i = 0; i < NTARGETS; i++)
+		if ((p->tstate[i] = targets[i]->init(st)) == NULL)
+			return -1;
 	p->next_recheck = now_ms() + conf_get_ms(stage_conf(st), "drift_check_interval");
 	log_kv(LOG_INFO, "publisher ready", "file_root", p->root, NULL);
 	return 0;
@@ -1077,6 +1103,8 @@ pub_timer(struct stage *st)
 {
 	struct pub *p = P(st);
 
+	for (size_t i = 0; i < NTARGETS; i++)
+		targets[i]->tick(st, p->tstate[i]);
 	for (struct obj *o = p->objs, *next; o != NULL; o = next) {
 		next = o->next;
 		if (o->gone)
@@ -1101,6 +1129,8 @@ pub_shutdown(struct stage *st)
 
 	snprintf(n, sizeof(n), "%ld", p->repairs);
 	log_kv(LOG_INFO, "publisher stopping", "drift_repairs", n, NULL);
+	for (size_t i = 0; i < NTARGETS; i++)
+		targets[i]->shutdown(st, p->tstate[i]);
 	while (p->objs != NULL)
 		obj_free(st, p->objs);
 	store_watch_free(p->watch);
@@ -1118,6 +1148,7 @@ static const struct stage_ops ops = {
 	.on_timer = pub_timer,
 	.timer_ms = 1000,
 	.shutdown = pub_shutdown,
+	.max_async = 64,	/* uploads to remote targets in flight at once */
 };
 
 int
