@@ -1,12 +1,14 @@
 #!/bin/sh
 # install-deps.sh - install what decod needs to build, test and run its demo
 # on Debian 12.  Run as root (or it re-runs itself with sudo).  Installs only
-# what is missing; safe to run again.
+# what is missing; safe to run again.  (nodejs and npm run the S3 stand-in
+# of the tests, t/stand-in/s3; its npm packages are installed by the test.)
 set -eu
 PKGS="build-essential autoconf automake libtool pkg-config
 libnng-dev libcurl4-openssl-dev libyajl-dev libbrotli-dev libmicrohttpd-dev
 libssl-dev libhiredis-dev libsqlite3-dev libyaml-dev libarchive-dev
-sqlite3 git curl jq brotli python3 python3-yaml groff-base etcd-server etcd-client"
+sqlite3 git curl jq brotli python3 python3-yaml groff-base etcd-server etcd-client
+nodejs npm"
 missing=""
 for p in $PKGS; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' ||
