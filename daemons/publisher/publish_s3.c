@@ -90,6 +90,7 @@ struct ctx {
 
 static void rearm(struct s3t *t);
 static void forget(struct s3t *t, struct s3obj *o);
+static void pump(struct s3t *t);
 
 /* ---- objects ---- */
 
@@ -528,6 +529,7 @@ on_done(void *arg, const struct s3_result *r)
 	case OP_CHECK:
 		if (checked(t, x, r)) {
 			free(x);
+			pump(t);
 			return;		/* handed over: o is gone */
 		}
 		break;
@@ -546,6 +548,8 @@ on_done(void *arg, const struct s3_result *r)
 	/* a Decofile deleted while a request flew is let go now (a failed delete: on a tick) */
 	if (o->gone && o->nreq == 0 && (op != OP_DELETE || o->detach == -1))
 		forget(t, o);
+	if (op == OP_CHECK)
+		pump(t);
 }
 
 /* ---- deletion ---- */
@@ -667,12 +671,34 @@ start_check(struct s3t *t, struct s3obj *o)
 	t->heads++;
 }
 
+/*
+ * pump - start the checks that are due, up to s3_concurrency in flight;
+ * called every tick and whenever a check ends, so the rate is bounded by
+ * latency x concurrency, not by the tick.
+ */
+static void
+pump(struct s3t *t)
+{
+	int64_t now = now_ms();
+	int started = 0;
+
+	for (struct s3obj *o = t->objs; o != NULL; o = o->next) {
+		if (s3_client_in_flight(t->c) >= (size_t)t->concurrency)
+			break;
+		if (o->nreq > 0 || o->gone || o->content_hash[0] == '\0' || o->next_check > now)
+			continue;
+		start_check(t, o);
+		started++;
+	}
+	if (started > 0)
+		rearm(t);
+}
+
 static void
 s3_tick(struct stage *st, void *arg)
 {
 	struct s3t *t = arg;
 	int64_t now = now_ms();
-	int started = 0;
 
 	if (t == NULL || t->c == NULL)
 		return;
@@ -687,14 +713,8 @@ s3_tick(struct stage *st, void *arg)
 		}
 		if (o->status_dirty)
 			write_status(t, o);
-		if (o->content_hash[0] == '\0' || o->next_check > now ||
-		    s3_client_in_flight(t->c) >= (size_t)t->concurrency)
-			continue;
-		start_check(t, o);
-		started++;
 	}
-	if (started > 0)
-		rearm(t);
+	pump(t);
 }
 
 /* ---- publishing ---- */
