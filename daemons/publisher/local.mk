@@ -22,9 +22,10 @@ TESTS += t/unit/publish_file_test
 TESTS += t/integration/publish_stage.sh
 EXTRA_DIST += t/integration/publish_stage.sh
 
-check_PROGRAMS += t/unit/sigv4_test
+check_PROGRAMS += t/unit/sigv4_test t/unit/s3_test
 t_unit_sigv4_test_LDADD = $(PUBLISH_LIBS) $(DECOD_LIBS)
-TESTS += t/unit/sigv4_test
+t_unit_s3_test_LDADD = $(PUBLISH_LIBS) $(DECOD_LIBS)
+TESTS += t/unit/sigv4_test t/unit/s3_test
 TESTS += t/integration/publish_s3.sh
 EXTRA_DIST += t/integration/publish_s3.sh t/stand-in/s3/package.json \
 	t/stand-in/s3/package-lock.json t/stand-in/s3/setup.sh \

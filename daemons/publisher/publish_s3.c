@@ -73,6 +73,7 @@ struct s3t {
 	int64_t timer;
 	struct s3obj *objs;
 	size_t nobjs;
+	int64_t next_due;		/* no check is due before (monotonic ms) */
 	long repairs, puts, heads;
 };
 
@@ -130,6 +131,15 @@ obj_free(struct s3t *t, struct s3obj *o)
 		}
 	}
 	free(o);
+}
+
+/* check_at - o's next drift check; keeps t->next_due the earliest of all */
+static void
+check_at(struct s3t *t, struct s3obj *o, int64_t when)
+{
+	o->next_check = when;
+	if (when < t->next_due)
+		t->next_due = when;
 }
 
 static void
@@ -366,7 +376,7 @@ published_ok(struct s3t *t, struct ctx *x, const struct s3_result *r)
 	memcpy(o->md5_etag, x->md5_etag, sizeof(o->md5_etag));
 	o->timestamp = ts;
 	o->complained = 0;
-	o->next_check = now_ms() + t->check_ms;
+	check_at(t, o, now_ms() + t->check_ms);
 	snprintf(n, sizeof(n), "%lld", (long long)r->ms);
 	log_kv(LOG_INFO, "published", "ns", o->ns, "name", o->name, "location", loc,
 	    "hash", x->hash, "ms", n, NULL);
@@ -387,7 +397,7 @@ repaired(struct s3t *t, struct ctx *x, const struct s3_result *r)
 	memcpy(o->md5_etag, x->md5_etag, sizeof(o->md5_etag));
 	o->repairs++;
 	t->repairs++;
-	o->next_check = now_ms() + t->check_ms;
+	check_at(t, o, now_ms() + t->check_ms);
 	object_id(o, obj, sizeof(obj));
 	snprintf(n, sizeof(n), "%ld", o->repairs);
 	log_kv(LOG_WARN, "drift repaired", "ns", o->ns, "name", o->name, "location", loc,
@@ -438,7 +448,7 @@ checked(struct s3t *t, struct ctx *x, const struct s3_result *r)
 	struct ctx *y;
 	char err[2048];
 
-	o->next_check = now_ms() + t->check_ms;
+	check_at(t, o, now_ms() + t->check_ms);
 	if (x->gen != o->gen || o->putting || o->content_hash[0] == '\0')
 		return 0;	/* a publish started meanwhile: it decides */
 	if (r->ok) {
@@ -545,6 +555,8 @@ on_done(void *arg, const struct s3_result *r)
 		break;
 	}
 	free(x);
+	if (o->nreq == 0)
+		check_at(t, o, o->next_check);	/* pump skipped it while busy */
 	/* a Decofile deleted while a request flew is let go now (a failed delete: on a tick) */
 	if (o->gone && o->nreq == 0 && (op != OP_DELETE || o->detach == -1))
 		forget(t, o);
@@ -663,7 +675,7 @@ start_check(struct s3t *t, struct s3obj *o)
 			log_kv(LOG_WARN, "cannot check object", "ns", o->ns, "name", o->name,
 			    "error", err, NULL);
 		o->complained = 1;
-		o->next_check = now_ms() + t->check_ms;
+		check_at(t, o, now_ms() + t->check_ms);
 		free(x);
 		return;
 	}
@@ -674,22 +686,33 @@ start_check(struct s3t *t, struct s3obj *o)
 /*
  * pump - start the checks that are due, up to s3_concurrency in flight;
  * called every tick and whenever a check ends, so the rate is bounded by
- * latency x concurrency, not by the tick.
+ * latency x concurrency, not by the tick.  The list is walked only when
+ * something is due (t->next_due).
  */
 static void
 pump(struct s3t *t)
 {
-	int64_t now = now_ms();
+	int64_t now = now_ms(), next = INT64_MAX;
 	int started = 0;
 
+	if (now < t->next_due)
+		return;
 	for (struct s3obj *o = t->objs; o != NULL; o = o->next) {
-		if (s3_client_in_flight(t->c) >= (size_t)t->concurrency)
-			break;
-		if (o->nreq > 0 || o->gone || o->content_hash[0] == '\0' || o->next_check > now)
+		if (o->nreq > 0 || o->gone || o->content_hash[0] == '\0')
+			continue;	/* a busy one reschedules itself when it ends */
+		if (o->next_check > now) {
+			if (o->next_check < next)
+				next = o->next_check;
 			continue;
+		}
+		if (s3_client_in_flight(t->c) >= (size_t)t->concurrency) {
+			next = now;	/* still due: look again as checks end */
+			break;
+		}
 		start_check(t, o);
 		started++;
 	}
+	t->next_due = next;
 	if (started > 0)
 		rearm(t);
 }
@@ -767,7 +790,7 @@ s3_publish(struct stage *st, void *arg, const struct journal_item *it, yajl_val 
 		if (o == NULL) {
 			o = obj_get(t, it->ns, it->name);
 			o->detach = doc_detach(doc);
-			o->next_check = now_ms();	/* look at it soon */
+			check_at(t, o, now_ms());	/* look at it soon */
 		}
 		snprintf(o->key, sizeof(o->key), "%s", key);
 		memcpy(o->content_hash, it->hash, sizeof(o->content_hash));
@@ -827,6 +850,7 @@ s3_decofile(struct stage *st, void *arg, const char *ns, const char *name, yajl_
 		return;
 	}
 	o->gone = 0;
+	check_at(t, o, o->next_check);
 }
 
 static void
@@ -910,7 +934,7 @@ load(struct s3t *t)
 		if (rv == 0)
 			o->detach = doc_detach(doc);
 		yajl_tree_free(doc);
-		o->next_check = now_ms() + (spread > 0 ? (int64_t)(random() % spread) : 0);
+		check_at(t, o, now_ms() + (spread > 0 ? (int64_t)(random() % spread) : 0));
 	}
 	store_list_free(&l);
 	free(prefix);

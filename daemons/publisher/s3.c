@@ -160,8 +160,9 @@ s3_client_new(const struct s3_config *cf, char *err, size_t errlen)
 	c->region = xstrdup(cf->region && cf->region[0] ? cf->region : "us-east-1");
 	if (cf->endpoint != NULL && cf->endpoint[0] != '\0') {
 		if (parse_endpoint(c, cf->endpoint) < 0) {
-			snprintf(err, errlen, "endpoint \"%s\" is not an http(s) URL without"
-			    " user, query or fragment (AWS_ENDPOINT_URL)", cf->endpoint);
+			/* not echoed: a user:password in it must not reach a log */
+			snprintf(err, errlen, "AWS_ENDPOINT_URL (s3_endpoint) is not an http(s)"
+			    " URL without user, query or fragment");
 			s3_client_free(c);
 			return NULL;
 		}
