@@ -1,13 +1,14 @@
 #!/bin/sh
 # bench_s3_drift.sh BUILD_DIR - the s3 target's drift re-check at scale: N
 # Decofiles (N=1000) published to the S3 stand-in (s3rver behind the aws4
-# SigV4 verifier, t/stand-in/s3), then the publisher left alone for WINDOW
-# seconds (120) with s3_check_interval=60s, after a warm-up of WARMUP (65)
-# seconds: every object is HEAD-checked once a minute.  PERF_OUT=FILE
-# records a perf profile of the publisher over the window.  Reports the publish time of the N objects, the HEADs the
+# SigV4 verifier, t/stand-in/s3), then, after a warm-up of WARMUP (65)
+# seconds, the publisher left alone for WINDOW seconds (120) with
+# s3_check_interval=CHECK (60s): every object is HEAD-checked once a
+# minute.  Reports the publish time of the N objects, the HEADs the
 # stand-in counted per minute, and the publisher's CPU (utime+stime from
-# /proc) as a share of one core over the window.  Needs node and npm, and
-# `make check` built once (for t/stage/testtool).
+# /proc) as a share of one core over the window.  CHECK=1h gives the idle
+# baseline; PERF_OUT=FILE records a perf profile of the window.  Needs node
+# and npm, and `make check` built once (for t/stage/testtool).
 set -eu
 B=$(cd "${1:?usage: bench_s3_drift.sh BUILD_DIR}" && pwd)
 N=${N:-1000}
@@ -43,7 +44,7 @@ runtime_dir = $T/run
 store = local:$T/store
 s3_bucket = bench
 s3_endpoint = $EP
-s3_check_interval = 60s
+s3_check_interval = ${CHECK:-60s}
 CONF
 C="-c $T/conf"
 stat_of() { curl -s "$EP/__stand-in/stats" | sed -n "s/.*\"$1\":\([0-9]*\).*/\1/p"; }

@@ -32,3 +32,8 @@ bench-scaleout: decod decoctl daemons/fetcher/fetcher
 	$(SHELL) $(srcdir)/bench/bench_scaleout.sh $(abs_top_builddir)
 .PHONY: bench-scaleout
 # --- end of scale-out benchmarks
+# s3 target: drift re-check of 1,000 objects a minute (needs node and npm)
+EXTRA_DIST += bench/bench_s3_drift.sh
+bench-s3: daemons/publisher/publisher t/stage/testtool
+	$(SHELL) $(srcdir)/bench/bench_s3_drift.sh $(abs_top_builddir)
+.PHONY: bench-s3

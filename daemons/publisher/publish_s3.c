@@ -792,6 +792,10 @@ s3_publish(struct stage *st, void *arg, const struct journal_item *it, yajl_val 
 			o->detach = doc_detach(doc);
 			check_at(t, o, now_ms());	/* look at it soon */
 		}
+		if (strcmp(o->content_hash, it->hash) != 0) {
+			o->put_etag[0] = '\0';	/* ETags of other bytes: worked out again */
+			o->md5_etag[0] = '\0';
+		}
 		snprintf(o->key, sizeof(o->key), "%s", key);
 		memcpy(o->content_hash, it->hash, sizeof(o->content_hash));
 		o->timestamp = pts;
