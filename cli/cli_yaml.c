@@ -18,9 +18,17 @@
 
 #include "cli/cli_yaml.h"
 #include "common/json.h"
+#include "common/resource.h"
 
-#define YAML_MAX_DEPTH 200
-#define YAML_MAX_DOC (64u << 20)	/* bytes of JSON one document may expand to */
+/*
+ * Alias expansion is capped three ways, so a few hundred bytes of nested
+ * aliases cannot become gigabytes: the JSON of one document (a resource
+ * over 1 MiB is refused anyway), the aliases one document expands, and the
+ * bytes kept for anchors.
+ */
+#define YAML_MAX_DOC RESOURCE_MAX_SIZE
+#define YAML_MAX_ALIASES 10000
+#define YAML_MAX_ANCHOR_BYTES (4u * RESOURCE_MAX_SIZE)
 #define TAG_PREFIX "tag:yaml.org,2002:"
 
 struct anchor {
@@ -32,6 +40,8 @@ struct yconv {
 	yaml_parser_t p;
 	struct anchor *anchors;
 	size_t nanchors;
+	size_t anchor_bytes;	/* JSON kept for anchors */
+	size_t aliases;		/* aliases expanded in this document */
 	int depth;
 	struct cli_input_error *e;
 };
@@ -246,6 +256,7 @@ anchor_add(struct yconv *c, const yaml_char_t *name, const char *json, size_t le
 {
 	if (name == NULL)
 		return;
+	c->anchor_bytes += len;
 	c->anchors = xrealloc(c->anchors, (c->nanchors + 1) * sizeof(*c->anchors));
 	c->anchors[c->nanchors].name = xstrdup((const char *)name);
 	c->anchors[c->nanchors].json = xstrndup(json, len);
@@ -271,6 +282,8 @@ anchors_clear(struct yconv *c)
 	free(c->anchors);
 	c->anchors = NULL;
 	c->nanchors = 0;
+	c->anchor_bytes = 0;
+	c->aliases = 0;
 }
 
 /* scalar_json - append the JSON of a scalar event's value */
@@ -445,6 +458,11 @@ convert_node(struct yconv *c, yaml_event_t *ev, struct buf *out)
 		    "are expanded", YAML_MAX_DOC >> 20);
 		return -1;
 	}
+	if (c->anchor_bytes > YAML_MAX_ANCHOR_BYTES) {
+		set_error(c->e, &ev->start_mark, "anchors hold more than %u MiB",
+		    YAML_MAX_ANCHOR_BYTES >> 20);
+		return -1;
+	}
 	switch (ev->type) {
 	case YAML_SCALAR_EVENT:
 		return scalar_json(c, ev, out);
@@ -454,13 +472,24 @@ convert_node(struct yconv *c, yaml_event_t *ev, struct buf *out)
 			    (const char *)ev->data.alias.anchor);
 			return -1;
 		}
+		if (++c->aliases > YAML_MAX_ALIASES) {
+			set_error(c->e, &ev->start_mark, "more than %d aliases in one document",
+			    YAML_MAX_ALIASES);
+			return -1;
+		}
+		if (out->len + strlen(a) > YAML_MAX_DOC) {
+			set_error(c->e, &ev->start_mark, "document larger than %u MiB once "
+			    "aliases are expanded", YAML_MAX_DOC >> 20);
+			return -1;
+		}
 		buf_adds(out, a);
 		return 0;
 	case YAML_SEQUENCE_START_EVENT:
 	case YAML_MAPPING_START_EVENT:
-		if (++c->depth > YAML_MAX_DEPTH) {
+		/* the same limit as JSON input (json_max_depth) */
+		if (++c->depth > json_get_max_depth()) {
 			set_error(c->e, &ev->start_mark, "nested deeper than %d levels",
-			    YAML_MAX_DEPTH);
+			    json_get_max_depth());
 			return -1;
 		}
 		rc = ev->type == YAML_MAPPING_START_EVENT ? convert_mapping(c, ev, out) :
@@ -689,12 +718,18 @@ emit_scalar(yaml_emitter_t *em, const char *s, size_t len, int quote)
 	return emit(em, &ev);
 }
 
+/*
+ * emit_value - emit one value; depth guards the recursion (trees come from
+ * json_parse, which already refuses nesting past json_max_depth).
+ */
 static int
-emit_value(yaml_emitter_t *em, yajl_val v)
+emit_value(yaml_emitter_t *em, yajl_val v, int depth)
 {
 	yaml_event_t ev;
 	char tmp[32];
 
+	if (depth > json_get_max_depth() + 1)
+		return -1;
 	if (v == NULL || YAJL_IS_NULL(v))
 		return emit_scalar(em, "null", 4, 0);
 	if (YAJL_IS_TRUE(v))
@@ -721,7 +756,7 @@ emit_value(yaml_emitter_t *em, yajl_val v)
 		if (emit(em, &ev) < 0)
 			return -1;
 		for (size_t i = 0; i < v->u.array.len; i++)
-			if (emit_value(em, v->u.array.values[i]) < 0)
+			if (emit_value(em, v->u.array.values[i], depth + 1) < 0)
 				return -1;
 		yaml_sequence_end_event_initialize(&ev);
 		return emit(em, &ev);
@@ -733,7 +768,7 @@ emit_value(yaml_emitter_t *em, yajl_val v)
 		const char *k = v->u.object.keys[i];
 
 		if (emit_scalar(em, k, strlen(k), !plain_is_safe(k, strlen(k))) < 0 ||
-		    emit_value(em, v->u.object.values[i]) < 0)
+		    emit_value(em, v->u.object.values[i], depth + 1) < 0)
 			return -1;
 	}
 	yaml_mapping_end_event_initialize(&ev);
@@ -765,7 +800,7 @@ cli_print_yaml(FILE *out, yajl_val v)
 	if (emit(&em, &ev) < 0)
 		goto out;
 	yaml_document_start_event_initialize(&ev, NULL, NULL, NULL, 1);
-	if (emit(&em, &ev) < 0 || emit_value(&em, v) < 0)
+	if (emit(&em, &ev) < 0 || emit_value(&em, v, 0) < 0)
 		goto out;
 	yaml_document_end_event_initialize(&ev, 1);
 	if (emit(&em, &ev) < 0)
@@ -785,37 +820,48 @@ out:
 	return rc;
 }
 
-static void
+/*
+ * gen_value - one value through yajl's generator; -1 when it refuses
+ * (it stops at 128 levels), so the caller can fall back.
+ */
+static int
 gen_value(yajl_gen g, yajl_val v)
 {
-	if (v == NULL || YAJL_IS_NULL(v)) {
-		yajl_gen_null(g);
-	} else if (YAJL_IS_TRUE(v) || YAJL_IS_FALSE(v)) {
-		yajl_gen_bool(g, YAJL_IS_TRUE(v));
-	} else if (YAJL_IS_NUMBER(v)) {
+	if (v == NULL || YAJL_IS_NULL(v))
+		return yajl_gen_null(g) == yajl_gen_status_ok ? 0 : -1;
+	if (YAJL_IS_TRUE(v) || YAJL_IS_FALSE(v))
+		return yajl_gen_bool(g, YAJL_IS_TRUE(v)) == yajl_gen_status_ok ? 0 : -1;
+	if (YAJL_IS_NUMBER(v)) {
 		if (v->u.number.r != NULL)
-			yajl_gen_number(g, v->u.number.r, strlen(v->u.number.r));
-		else
-			yajl_gen_integer(g, (long long)YAJL_GET_INTEGER(v));
-	} else if (YAJL_IS_STRING(v)) {
+			return yajl_gen_number(g, v->u.number.r, strlen(v->u.number.r)) ==
+			    yajl_gen_status_ok ? 0 : -1;
+		return yajl_gen_integer(g, (long long)YAJL_GET_INTEGER(v)) ==
+		    yajl_gen_status_ok ? 0 : -1;
+	}
+	if (YAJL_IS_STRING(v)) {
 		const char *s = YAJL_GET_STRING(v);
 
-		yajl_gen_string(g, (const unsigned char *)s, strlen(s));
-	} else if (YAJL_IS_ARRAY(v)) {
-		yajl_gen_array_open(g);
-		for (size_t i = 0; i < v->u.array.len; i++)
-			gen_value(g, v->u.array.values[i]);
-		yajl_gen_array_close(g);
-	} else {
-		yajl_gen_map_open(g);
-		for (size_t i = 0; i < v->u.object.len; i++) {
-			const char *k = v->u.object.keys[i];
-
-			yajl_gen_string(g, (const unsigned char *)k, strlen(k));
-			gen_value(g, v->u.object.values[i]);
-		}
-		yajl_gen_map_close(g);
+		return yajl_gen_string(g, (const unsigned char *)s, strlen(s)) ==
+		    yajl_gen_status_ok ? 0 : -1;
 	}
+	if (YAJL_IS_ARRAY(v)) {
+		if (yajl_gen_array_open(g) != yajl_gen_status_ok)
+			return -1;
+		for (size_t i = 0; i < v->u.array.len; i++)
+			if (gen_value(g, v->u.array.values[i]) < 0)
+				return -1;
+		return yajl_gen_array_close(g) == yajl_gen_status_ok ? 0 : -1;
+	}
+	if (yajl_gen_map_open(g) != yajl_gen_status_ok)
+		return -1;
+	for (size_t i = 0; i < v->u.object.len; i++) {
+		const char *k = v->u.object.keys[i];
+
+		if (yajl_gen_string(g, (const unsigned char *)k, strlen(k)) !=
+		    yajl_gen_status_ok || gen_value(g, v->u.object.values[i]) < 0)
+			return -1;
+	}
+	return yajl_gen_map_close(g) == yajl_gen_status_ok ? 0 : -1;
 }
 
 int
@@ -828,7 +874,19 @@ cli_print_json(FILE *out, yajl_val v)
 
 	yajl_gen_config(g, yajl_gen_beautify, 1);
 	yajl_gen_config(g, yajl_gen_indent_string, "  ");
-	gen_value(g, v);
+	if (gen_value(g, v) < 0) {
+		/* deeper than yajl's generator goes: compact, still valid JSON */
+		struct buf b;
+		struct jw w;
+
+		yajl_gen_free(g);
+		buf_init(&b);
+		jw_init(&w, &b);
+		jw_value(&w, v);
+		rc = fwrite(b.data, 1, b.len, out) == b.len && fputc('\n', out) != EOF ? 0 : -1;
+		buf_free(&b);
+		return rc;
+	}
 	yajl_gen_get_buf(g, &p, &len);
 	while (len > 0 && p[len - 1] == '\n')
 		len--;

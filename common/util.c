@@ -7,11 +7,13 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <dirent.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 #include <unistd.h>
 #include <sys/stat.h>
@@ -360,17 +362,60 @@ rfc3339_now(char *out, size_t len)
 	rfc3339_from(wall_ms() / 1000, out, len);
 }
 
+/*
+ * scan_number - read a plain decimal "12", "1.5", ".5" or "1e3" after
+ * optional blanks (no sign, no hex, no nan/inf: strtod takes all of those,
+ * and a cast of a non-finite or huge double to an integer is undefined).
+ * Sets *v and returns the first byte after the number, or NULL if none.
+ */
+static const char *
+scan_number(const char *s, double *v)
+{
+	const char *p;
+	int digits = 0;
+
+	while (*s == ' ' || *s == '\t')
+		s++;
+	p = s;
+
+	while (*p >= '0' && *p <= '9') {
+		p++;
+		digits++;
+	}
+	if (*p == '.') {
+		p++;
+		while (*p >= '0' && *p <= '9') {
+			p++;
+			digits++;
+		}
+	}
+	if (digits == 0)
+		return NULL;
+	if ((*p == 'e' || *p == 'E') && (p[1] >= '0' && p[1] <= '9'))
+		for (p++; *p >= '0' && *p <= '9'; p++)
+			;
+	if (p - s > 32)
+		return NULL;
+	{
+		char tmp[40];
+
+		memcpy(tmp, s, (size_t)(p - s));
+		tmp[p - s] = '\0';
+		errno = 0;
+		*v = strtod(tmp, NULL);
+	}
+	if (errno != 0 || !isfinite(*v) || *v < 0)
+		return NULL;
+	return p;
+}
+
 int
 parse_duration_ms(const char *s, int64_t *ms)
 {
-	char *end;
+	const char *end;
 	double v, mult = 1000;
 
-	if (s == NULL || *s == '\0')
-		return -1;
-	errno = 0;
-	v = strtod(s, &end);
-	if (errno != 0 || end == s || v < 0)
+	if (s == NULL || (end = scan_number(s, &v)) == NULL)
 		return -1;
 	if (*end == '\0' || strcmp(end, "s") == 0)
 		mult = 1000;
@@ -382,7 +427,8 @@ parse_duration_ms(const char *s, int64_t *ms)
 		mult = 3600000;
 	else
 		return -1;
-	if (v * mult > 9.0e15)
+	/* 9e15 ms (285,000 years) is exact in a double and far below INT64_MAX */
+	if (!(v * mult <= 9.0e15))
 		return -1;
 	*ms = (int64_t)(v * mult + 0.5);
 	return 0;
@@ -398,15 +444,11 @@ parse_size(const char *s, uint64_t *bytes)
 		{ "gib", 1073741824.0 },
 	};
 	char low[8];
-	char *end;
+	const char *end;
 	double v;
 	size_t i;
 
-	if (s == NULL || *s == '\0')
-		return -1;
-	errno = 0;
-	v = strtod(s, &end);
-	if (errno != 0 || end == s || v < 0)
+	if (s == NULL || (end = scan_number(s, &v)) == NULL)
 		return -1;
 	while (*end == ' ')
 		end++;
@@ -417,7 +459,8 @@ parse_size(const char *s, uint64_t *bytes)
 	low[i] = '\0';
 	for (i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
 		if (strcmp(low, units[i].sfx) == 0) {
-			if (v * units[i].mult > 1.8e19)
+			/* 2^63: every value below converts to uint64_t exactly */
+			if (!(v * units[i].mult < 9223372036854775808.0))
 				return -1;
 			*bytes = (uint64_t)(v * units[i].mult + 0.5);
 			return 0;
@@ -427,18 +470,30 @@ parse_size(const char *s, uint64_t *bytes)
 }
 
 int
-path_clean_rel(const char *in, char *out, size_t outlen)
+path_clean(const char *in, char *out, size_t outlen, const char **why)
 {
 	size_t o = 0, seglen;
-	const char *p = in, *seg;
+	const char *p = in, *seg, *dummy;
 
+	if (why == NULL)
+		why = &dummy;
+	*why = "is not a clean relative path";
 	if (in == NULL || *in == '/' || outlen == 0)
 		return -1;
-	if (strlen(in) > 1024)
+	if (strlen(in) > PATH_REL_MAX) {
+		*why = "longer than 1024 bytes";
 		return -1;
-	for (const unsigned char *c = (const unsigned char *)in; *c; c++)
-		if (*c < 0x20 || *c == 0x7f || *c == '\\')
+	}
+	for (const unsigned char *c = (const unsigned char *)in; *c; c++) {
+		if (*c < 0x20 || *c == 0x7f) {
+			*why = "contains a control byte";
 			return -1;
+		}
+		if (*c == '\\') {
+			*why = "contains a backslash";
+			return -1;
+		}
+	}
 	while (*p) {
 		while (*p == '/')
 			p++;
@@ -448,12 +503,18 @@ path_clean_rel(const char *in, char *out, size_t outlen)
 		seglen = (size_t)(p - seg);
 		if (seglen == 0 || (seglen == 1 && seg[0] == '.'))
 			continue;
-		if (seglen == 2 && seg[0] == '.' && seg[1] == '.')
+		if (seglen == 2 && seg[0] == '.' && seg[1] == '.') {
+			*why = "contains a \"..\" component";
 			return -1;
-		if (seglen > 255)
+		}
+		if (seglen > PATH_COMP_MAX) {
+			*why = "has a component longer than 253 bytes";
 			return -1;
-		if (o + seglen + 2 > outlen)
+		}
+		if (o + seglen + 2 > outlen) {
+			*why = "is too long for its buffer";
 			return -1;
+		}
 		if (o > 0)
 			out[o++] = '/';
 		memcpy(out + o, seg, seglen);
@@ -463,6 +524,12 @@ path_clean_rel(const char *in, char *out, size_t outlen)
 		return -1;
 	out[o] = '\0';
 	return 0;
+}
+
+int
+path_clean_rel(const char *in, char *out, size_t outlen)
+{
+	return path_clean(in, out, outlen, NULL);
 }
 
 int
@@ -479,4 +546,27 @@ set_cloexec(int fd)
 	int fl = fcntl(fd, F_GETFD);
 
 	return fl < 0 || fcntl(fd, F_SETFD, fl | FD_CLOEXEC) < 0 ? -1 : 0;
+}
+
+int
+url_has_credentials(const char *url)
+{
+	const char *scheme, *host, *end, *at;
+	size_t slen;
+
+	if (url == NULL || (scheme = strstr(url, "://")) == NULL)
+		return 0;
+	slen = (size_t)(scheme - url);
+	host = scheme + 3;
+	end = host + strcspn(host, "/?#");
+	for (at = end; at > host && at[-1] != '@'; at--)
+		;
+	if (at == host)
+		return 0;	/* no userinfo */
+	if ((slen == 4 && strncasecmp(url, "http", 4) == 0) ||
+	    (slen == 5 && strncasecmp(url, "https", 5) == 0) ||
+	    (slen == 3 && strncasecmp(url, "ftp", 3) == 0) ||
+	    (slen == 4 && strncasecmp(url, "ftps", 4) == 0))
+		return 1;
+	return memchr(host, ':', (size_t)(at - host)) != NULL;
 }

@@ -42,3 +42,24 @@ t_stage_testtool_LDADD = $(TEST_LIBS)
 check_PROGRAMS += t/unit/s3key_test
 t_unit_s3key_test_LDADD = $(TEST_LIBS)
 TESTS += t/unit/s3key_test
+
+# a real Kubernetes control plane (t/lib/kube.sh; KUBEBUILDER_ASSETS)
+TESTS += t/integration/kube_harness.sh
+EXTRA_DIST += t/integration/kube_harness.sh t/lib/kube.sh
+
+TESTS += t/integration/check_config.sh
+EXTRA_DIST += t/integration/check_config.sh
+
+# the supervisor's state table, without forking anything
+check_PROGRAMS += t/unit/decod_fsm_test
+t_unit_decod_fsm_test_SOURCES = t/unit/decod_fsm_test.c daemons/decod/decod_fsm.c
+t_unit_decod_fsm_test_LDADD = $(TEST_LIBS)
+TESTS += t/unit/decod_fsm_test
+TESTS += t/integration/reload.sh
+EXTRA_DIST += t/integration/reload.sh
+
+# typed payloads: item details and the tree manifest
+check_PROGRAMS += t/unit/proto_detail_test t/unit/proto_tree_test
+t_unit_proto_detail_test_LDADD = $(TEST_LIBS)
+t_unit_proto_tree_test_LDADD = $(TEST_LIBS)
+TESTS += t/unit/proto_detail_test t/unit/proto_tree_test

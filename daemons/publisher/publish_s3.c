@@ -32,6 +32,7 @@
 #include "common/util.h"
 #include "daemons/publisher/publish_target.h"
 #include "daemons/publisher/s3.h"
+#include "proto/proto.h"
 
 #define STAGE "publisher"
 #define TARGET "s3"
@@ -336,11 +337,14 @@ published_ok(struct s3t *t, struct ctx *x, const struct s3_result *r)
 	struct s3obj *o = x->o;
 	char last[65] = "", phash[65], ploc[1500], loc[1500], obj[600], detail[2000];
 	char why[600], commit[200] = "", url[2000], n[32];
+	struct proto_publish_detail pd;
+	struct proto_notify_detail nd;
 	int64_t last_ts = 0, pts, ts;
 
 	location_of(t, o->key, loc, sizeof(loc));
 	url_of(t, o->key, url, sizeof(url));
-	journal_detail_get(x->it.detail, "commit", commit, sizeof(commit));
+	if (proto_publish_detail_decode(x->it.detail, &pd, why, sizeof(why)) == 0)
+		snprintf(commit, sizeof(commit), "%s", pd.commit);	/* checked by on_item */
 	journal_last_publish(j, o->ns, o->name, TARGET, last, &last_ts);
 	published(t, o->ns, o->name, phash, ploc, sizeof(ploc), &pts);
 	if (pts > last_ts)
@@ -352,8 +356,13 @@ published_ok(struct s3t *t, struct ctx *x, const struct s3_result *r)
 	snprintf(detail, sizeof(detail), "hash=%s location=%s timestamp=%lld deletion=%s"
 	    " etag=%s", x->hash, loc, (long long)ts, o->detach ? "detach" : "delete",
 	    r->etag[0] ? r->etag : "-");
-	snprintf(why, sizeof(why), "timestamp=%lld commit=%s", (long long)ts,
-	    commit[0] ? commit : "-");
+	memset(&nd, 0, sizeof(nd));
+	nd.timestamp = ts;
+	snprintf(nd.commit, sizeof(nd.commit), "%s", commit);
+	if (proto_notify_detail_encode(&nd, why, sizeof(why)) < 0) {
+		nd.commit[0] = '\0';	/* a commit the detail cannot carry is left out */
+		(void)proto_notify_detail_encode(&nd, why, sizeof(why));
+	}
 	if (stage_begin(st) < 0 ||
 	    journal_record_publish(j, o->ns, o->name, TARGET, loc, x->hash, ts) < 0 ||
 	    journal_inventory_put(j, o->ns, o->name, TARGET, loc, x->hash) < 0 ||

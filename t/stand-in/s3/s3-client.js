@@ -4,7 +4,7 @@
 // decod's back.  Usage: node s3-client.js METHOD URL [BODY_FILE]
 // Credentials from S3_CLIENT_ACCESS_KEY / S3_CLIENT_SECRET (/ S3_CLIENT_TOKEN),
 // region from S3_CLIENT_REGION.  The body goes to stdout byte for byte; the status line
-// and headers to stderr.  Exit 0 on 2xx, 1 otherwise.
+// and headers to stderr.  Exit 0 on 2xx, 1 otherwise (no answer in 10 s: 1).
 'use strict';
 
 const http = require('http');
@@ -29,4 +29,6 @@ const req = http.request({ host: u.hostname, port: u.port, method, path: opts.pa
   res.on('end', () => process.exit(res.statusCode >= 200 && res.statusCode < 300 ? 0 : 1));
 });
 req.on('error', e => { process.stderr.write(`${e.message}\n`); process.exit(1); });
+// a stuck server fails the request instead of hanging the test
+req.setTimeout(10000, () => req.destroy(new Error('no answer in 10 s')));
 req.end(file ? body : undefined);
