@@ -784,6 +784,8 @@ s3_publish(struct stage *st, void *arg, const struct journal_item *it, yajl_val 
 	}
 	location_of(t, key, loc, sizeof(loc));
 	o = obj_find(t, it->ns, it->name);
+	if (o != NULL && o->gone && o->nreq > 0)
+		return retry(st, "the previous object of this Decofile is being deleted");
 	if (o != NULL) {
 		o->gone = 0;
 		set_policy(t, o, doc_detach(doc));
