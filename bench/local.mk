@@ -32,6 +32,14 @@ bench-scaleout: decod decoctl daemons/fetcher/fetcher
 	$(SHELL) $(srcdir)/bench/bench_scaleout.sh $(abs_top_builddir)
 .PHONY: bench-scaleout
 # --- end of scale-out benchmarks
+# webhook benchmark: `make bench-webhook` (200 keep-alive HTTPS clients)
+noinst_PROGRAMS += bench/bench_webhook
+bench_bench_webhook_LDADD = $(DECOD_LIBS)
+EXTRA_DIST += bench/bench_webhook.sh
+bench-webhook: daemons/webhook/webhook bench/bench_webhook t/stage/testtool
+	$(SHELL) $(srcdir)/bench/bench_webhook.sh $(abs_top_builddir)
+.PHONY: bench-webhook
+# --- end of webhook benchmark
 # s3 target: drift re-check of 1,000 objects a minute (needs node and npm)
 EXTRA_DIST += bench/bench_s3_drift.sh
 bench-s3: daemons/publisher/publisher t/stage/testtool
