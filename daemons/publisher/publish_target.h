@@ -1,9 +1,10 @@
 /*
  * publish_target - what the publisher asks of a target that lives in its
- * own file (s3 today; configmap next; file once its drift code moves out of
- * publisher.c).  publisher.c reads the item and the Decofile, picks the
- * target by spec.target, and hands over; the target owns its objects from
- * there: upload, Ready, inventory, drift, deletion.
+ * own file (s3 today; configmap next; the file target, in publisher.c and
+ * publish_drift.c, could move behind it too).  publisher.c reads the item
+ * and the Decofile, picks the target by spec.target, and hands over; the
+ * target owns its objects from there: upload, Ready, inventory, drift,
+ * deletion.
  */
 #ifndef DECOD_PUBLISH_TARGET_H
 #define DECOD_PUBLISH_TARGET_H
