@@ -138,7 +138,9 @@ static const struct conf_setting settings[] = {
 	  "region the s3 target signs for",
 	  "publisher webhook", 0 },
 	{ "s3_public_host", CONF_STR, "", "DECOFILE_S3_PUBLIC_HOST", 0, 0,
-	  "host of status.s3URL and DECO_RELEASE (default <bucket>.s3.<region>.amazonaws.com)",
+	  "host that serves the s3 target's objects over https: status.s3URL, and the"
+	  " webhook's DECO_RELEASE of s3 sites (the webhook needs it set; the publisher"
+	  " defaults to <bucket>.s3.<region>.amazonaws.com)",
 	  "publisher webhook", 0 },
 	{ "s3_prefix", CONF_STR, "", "DECOFILE_S3_PREFIX", 0, 0,
 	  "key prefix: [<prefix>/]<namespace>/<deploymentId>/decofile.json",
@@ -208,12 +210,6 @@ static const struct conf_setting settings[] = {
 	  "users allowed to change objects labelled app.kubernetes.io/managed-by: decod "
 	  "(drift prevention; empty: off)",
 	  "webhook", CONF_LIVE },
-	{ "s3_public_host", CONF_STR, NULL, "DECOFILE_S3_PUBLIC_HOST", 0, 0,
-	  "host that serves the s3 target's objects over https (DECO_RELEASE of s3 sites)",
-	  "publisher webhook", 0 },
-	{ "s3_prefix", CONF_STR, NULL, "DECOFILE_S3_PREFIX", 0, 0,
-	  "key prefix of the s3 target's objects",
-	  "publisher webhook", 0 },
 	{ NULL, CONF_STR, NULL, NULL, 0, 0, NULL, NULL, 0 },
 };
 
