@@ -32,6 +32,12 @@ bench-scaleout: decod decoctl daemons/fetcher/fetcher
 	$(SHELL) $(srcdir)/bench/bench_scaleout.sh $(abs_top_builddir)
 .PHONY: bench-scaleout
 # --- end of scale-out benchmarks
+# GitHub source benchmark (the stand-in, fetcher + renderer + publisher)
+EXTRA_DIST += bench/bench_github.sh
+bench-github: decod decoctl bench/gen daemons/fetcher/fetcher
+	$(SHELL) $(srcdir)/bench/bench_github.sh $(abs_top_builddir)
+.PHONY: bench-github
+# --- end of GitHub source benchmark
 # webhook benchmark: `make bench-webhook` (200 keep-alive HTTPS clients)
 noinst_PROGRAMS += bench/bench_webhook
 bench_bench_webhook_LDADD = $(DECOD_LIBS)
