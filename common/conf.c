@@ -139,6 +139,22 @@ static const struct conf_setting settings[] = {
 	{ "reload_token_file", CONF_STR, NULL, NULL, 0, 0,
 	  "file holding the reload token for replicas that register none",
 	  "notifier", 0 },
+	/* Kubernetes (common/kube.c) */
+	{ "kubeconfig", CONF_STR, NULL, "KUBECONFIG", 0, 0,
+	  "kubeconfig file of the cluster to work with (unset: in-cluster when in a pod, else none)",
+	  "fetcher publisher notifier acl webhook", 0 },
+	{ "kube_context", CONF_STR, NULL, NULL, 0, 0,
+	  "kubeconfig context to use (default: its current-context)",
+	  "fetcher publisher notifier acl webhook", 0 },
+	{ "kube_namespace", CONF_STR, NULL, "POD_NAMESPACE", 0, 0,
+	  "decod's own namespace (its Lease); default: the pod's or the context's",
+	  "fetcher publisher notifier acl webhook", 0 },
+	{ "kube_sa_dir", CONF_STR, "/var/run/secrets/kubernetes.io/serviceaccount", NULL, 0, 0,
+	  "in a pod: folder of the service-account token (re-read when it rotates), ca.crt and namespace",
+	  "fetcher publisher notifier acl webhook", 0 },
+	{ "kube_timeout", CONF_DURATION, "30s", NULL, 100, 600000,
+	  "deadline of every Kubernetes API call, retries of 429 and 5xx included",
+	  "fetcher publisher notifier acl webhook", 0 },
 	{ NULL, CONF_STR, NULL, NULL, 0, 0, NULL, NULL, 0 },
 };
 
