@@ -42,3 +42,12 @@ t_stage_testtool_LDADD = $(TEST_LIBS)
 check_PROGRAMS += t/unit/s3key_test
 t_unit_s3key_test_LDADD = $(TEST_LIBS)
 TESTS += t/unit/s3key_test
+
+# Kubernetes: the client's unit tests, and kubetool, which drives the client
+# from the integration tests against a real API server (t/lib/kube.sh)
+check_PROGRAMS += t/unit/kube_test t/kube/kubetool
+t_unit_kube_test_LDADD = $(TEST_LIBS)
+t_kube_kubetool_LDADD = $(TEST_LIBS)
+TESTS += t/unit/kube_test
+TESTS += t/integration/kube_client.sh
+EXTRA_DIST += t/lib/kube.sh t/kube/faultproxy.py t/integration/kube_client.sh
