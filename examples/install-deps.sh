@@ -6,7 +6,8 @@ set -eu
 PKGS="build-essential autoconf automake libtool pkg-config
 libnng-dev libcurl4-openssl-dev libyajl-dev libbrotli-dev libmicrohttpd-dev
 libssl-dev libhiredis-dev libsqlite3-dev libyaml-dev libarchive-dev
-sqlite3 git curl jq brotli python3 python3-yaml groff-base etcd-server etcd-client"
+sqlite3 git curl jq brotli python3 python3-yaml groff-base etcd-server etcd-client
+python3-kubernetes openssl"
 missing=""
 for p in $PKGS; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' ||
