@@ -19,7 +19,6 @@
 #include "cli/cli_yaml.h"
 #include "common/json.h"
 
-#define YAML_MAX_DEPTH 200
 #define YAML_MAX_DOC (64u << 20)	/* bytes of JSON one document may expand to */
 #define TAG_PREFIX "tag:yaml.org,2002:"
 
@@ -458,9 +457,10 @@ convert_node(struct yconv *c, yaml_event_t *ev, struct buf *out)
 		return 0;
 	case YAML_SEQUENCE_START_EVENT:
 	case YAML_MAPPING_START_EVENT:
-		if (++c->depth > YAML_MAX_DEPTH) {
+		/* the same limit as JSON input (json_max_depth) */
+		if (++c->depth > json_get_max_depth()) {
 			set_error(c->e, &ev->start_mark, "nested deeper than %d levels",
-			    YAML_MAX_DEPTH);
+			    json_get_max_depth());
 			return -1;
 		}
 		rc = ev->type == YAML_MAPPING_START_EVENT ? convert_mapping(c, ev, out) :
@@ -689,12 +689,18 @@ emit_scalar(yaml_emitter_t *em, const char *s, size_t len, int quote)
 	return emit(em, &ev);
 }
 
+/*
+ * emit_value - emit one value; depth guards the recursion (trees come from
+ * json_parse, which already refuses nesting past json_max_depth).
+ */
 static int
-emit_value(yaml_emitter_t *em, yajl_val v)
+emit_value(yaml_emitter_t *em, yajl_val v, int depth)
 {
 	yaml_event_t ev;
 	char tmp[32];
 
+	if (depth > json_get_max_depth() + 1)
+		return -1;
 	if (v == NULL || YAJL_IS_NULL(v))
 		return emit_scalar(em, "null", 4, 0);
 	if (YAJL_IS_TRUE(v))
@@ -721,7 +727,7 @@ emit_value(yaml_emitter_t *em, yajl_val v)
 		if (emit(em, &ev) < 0)
 			return -1;
 		for (size_t i = 0; i < v->u.array.len; i++)
-			if (emit_value(em, v->u.array.values[i]) < 0)
+			if (emit_value(em, v->u.array.values[i], depth + 1) < 0)
 				return -1;
 		yaml_sequence_end_event_initialize(&ev);
 		return emit(em, &ev);
@@ -733,7 +739,7 @@ emit_value(yaml_emitter_t *em, yajl_val v)
 		const char *k = v->u.object.keys[i];
 
 		if (emit_scalar(em, k, strlen(k), !plain_is_safe(k, strlen(k))) < 0 ||
-		    emit_value(em, v->u.object.values[i]) < 0)
+		    emit_value(em, v->u.object.values[i], depth + 1) < 0)
 			return -1;
 	}
 	yaml_mapping_end_event_initialize(&ev);
@@ -765,7 +771,7 @@ cli_print_yaml(FILE *out, yajl_val v)
 	if (emit(&em, &ev) < 0)
 		goto out;
 	yaml_document_start_event_initialize(&ev, NULL, NULL, NULL, 1);
-	if (emit(&em, &ev) < 0 || emit_value(&em, v) < 0)
+	if (emit(&em, &ev) < 0 || emit_value(&em, v, 0) < 0)
 		goto out;
 	yaml_document_end_event_initialize(&ev, 1);
 	if (emit(&em, &ev) < 0)
@@ -785,37 +791,48 @@ out:
 	return rc;
 }
 
-static void
+/*
+ * gen_value - one value through yajl's generator; -1 when it refuses
+ * (it stops at 128 levels), so the caller can fall back.
+ */
+static int
 gen_value(yajl_gen g, yajl_val v)
 {
-	if (v == NULL || YAJL_IS_NULL(v)) {
-		yajl_gen_null(g);
-	} else if (YAJL_IS_TRUE(v) || YAJL_IS_FALSE(v)) {
-		yajl_gen_bool(g, YAJL_IS_TRUE(v));
-	} else if (YAJL_IS_NUMBER(v)) {
+	if (v == NULL || YAJL_IS_NULL(v))
+		return yajl_gen_null(g) == yajl_gen_status_ok ? 0 : -1;
+	if (YAJL_IS_TRUE(v) || YAJL_IS_FALSE(v))
+		return yajl_gen_bool(g, YAJL_IS_TRUE(v)) == yajl_gen_status_ok ? 0 : -1;
+	if (YAJL_IS_NUMBER(v)) {
 		if (v->u.number.r != NULL)
-			yajl_gen_number(g, v->u.number.r, strlen(v->u.number.r));
-		else
-			yajl_gen_integer(g, (long long)YAJL_GET_INTEGER(v));
-	} else if (YAJL_IS_STRING(v)) {
+			return yajl_gen_number(g, v->u.number.r, strlen(v->u.number.r)) ==
+			    yajl_gen_status_ok ? 0 : -1;
+		return yajl_gen_integer(g, (long long)YAJL_GET_INTEGER(v)) ==
+		    yajl_gen_status_ok ? 0 : -1;
+	}
+	if (YAJL_IS_STRING(v)) {
 		const char *s = YAJL_GET_STRING(v);
 
-		yajl_gen_string(g, (const unsigned char *)s, strlen(s));
-	} else if (YAJL_IS_ARRAY(v)) {
-		yajl_gen_array_open(g);
-		for (size_t i = 0; i < v->u.array.len; i++)
-			gen_value(g, v->u.array.values[i]);
-		yajl_gen_array_close(g);
-	} else {
-		yajl_gen_map_open(g);
-		for (size_t i = 0; i < v->u.object.len; i++) {
-			const char *k = v->u.object.keys[i];
-
-			yajl_gen_string(g, (const unsigned char *)k, strlen(k));
-			gen_value(g, v->u.object.values[i]);
-		}
-		yajl_gen_map_close(g);
+		return yajl_gen_string(g, (const unsigned char *)s, strlen(s)) ==
+		    yajl_gen_status_ok ? 0 : -1;
 	}
+	if (YAJL_IS_ARRAY(v)) {
+		if (yajl_gen_array_open(g) != yajl_gen_status_ok)
+			return -1;
+		for (size_t i = 0; i < v->u.array.len; i++)
+			if (gen_value(g, v->u.array.values[i]) < 0)
+				return -1;
+		return yajl_gen_array_close(g) == yajl_gen_status_ok ? 0 : -1;
+	}
+	if (yajl_gen_map_open(g) != yajl_gen_status_ok)
+		return -1;
+	for (size_t i = 0; i < v->u.object.len; i++) {
+		const char *k = v->u.object.keys[i];
+
+		if (yajl_gen_string(g, (const unsigned char *)k, strlen(k)) !=
+		    yajl_gen_status_ok || gen_value(g, v->u.object.values[i]) < 0)
+			return -1;
+	}
+	return yajl_gen_map_close(g) == yajl_gen_status_ok ? 0 : -1;
 }
 
 int
@@ -828,7 +845,19 @@ cli_print_json(FILE *out, yajl_val v)
 
 	yajl_gen_config(g, yajl_gen_beautify, 1);
 	yajl_gen_config(g, yajl_gen_indent_string, "  ");
-	gen_value(g, v);
+	if (gen_value(g, v) < 0) {
+		/* deeper than yajl's generator goes: compact, still valid JSON */
+		struct buf b;
+		struct jw w;
+
+		yajl_gen_free(g);
+		buf_init(&b);
+		jw_init(&w, &b);
+		jw_value(&w, v);
+		rc = fwrite(b.data, 1, b.len, out) == b.len && fputc('\n', out) != EOF ? 0 : -1;
+		buf_free(&b);
+		return rc;
+	}
 	yajl_gen_get_buf(g, &p, &len);
 	while (len > 0 && p[len - 1] == '\n')
 		len--;

@@ -719,6 +719,8 @@ main(int argc, char **argv)
 	}
 	if (!wants_help(argc, argv) && (c.cf = conf_from_args(&argc, argv)) == NULL)
 		return CLI_FAIL;
+	if (c.cf != NULL)
+		json_set_max_depth((int)conf_get_int(c.cf, "json_max_depth"));
 	if (parse_args(&c, argc, argv, &help, &used) != CLI_OK) {
 		rc = cli_usage_error(&c, "%s", used);
 		free(used);

@@ -39,6 +39,10 @@ static const struct conf_setting settings[] = {
 	{ "metrics_port", CONF_INT, "0", "METRICS_PORT", 0, 65535,
 	  "Prometheus metrics port (0: off)",
 	  "*", 0 },
+	{ "json_max_depth", CONF_INT, "512", NULL, 16, 100000,
+	  "deepest nesting of objects and arrays accepted in any JSON or YAML input "
+	  "(blocks, resources, store values); a rendered decofile counts one more",
+	  "* decod", 0 },
 	/* supervisor */
 	{ "stop_timeout", CONF_DURATION, "8s", NULL, 100, 600000,
 	  "how long a stage may drain on stop before SIGKILL",

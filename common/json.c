@@ -1,7 +1,10 @@
 /*
- * json - see json.h.  Validation runs yajl's streaming parser with no
- * callbacks, so checking a large block costs no allocation per value, and
- * turns yajl's byte offset into the line and column people need.
+ * json - see json.h.  Validation runs yajl's streaming parser with four
+ * callbacks (depth and object keys), so checking a large block costs no
+ * allocation per value, refuses what would make a recursive reader
+ * (yajl_tree_free, a replica) run out of stack and refuses duplicate keys
+ * (readers disagree on which one wins), and turns yajl's byte offset into
+ * the line and column people need.
  */
 #include "config.h"
 
@@ -48,45 +51,240 @@ first_line(char *dst, size_t len, const char *src)
 	dst[i] = '\0';
 }
 
-int
-json_validate(const char *text, size_t len, struct json_error *e)
+/*
+ * Validation state: nesting depth against the limit, and the keys of every
+ * open object in one open-addressing table (entries carry the serial of the
+ * object they belong to, so a closed object's keys never match again).
+ */
+struct vkey {
+	uint64_t hash;		/* 0: empty slot */
+	uint32_t serial;
+	uint32_t len;
+	size_t off;		/* into the key arena */
+};
+
+struct vstate {
+	yajl_handle h;
+	const char *text;
+	size_t len;
+	int depth, max_depth;
+	uint32_t *serials;	/* per open level: the object's serial, 0 for arrays */
+	size_t nserials_alloc;
+	uint32_t next_serial;
+	struct vkey *tab;
+	size_t tabsize, tabused;
+	struct buf arena;
+	int failed;		/* a callback refused: off and msg are set */
+	size_t off;
+	char msg[256];
+};
+
+static int json_max_depth = JSON_MAX_DEPTH_DEFAULT;
+
+void
+json_set_max_depth(int depth)
 {
-	yajl_handle h = yajl_alloc(NULL, NULL, NULL);
+	json_max_depth = depth > 0 ? depth : JSON_MAX_DEPTH_DEFAULT;
+}
+
+int
+json_get_max_depth(void)
+{
+	return json_max_depth;
+}
+
+/* v_open - one more level; refuse past the limit, pointing at the bracket */
+static int
+v_open(struct vstate *s, uint32_t serial)
+{
+	size_t off = yajl_get_bytes_consumed(s->h);
+
+	if (++s->depth > s->max_depth) {
+		s->failed = 1;
+		s->off = off > 0 ? off - 1 : 0;
+		snprintf(s->msg, sizeof(s->msg), "nested deeper than %d levels",
+		    s->max_depth);
+		return 0;
+	}
+	if ((size_t)s->depth >= s->nserials_alloc) {
+		s->nserials_alloc = s->nserials_alloc ? s->nserials_alloc * 2 : 64;
+		s->serials = xrealloc(s->serials, s->nserials_alloc * sizeof(uint32_t));
+	}
+	s->serials[s->depth] = serial;
+	return 1;
+}
+
+static int
+v_start_map(void *ctx)
+{
+	struct vstate *s = ctx;
+
+	return v_open(s, ++s->next_serial);
+}
+
+static int
+v_start_array(void *ctx)
+{
+	return v_open(ctx, 0);
+}
+
+static int
+v_end(void *ctx)
+{
+	((struct vstate *)ctx)->depth--;
+	return 1;
+}
+
+static uint64_t
+key_hash(uint32_t serial, const unsigned char *k, size_t n)
+{
+	uint64_t h = 1469598103934665603ull ^ serial;
+
+	for (size_t i = 0; i < n; i++) {
+		h ^= k[i];
+		h *= 1099511628211ull;
+	}
+	return h ? h : 1;
+}
+
+/* tab_insert - place an entry known to be absent */
+static void
+tab_insert(struct vkey *tab, size_t size, const struct vkey *k)
+{
+	size_t i = (size_t)k->hash & (size - 1);
+
+	while (tab[i].hash != 0)
+		i = (i + 1) & (size - 1);
+	tab[i] = *k;
+}
+
+/* key_start - offset of the opening quote of the key token that ends at end */
+static size_t
+key_start(const char *text, size_t end)
+{
+	size_t i = end > 0 ? end - 1 : 0;	/* the closing quote */
+
+	while (i-- > 0) {
+		size_t bs = 0;
+
+		if (text[i] != '"')
+			continue;
+		while (bs < i && text[i - 1 - bs] == '\\')
+			bs++;
+		if (bs % 2 == 0)
+			return i;
+	}
+	return 0;
+}
+
+static int
+v_map_key(void *ctx, const unsigned char *key, size_t n)
+{
+	struct vstate *s = ctx;
+	uint32_t serial = s->serials[s->depth];
+	uint64_t h = key_hash(serial, key, n);
+	struct vkey k;
+	size_t i;
+
+	if (s->tabused * 2 >= s->tabsize) {
+		size_t nsize = s->tabsize ? s->tabsize * 2 : 256;
+		struct vkey *ntab = xcalloc(nsize, sizeof(*ntab));
+
+		for (i = 0; i < s->tabsize; i++)
+			if (s->tab[i].hash != 0)
+				tab_insert(ntab, nsize, &s->tab[i]);
+		free(s->tab);
+		s->tab = ntab;
+		s->tabsize = nsize;
+	}
+	for (i = (size_t)h & (s->tabsize - 1); s->tab[i].hash != 0;
+	    i = (i + 1) & (s->tabsize - 1)) {
+		if (s->tab[i].hash != h || s->tab[i].serial != serial ||
+		    s->tab[i].len != n ||
+		    memcmp(s->arena.data + s->tab[i].off, key, n) != 0)
+			continue;
+		s->failed = 1;
+		s->off = key_start(s->text, yajl_get_bytes_consumed(s->h));
+		snprintf(s->msg, sizeof(s->msg), "duplicate key \"%.*s\"",
+		    n > 80 ? 80 : (int)n, (const char *)key);
+		return 0;
+	}
+	k.hash = h;
+	k.serial = serial;
+	k.len = (uint32_t)n;
+	k.off = s->arena.len;
+	buf_add(&s->arena, (const char *)key, n);
+	s->tab[i] = k;
+	s->tabused++;
+	return 1;
+}
+
+static const yajl_callbacks vcallbacks = {
+	.yajl_start_map = v_start_map,
+	.yajl_map_key = v_map_key,
+	.yajl_end_map = v_end,
+	.yajl_start_array = v_start_array,
+	.yajl_end_array = v_end,
+};
+
+int
+json_validate_depth(const char *text, size_t len, int max_depth, struct json_error *e)
+{
+	struct vstate s;
 	yajl_status st;
 	size_t off;
 	unsigned char *msg;
+	int at_end = 0;
 
-	yajl_config(h, yajl_allow_comments, 0);
-	yajl_config(h, yajl_dont_validate_strings, 0);
-	st = yajl_parse(h, (const unsigned char *)text, len);
-	if (st == yajl_status_ok)
-		st = yajl_complete_parse(h);
+	memset(&s, 0, sizeof(s));
+	s.text = text;
+	s.len = len;
+	s.max_depth = max_depth > 0 ? max_depth : json_max_depth;
+	buf_init(&s.arena);
+	s.h = yajl_alloc(&vcallbacks, NULL, &s);
+	yajl_config(s.h, yajl_allow_comments, 0);
+	yajl_config(s.h, yajl_dont_validate_strings, 0);
+	st = yajl_parse(s.h, (const unsigned char *)text, len);
 	if (st == yajl_status_ok) {
-		yajl_free(h);
+		st = yajl_complete_parse(s.h);
+		at_end = 1;
+	}
+	free(s.serials);
+	free(s.tab);
+	buf_free(&s.arena);
+	if (st == yajl_status_ok) {
+		yajl_free(s.h);
 		return 0;
 	}
-	if (e != NULL) {
-		off = yajl_get_bytes_consumed(h);
+	if (e != NULL && s.failed) {
+		offset_to_linecol(text, s.off, e);
+		snprintf(e->msg, sizeof(e->msg), "%s", s.msg);
+	} else if (e != NULL) {
+		off = yajl_get_bytes_consumed(s.h);
 		if (off > len)
 			off = len;
-		/* at end of input yajl reports 0 consumed: point at the end */
-		if (off == 0 && len > 0) {
-			size_t i = 0;
-
-			while (i < len && (text[i] == ' ' || text[i] == '\t' ||
-			    text[i] == '\n' || text[i] == '\r'))
-				i++;
-			off = i < len ? len : i;
-		}
+		/*
+		 * yajl_complete_parse feeds one byte of its own, so what it
+		 * consumed says nothing about the input: the input ended too
+		 * soon, point at its end.
+		 */
+		if (at_end)
+			off = len;
 		offset_to_linecol(text, off, e);
-		msg = yajl_get_error(h, 0, (const unsigned char *)text, len);
+		msg = yajl_get_error(s.h, 0, (const unsigned char *)text, len);
 		first_line(e->msg, sizeof(e->msg), (const char *)msg);
 		if (e->msg[0] == '\0')
 			snprintf(e->msg, sizeof(e->msg), "invalid JSON");
-		yajl_free_error(h, msg);
+		yajl_free_error(s.h, msg);
 	}
-	yajl_free(h);
+	yajl_free(s.h);
 	return -1;
+}
+
+int
+json_validate(const char *text, size_t len, struct json_error *e)
+{
+	return json_validate_depth(text, len, json_max_depth, e);
 }
 
 yajl_val
@@ -264,19 +462,24 @@ jw_init(struct jw *w, struct buf *b)
 {
 	memset(w, 0, sizeof(*w));
 	w->b = b;
+	w->start = b->len;
 }
 
 /* jw_sep - comma before a value unless it follows a key or opens a level */
 static void
 jw_sep(struct jw *w)
 {
+	char last;
+
 	if (w->after_key) {
 		w->after_key = 0;
 		return;
 	}
-	if (w->need_comma[w->depth])
+	if (w->b->len <= w->start)
+		return;
+	last = w->b->data[w->b->len - 1];
+	if (last != '[' && last != '{' && last != ':')
 		buf_addc(w->b, ',');
-	w->need_comma[w->depth] = 1;
 }
 
 static void
@@ -284,9 +487,7 @@ jw_open(struct jw *w, char c)
 {
 	jw_sep(w);
 	buf_addc(w->b, c);
-	if (w->depth < 63)
-		w->depth++;
-	w->need_comma[w->depth] = 0;
+	w->depth++;
 }
 
 void

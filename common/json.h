@@ -20,16 +20,33 @@ struct json_error {
 
 /*
  * json_parse - parse text (len bytes, need not be NUL-terminated) into a
- * tree.  On error returns NULL and fills e (may be NULL).  Free with
- * yajl_tree_free().
+ * tree, after json_validate's checks (depth, duplicate keys), so walking
+ * the tree recursively is safe.  On error returns NULL and fills e (may be
+ * NULL).  Free with yajl_tree_free().
  */
 yajl_val json_parse(const char *text, size_t len, struct json_error *e);
 
+/* the default of the json_max_depth setting */
+#define JSON_MAX_DEPTH_DEFAULT 512
+
+/*
+ * json_set_max_depth - the deepest nesting (objects and arrays) that
+ * json_validate and json_parse accept from now on, for the whole process
+ * (every program sets it from json_max_depth at start).  <= 0: default.
+ */
+void json_set_max_depth(int depth);
+int json_get_max_depth(void);
+
 /*
  * json_validate - check that text is one JSON value and nothing else,
- * without building a tree.  0, or -1 with e filled.
+ * nested no deeper than the process limit, with no key twice in one
+ * object, without building a tree.  0, or -1 with e filled (line and
+ * column of the offending bracket, key or byte).
  */
 int json_validate(const char *text, size_t len, struct json_error *e);
+
+/* json_validate_depth - json_validate with its own depth limit (<= 0: the process's) */
+int json_validate_depth(const char *text, size_t len, int max_depth, struct json_error *e);
 
 /*
  * json_compact - append text with insignificant white space removed; the
@@ -46,11 +63,15 @@ int64_t json_get_int(yajl_val v, int64_t def, ...);
 /* json_get_bool - true/false at path, or def */
 int json_get_bool(yajl_val v, int def, ...);
 
-/* json writer: appends to a buf; tracks where commas go */
+/*
+ * json writer: appends compact JSON to a buf.  Where a comma goes is read
+ * from the last byte written (none after an opening bracket, a key, or at
+ * the start), so nesting has no fixed limit.
+ */
 struct jw {
 	struct buf *b;
+	size_t start;		/* b->len at jw_init */
 	int depth;
-	unsigned char need_comma[64];
 	int after_key;
 };
 void jw_init(struct jw *w, struct buf *b);

@@ -25,6 +25,7 @@
 
 #include "common/conf.h"
 #include "common/journal.h"
+#include "common/json.h"
 #include "common/log.h"
 #include "common/spool.h"
 #include "common/stage.h"
@@ -690,6 +691,7 @@ reload(struct stage *st)
 		return;
 	}
 	conf_set_reader(cf, st->ops->name);
+	json_set_max_depth((int)conf_get_int(cf, "json_max_depth"));
 	free(argv);
 	conf_free(st->cf);
 	st->cf = cf;
@@ -849,6 +851,7 @@ stage_main(int argc, char **argv, const struct stage_ops *ops)
 	if ((st->cf = conf_from_args(&argc, argv)) == NULL)
 		return 2;
 	conf_set_reader(st->cf, ops->name);
+	json_set_max_depth((int)conf_get_int(st->cf, "json_max_depth"));
 	if (argc > 1) {
 		fprintf(stderr, "%s: unknown argument \"%s\" (see --help)\n", ops->name, argv[1]);
 		return 2;

@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <dirent.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -360,17 +361,60 @@ rfc3339_now(char *out, size_t len)
 	rfc3339_from(wall_ms() / 1000, out, len);
 }
 
+/*
+ * scan_number - read a plain decimal "12", "1.5", ".5" or "1e3" after
+ * optional blanks (no sign, no hex, no nan/inf: strtod takes all of those,
+ * and a cast of a non-finite or huge double to an integer is undefined).
+ * Sets *v and returns the first byte after the number, or NULL if none.
+ */
+static const char *
+scan_number(const char *s, double *v)
+{
+	const char *p;
+	int digits = 0;
+
+	while (*s == ' ' || *s == '\t')
+		s++;
+	p = s;
+
+	while (*p >= '0' && *p <= '9') {
+		p++;
+		digits++;
+	}
+	if (*p == '.') {
+		p++;
+		while (*p >= '0' && *p <= '9') {
+			p++;
+			digits++;
+		}
+	}
+	if (digits == 0)
+		return NULL;
+	if ((*p == 'e' || *p == 'E') && (p[1] >= '0' && p[1] <= '9'))
+		for (p++; *p >= '0' && *p <= '9'; p++)
+			;
+	if (p - s > 32)
+		return NULL;
+	{
+		char tmp[40];
+
+		memcpy(tmp, s, (size_t)(p - s));
+		tmp[p - s] = '\0';
+		errno = 0;
+		*v = strtod(tmp, NULL);
+	}
+	if (errno != 0 || !isfinite(*v) || *v < 0)
+		return NULL;
+	return p;
+}
+
 int
 parse_duration_ms(const char *s, int64_t *ms)
 {
-	char *end;
+	const char *end;
 	double v, mult = 1000;
 
-	if (s == NULL || *s == '\0')
-		return -1;
-	errno = 0;
-	v = strtod(s, &end);
-	if (errno != 0 || end == s || v < 0)
+	if (s == NULL || (end = scan_number(s, &v)) == NULL)
 		return -1;
 	if (*end == '\0' || strcmp(end, "s") == 0)
 		mult = 1000;
@@ -382,7 +426,8 @@ parse_duration_ms(const char *s, int64_t *ms)
 		mult = 3600000;
 	else
 		return -1;
-	if (v * mult > 9.0e15)
+	/* 9e15 ms (285,000 years) is exact in a double and far below INT64_MAX */
+	if (!(v * mult <= 9.0e15))
 		return -1;
 	*ms = (int64_t)(v * mult + 0.5);
 	return 0;
@@ -398,15 +443,11 @@ parse_size(const char *s, uint64_t *bytes)
 		{ "gib", 1073741824.0 },
 	};
 	char low[8];
-	char *end;
+	const char *end;
 	double v;
 	size_t i;
 
-	if (s == NULL || *s == '\0')
-		return -1;
-	errno = 0;
-	v = strtod(s, &end);
-	if (errno != 0 || end == s || v < 0)
+	if (s == NULL || (end = scan_number(s, &v)) == NULL)
 		return -1;
 	while (*end == ' ')
 		end++;
@@ -417,7 +458,8 @@ parse_size(const char *s, uint64_t *bytes)
 	low[i] = '\0';
 	for (i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
 		if (strcmp(low, units[i].sfx) == 0) {
-			if (v * units[i].mult > 1.8e19)
+			/* 2^63: every value below converts to uint64_t exactly */
+			if (!(v * units[i].mult < 9223372036854775808.0))
 				return -1;
 			*bytes = (uint64_t)(v * units[i].mult + 0.5);
 			return 0;

@@ -66,11 +66,15 @@ void rfc3339_from(int64_t unix_s, char *out, size_t len);
 
 /*
  * parse_duration_ms - "15s", "500ms", "2m", "1h", "1.5s"; a bare number is
- * seconds.  Returns 0 and sets *ms, or -1 if malformed or negative.
+ * seconds.  Returns 0 and sets *ms, or -1 if malformed, signed (negative),
+ * not finite (nan, inf), hexadecimal or over 9e15 ms.
  */
 int parse_duration_ms(const char *s, int64_t *ms);
 
-/* parse_size - "2.5MB", "1MiB", "4096", "10k"; 0 or -1 */
+/*
+ * parse_size - "2.5MB", "1MiB", "4096", "10k".  Returns 0 and sets *bytes,
+ * or -1 if malformed, signed, not finite, hexadecimal or 2^63 bytes or more.
+ */
 int parse_size(const char *s, uint64_t *bytes);
 
 /*

@@ -50,4 +50,19 @@ t_unit_kube_test_LDADD = $(TEST_LIBS)
 t_kube_kubetool_LDADD = $(TEST_LIBS)
 TESTS += t/unit/kube_test
 TESTS += t/integration/kube_client.sh
-EXTRA_DIST += t/lib/kube.sh t/kube/faultproxy.py t/integration/kube_client.sh
+EXTRA_DIST += t/kube/faultproxy.py t/integration/kube_client.sh
+
+# a real Kubernetes control plane (t/lib/kube.sh; KUBEBUILDER_ASSETS)
+TESTS += t/integration/kube_harness.sh
+EXTRA_DIST += t/integration/kube_harness.sh t/lib/kube.sh
+
+TESTS += t/integration/check_config.sh
+EXTRA_DIST += t/integration/check_config.sh
+
+# the supervisor's state table, without forking anything
+check_PROGRAMS += t/unit/decod_fsm_test
+t_unit_decod_fsm_test_SOURCES = t/unit/decod_fsm_test.c daemons/decod/decod_fsm.c
+t_unit_decod_fsm_test_LDADD = $(TEST_LIBS)
+TESTS += t/unit/decod_fsm_test
+TESTS += t/integration/reload.sh
+EXTRA_DIST += t/integration/reload.sh

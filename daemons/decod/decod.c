@@ -19,6 +19,7 @@
 #include <sys/wait.h>
 
 #include "common/conf.h"
+#include "common/json.h"
 #include "common/journal.h"
 #include "common/log.h"
 #include "common/util.h"
@@ -109,6 +110,8 @@ reload(struct sup *s)
 	free(argv);
 	if (cf != NULL)
 		conf_set_reader(cf, "decod");
+	if (cf != NULL)
+		json_set_max_depth((int)conf_get_int(cf, "json_max_depth"));
 	if (cf == NULL) {
 		log_kv(LOG_ERROR, "reload: the config has errors; keeping the running one", NULL);
 		sd_notify_send("READY=1");
@@ -128,15 +131,14 @@ reload(struct sup *s)
 			child_stop(s, c, conf_get_ms(cf, "stop_timeout"));
 		} else if (c->digest != NULL && strcmp(d, c->digest) != 0 && c->pid > 0) {
 			log_kv(LOG_INFO, "settings changed; restarting stage", "stage", c->name, NULL);
-			c->restart_now = 1;
-			child_stop(s, c, conf_get_ms(cf, "stop_timeout"));
+			child_event(s, c, CHILD_EV_RESTART);
 		} else if (c->live_digest != NULL && strcmp(l, c->live_digest) != 0 &&
 		    c->pid > 0) {
 			log_kv(LOG_INFO, "settings changed; telling stage to reload", "stage",
 			    c->name, NULL);
-			kill(c->pid, SIGHUP);
+			child_event(s, c, CHILD_EV_HUP);
 		} else if (c->state == CHILD_DOWN && !c->admin_down) {
-			child_start(s, c);
+			child_event(s, c, CHILD_EV_START);
 		}
 		free(c->digest);
 		c->digest = d;
@@ -161,7 +163,7 @@ shutdown_all(struct sup *s)
 		struct child *c = &s->children[i];
 
 		if (c->pid <= 0) {
-			c->state = CHILD_DOWN;
+			child_stop(s, c, 0);
 			continue;
 		}
 		grace = deadline - now_ms();
@@ -212,8 +214,10 @@ main(int argc, char **argv)
 
 		memcpy(copy, s->argv, (size_t)argc * sizeof(char *));
 		s->cf = conf_from_args(&argc, copy);
-		if (s->cf != NULL)
+		if (s->cf != NULL) {
 			conf_set_reader(s->cf, "decod");
+			json_set_max_depth((int)conf_get_int(s->cf, "json_max_depth"));
+		}
 		if (s->cf != NULL && argc > 1) {
 			fprintf(stderr, "decod: unknown argument \"%s\" (see --help)\n", copy[1]);
 			free(copy);
@@ -254,7 +258,7 @@ main(int argc, char **argv)
 	for (size_t i = 0; i < s->nchildren; i++) {
 		s->children[i].digest = child_digest(s->cf, s->children[i].name, 0);
 		s->children[i].live_digest = child_digest(s->cf, s->children[i].name, 1);
-		child_start(s, &s->children[i]);
+		child_event(s, &s->children[i], CHILD_EV_START);
 	}
 	wd_interval = sd_watchdog_interval_ms();
 	log_kv(LOG_INFO, "supervisor running", "stages", conf_get(s->cf, "stages"), NULL);

@@ -148,19 +148,13 @@ ctl_request(struct sup *s, const char *req, struct jw *w)
 	log_kv(LOG_INFO, "control request", "request", verb, "stage", c->name, NULL);
 	if (strcmp(verb, "restart") == 0) {
 		c->admin_down = 0;
-		if (c->pid > 0) {
-			c->restart_now = 1;
-			child_stop(s, c, conf_get_ms(s->cf, "stop_timeout"));
-		} else {
-			child_start(s, c);
-		}
+		child_event(s, c, CHILD_EV_RESTART);
 	} else if (strcmp(verb, "stop") == 0) {
 		c->admin_down = 1;
 		child_stop(s, c, conf_get_ms(s->cf, "stop_timeout"));
 	} else {
 		c->admin_down = 0;
-		if (c->pid <= 0)
-			child_start(s, c);
+		child_event(s, c, CHILD_EV_START);
 	}
 	reply_ok(w, NULL);
 }

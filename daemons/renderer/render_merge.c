@@ -140,16 +140,23 @@ render_merge(const struct render_input *in, size_t n, struct buf *out,
 	if (n > 1)
 		qsort(idx, n, sizeof(*idx), input_cmp);
 
-	/* every file must be JSON, even one a higher layer overrides */
+	/*
+	 * every file must be JSON, even one a higher layer overrides, with
+	 * no key twice and nested no deeper than the rendered document may
+	 * be (the merged object adds one level above each block)
+	 */
 	for (i = 0; i < n; i++) {
 		const struct render_input *r = idx[i];
 
-		if (json_validate(r->data, r->len, &je) == 0)
+		if (json_validate_depth(r->data, r->len, json_get_max_depth() - 1,
+		    &je) == 0)
 			continue;
 		if (e->count++ == 0) {
 			e->kind = RENDER_EINVALID;
-			snprintf(e->msg, sizeof(e->msg), "%s:%d:%d: %s", r->path,
-			    je.line, je.column, je.msg);
+			snprintf(e->msg, sizeof(e->msg), "%s:%d:%d: %s%s", r->path,
+			    je.line, je.column, je.msg,
+			    strncmp(je.msg, "nested deeper", 13) == 0 ?
+			    " (json_max_depth counts the rendered decofile's own level)" : "");
 		}
 	}
 	/* two files of one layer giving one key: neither wins silently */

@@ -434,7 +434,12 @@ handle_push(struct MHD_Connection *conn, struct req *r)
 		return;
 	}
 	if ((tree = json_parse(r->body.data, r->body.len, &je)) == NULL) {
-		decide_json(r, MHD_HTTP_BAD_REQUEST, "body is not JSON");
+		char why[384];
+
+		snprintf(why, sizeof(why), "body is not acceptable JSON: %d:%d: %s",
+		    je.line, je.column, je.msg);
+		log_kv(LOG_WARN, "reload refused", "reason", why, NULL);
+		decide_json(r, MHD_HTTP_BAD_REQUEST, why);
 		return;
 	}
 	if (!YAJL_IS_OBJECT(tree) || !YAJL_IS_OBJECT(json_get(tree, "decofile", NULL)) ||
@@ -772,7 +777,8 @@ usage(FILE *f)
 	    "  --namespace NS --deployment ID --id ID --ttl SECONDS (default 15)\n"
 	    "  --delay MS          answer reload calls slowly\n"
 	    "  --fail              answer reload calls with 500\n"
-	    "  --hang              never answer reload calls\n");
+	    "  --hang              never answer reload calls\n"
+	    "  --max-depth N       deepest nesting of a decofile accepted (default 512)\n");
 }
 
 int
@@ -795,13 +801,14 @@ main(int argc, char **argv)
 		{ "delay", required_argument, NULL, 'y' },
 		{ "fail", no_argument, NULL, 'f' },
 		{ "hang", no_argument, NULL, 'h' },
+		{ "max-depth", required_argument, NULL, 'M' },
 		{ "help", no_argument, NULL, 'H' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *bind_addr = "127.0.0.1", *store_url = NULL, *ns = "default";
 	const char *deployment = NULL, *id = NULL, *prefix = NULL;
 	char *ts_default = NULL, err[512], *end;
-	long port = 8000, ttl = 15;
+	long port = 8000, ttl = 15, max_depth = JSON_MAX_DEPTH_DEFAULT;
 	struct sockaddr_in sa;
 	struct MHD_Daemon *d;
 	const union MHD_DaemonInfo *info;
@@ -852,6 +859,11 @@ main(int argc, char **argv)
 			if (*end != '\0' || site.delay_ms < 0)
 				fatal("--delay: \"%s\" is not milliseconds", optarg);
 			break;
+		case 'M':
+			max_depth = strtol(optarg, &end, 10);
+			if (*end != '\0' || max_depth < 16 || max_depth > 100000)
+				fatal("--max-depth: \"%s\" is not a number (16..100000)", optarg);
+			break;
 		case 'f': site.fail = 1; break;
 		case 'h': site.hang = 1; break;
 		case 'H': usage(stdout); return 0;
@@ -862,6 +874,8 @@ main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
+	/* a push body wraps the decofile in one more object */
+	json_set_max_depth((int)max_depth + 1);
 	if (site.token == NULL && getenv("DECO_RELEASE_RELOAD_TOKEN") != NULL)
 		site.token = xstrdup(getenv("DECO_RELEASE_RELOAD_TOKEN"));
 	if (site.ts_file == NULL && site.decofile_dir != NULL)

@@ -8,21 +8,20 @@
 # t/kube/faultproxy.py between the client and the server.
 . "$top_srcdir/t/lib/common.sh"
 . "$top_srcdir/t/lib/kube.sh"
-kube_need_assets
 
 KT=$top_builddir/t/kube/kubetool
 PROXY=$top_srcdir/t/kube/faultproxy.py
 
 # a real 410 Gone needs the version out of the API server's watch cache too:
 # configmaps are watched from etcd in this file
-KUBE_APISERVER_ARGS="--watch-cache-sizes=configmaps#0" kube_start
+KUBE_APISERVER_EXTRA_ARGS="--watch-cache-sizes=configmaps#0" kube_start
 
 # --- a namespace, a ServiceAccount with just what these tests need
-kc create namespace kt >/dev/null
-kc -n kt create serviceaccount tester >/dev/null
-kc -n kt create role tester --verb=get,list,watch,create,patch,delete \
+kubectl_admin create namespace kt >/dev/null
+kubectl_admin -n kt create serviceaccount tester >/dev/null
+kubectl_admin -n kt create role tester --verb=get,list,watch,create,patch,delete \
     --resource=configmaps >/dev/null
-kc -n kt create rolebinding tester --role=tester --serviceaccount=kt:tester >/dev/null
+kubectl_admin -n kt create rolebinding tester --role=tester --serviceaccount=kt:tester >/dev/null
 TOKEN=$(kube_token kt tester)
 [ -n "$TOKEN" ] || bail "TokenRequest gave no token"
 kube_token_config "$T/sa.kubeconfig" "$TOKEN" kt
@@ -53,20 +52,20 @@ print(cm.data["a"], cm.data["b"], ",".join(mf))
 PY
 )
 is "$out" "1 2 decod-test" "the Python client reads what was applied, managed by decod-test"
-kc -n kt patch configmap cm1 --type merge -p '{"data":{"a":"hand"}}' --field-manager=hand >/dev/null
+kubectl_admin -n kt patch configmap cm1 --type merge -p '{"data":{"a":"hand"}}' --field-manager=hand >/dev/null
 "$KT" apply configmaps kt cm1 decod-test noforce "$T/cm1.json" 2>"$T/err"
 st=$?
 grep -q "HTTP 409 Conflict.*data.a" "$T/err"
 ok $(( st == 0 || $? )) "apply without force: 409 naming the field another manager set"
 "$KT" apply configmaps kt cm1 decod-test force "$T/cm1.json" 2>"$T/err"
 ok $? "apply with force takes the field back"
-is "$(kc -n kt get cm cm1 -o jsonpath='{.data.a}')" "1" "... the value is decod's again"
+is "$(kubectl_admin -n kt get cm cm1 -o jsonpath='{.data.a}')" "1" "... the value is decod's again"
 
 # --- pagination
 i=0
 while [ $i -lt 23 ]; do echo "---"; printf 'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: p%02d}\n' $i; i=$((i + 1)); done |
-    kc -n kt apply -f - >/dev/null
-want=$(kc -n kt get cm -o name | wc -l)
+    kubectl_admin -n kt apply -f - >/dev/null
+want=$(kubectl_admin -n kt get cm -o name | wc -l)
 out=$("$KT" list configmaps kt "" 5 | head -1)
 is "$out" "$want objects rv=set" "list in pages of 5 returns all $want"
 
@@ -108,24 +107,24 @@ KUBECONFIG=$T/proxy.kubeconfig "$KT" informer configmaps kt >"$T/inf.out" 2>"$T/
 INF=$!
 track_pid $INF
 wait_for 20 grep -q "^SYNCED $want" "$T/inf.out"; ok $? "informer: listed $want objects, then SYNCED"
-kc -n kt create configmap w1 --from-literal=x=1 >/dev/null
+kubectl_admin -n kt create configmap w1 --from-literal=x=1 >/dev/null
 wait_for 10 grep -q "^ADDED kt/w1" "$T/inf.out"; ok $? "informer: ADDED from the watch"
-kc -n kt delete configmap p00 >/dev/null
+kubectl_admin -n kt delete configmap p00 >/dev/null
 wait_for 10 grep -q "^DELETED kt/p00" "$T/inf.out"; ok $? "informer: DELETED from the watch"
 
 fault '{"match":"watch=1","cut_after":1,"count":1}'
 # the next watch (after this cut) is the faulted one: cut the current one
 fault '{"down":true}'; fault '{"down":false}'
-kc -n kt create configmap w2 --from-literal=x=1 >/dev/null
-kc -n kt create configmap w3 --from-literal=x=1 >/dev/null
+kubectl_admin -n kt create configmap w2 --from-literal=x=1 >/dev/null
+kubectl_admin -n kt create configmap w3 --from-literal=x=1 >/dev/null
 wait_for 15 grep -q "^ADDED kt/w3" "$T/inf.out"; ok $? "watch cut mid-stream: reconnected, nothing missed"
 grep -q "^ADDED kt/w2" "$T/inf.out"; ok $? "... w2 seen too"
 
 # disconnected: changes, then etcd compacted past the informer's version
 fault '{"down":true}'
-kc -n kt create configmap gone1 --from-literal=x=1 >/dev/null
-kc -n kt delete configmap p01 >/dev/null
-kc -n kt create configmap gone2 --from-literal=x=1 >/dev/null
+kubectl_admin -n kt create configmap gone1 --from-literal=x=1 >/dev/null
+kubectl_admin -n kt delete configmap p01 >/dev/null
+kubectl_admin -n kt create configmap gone2 --from-literal=x=1 >/dev/null
 rev=$("$KUBEBUILDER_ASSETS/etcdctl" --endpoints "$KUBE_ETCD_URL" endpoint status -w json |
     python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["Status"]["header"]["revision"])')
 "$KUBEBUILDER_ASSETS/etcdctl" --endpoints "$KUBE_ETCD_URL" compact "$rev" >/dev/null 2>&1
@@ -134,7 +133,7 @@ fault '{"down":false}'
 wait_for 30 grep -q "^DELETED kt/p01" "$T/inf.out"; ok $? "410 Gone: re-listed, the deletion made meanwhile is delivered"
 grep -q "^ADDED kt/gone1" "$T/inf.out" && grep -q "^ADDED kt/gone2" "$T/inf.out"
 ok $? "... and both additions"
-kc -n kt create configmap after --from-literal=x=1 >/dev/null
+kubectl_admin -n kt create configmap after --from-literal=x=1 >/dev/null
 wait_for 10 grep -q "^ADDED kt/after" "$T/inf.out"; ok $? "watching again after the re-list"
 kill -TERM $INF
 wait_for 10 grep -q "^STATS" "$T/inf.out"

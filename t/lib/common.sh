@@ -17,7 +17,13 @@ scaled() { echo $(( $1 * ${DECOD_TEST_TIME_SCALE:-1} )); }
 
 track_pid() { TRACKED_PIDS="$TRACKED_PIDS $1"; }
 
+CLEANUP_HOOKS=""
+# at_cleanup FUNCTION: run FUNCTION at exit before the tracked PIDs are
+# killed (for services that must stop in an order, like kube.sh's)
+at_cleanup() { CLEANUP_HOOKS="$CLEANUP_HOOKS $1"; }
+
 cleanup() {
+	for h in $CLEANUP_HOOKS; do "$h"; done
 	for p in $TRACKED_PIDS; do kill -TERM "$p" 2>/dev/null; done
 	for p in $TRACKED_PIDS; do
 		i=0

@@ -2,9 +2,133 @@
 #include "config.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #include "common/json.h"
 #include "t/tap.h"
+
+/* nested - n opening brackets, then n closing ones when closed */
+static char *
+nested(size_t n, int closed, const char *inner)
+{
+	struct buf b;
+
+	buf_init(&b);
+	for (size_t i = 0; i < n; i++)
+		buf_addc(&b, '[');
+	buf_adds(&b, inner);
+	for (size_t i = 0; closed && i < n; i++)
+		buf_addc(&b, ']');
+	return buf_steal(&b, NULL);
+}
+
+/* deep_tests - the depth limit (issue 13, defect 1) and end-of-input columns */
+static void
+deep_tests(void)
+{
+	struct json_error e;
+	char *s;
+	const char *c;
+	int rc;
+	yajl_val v;
+	struct buf b;
+	struct jw w;
+
+	s = nested(1000000, 1, "");
+	memset(&e, 0, sizeof(e));
+	ok(json_validate(s, strlen(s), &e) == -1, "1,000,000 nested [ refused");
+	ok(e.line == 1 && e.column == 513, "at the 513th bracket (got %d:%d)", e.line, e.column);
+	ok(strstr(e.msg, "nested deeper than 512 levels") != NULL, "message: %s", e.msg);
+	ok(json_parse(s, strlen(s), NULL) == NULL, "json_parse refuses it too");
+	free(s);
+
+	s = nested(512, 1, "1");
+	ok(json_validate(s, strlen(s), NULL) == 0, "512 levels accepted");
+	v = json_parse(s, strlen(s), NULL);
+	ok(v != NULL, "and parsed");
+	buf_init(&b);
+	jw_init(&w, &b);
+	jw_value(&w, v);
+	is_str(b.data, s, "and re-written as it was");
+	buf_free(&b);
+	yajl_tree_free(v);
+	free(s);
+	s = nested(513, 1, "");
+	ok(json_validate(s, strlen(s), NULL) == -1, "513 levels refused");
+	free(s);
+
+	/* objects count too; brackets inside strings do not */
+	c = "{\"a\":{\"b\":[\"[[[[\\\"[[\"]}}";
+	ok(json_validate_depth(c, strlen(c), 3, NULL) == 0,
+	    "brackets in strings are not nesting");
+	json_set_max_depth(2);
+	memset(&e, 0, sizeof(e));
+	c = "{\"a\":{\"b\":{}}}";
+	rc = json_validate(c, strlen(c), &e);
+	ok(rc == -1 && e.column == 11,
+	    "objects count (limit 2: refused at 1:11, got %d:%d)", e.line, e.column);
+	c = "[\"[[[[[[\",[]]";
+	ok(json_validate(c, strlen(c), NULL) == 0, "a string of brackets at limit 2");
+	json_set_max_depth(0);
+	is_int(json_get_max_depth(), JSON_MAX_DEPTH_DEFAULT, "0 restores the default");
+
+	/* unclosed input: the error points at the end, not at column 2 */
+	s = nested(100000, 0, "");
+	memset(&e, 0, sizeof(e));
+	ok(json_validate_depth(s, strlen(s), 200000, &e) == -1, "100,000 unclosed [ refused");
+	ok(e.line == 1 && e.column == 100001, "at the end of input (got %d:%d)", e.line, e.column);
+	free(s);
+	memset(&e, 0, sizeof(e));
+	ok(json_validate("[[[", 3, &e) == -1 && e.column == 4, "[[[ ends at 1:4 (got %d:%d)",
+	    e.line, e.column);
+	memset(&e, 0, sizeof(e));
+	ok(json_validate("{\"a\":\n [1,\n", 11, &e) == -1 && e.line == 3 && e.column == 1,
+	    "unclosed over lines: 3:1 (got %d:%d)", e.line, e.column);
+}
+
+/* dup_tests - a key twice in one object is refused (issue 13, defect 7) */
+static void
+dup_tests(void)
+{
+	static const struct { const char *in; int ok; int col; } cases[] = {
+		{ "{\"a\":1,\"a\":2}", 0, 8 },
+		{ "{\"source\":\"inline\",\"x\":1,\"source\":\"git\"}", 0, 26 },
+		{ "{\"a\":{\"a\":1},\"b\":{\"a\":2}}", 1, 0 },
+		{ "[{\"a\":1},{\"a\":1}]", 1, 0 },
+		{ "{\"a\":1,\"\\u0061\":2}", 0, 8 },
+		{ "{\"a\\\"\":1,\"a\\\"\":2}", 0, 10 },
+		{ "{\"a\":{\"x\":1,\"y\":2},\"b\":{\"x\":1,\"x\":2}}", 0, 31 },
+		{ "{\"ab\":1,\"a\":1,\"b\":1}", 1, 0 },
+	};
+	struct json_error e;
+	struct buf big;
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		memset(&e, 0, sizeof(e));
+		if (cases[i].ok) {
+			ok(json_validate(cases[i].in, strlen(cases[i].in), &e) == 0,
+			    "dup #%zu accepted (%s)", i, e.msg);
+			continue;
+		}
+		ok(json_validate(cases[i].in, strlen(cases[i].in), &e) == -1 &&
+		    strstr(e.msg, "duplicate key") != NULL, "dup #%zu refused (%s)", i, e.msg);
+		ok(e.line == 1 && e.column == cases[i].col, "dup #%zu at 1:%d (got %d:%d)",
+		    i, cases[i].col, e.line, e.column);
+		ok(json_parse(cases[i].in, strlen(cases[i].in), NULL) == NULL,
+		    "dup #%zu: json_parse refuses it", i);
+	}
+	/* many keys: the table grows, the last one is still found */
+	buf_init(&big);
+	buf_addc(&big, '{');
+	for (int i = 0; i < 20000; i++)
+		buf_printf(&big, "\"k%d\":%d,", i, i);
+	buf_adds(&big, "\"k19999\":0}");
+	ok(json_validate(big.data, big.len, &e) == -1, "20,000 keys then a repeat: refused");
+	big.len -= strlen("\"k19999\":0}");
+	buf_adds(&big, "\"k20000\":0}");
+	ok(json_validate(big.data, big.len, NULL) == 0, "20,001 distinct keys accepted");
+	buf_free(&big);
+}
 
 int
 main(void)
@@ -71,5 +195,7 @@ main(void)
 	    "\"generation\":\"7\"},\"n\":3,\"t\":true}}", "writer output");
 	buf_free(&b);
 	yajl_tree_free(v);
+	deep_tests();
+	dup_tests();
 	return done_testing();
 }

@@ -16,14 +16,22 @@ test_durations(void)
 		{ "15s", 1, 15000 }, { "500ms", 1, 500 }, { "2m", 1, 120000 },
 		{ "1h", 1, 3600000 }, { "1.5s", 1, 1500 }, { "10", 1, 10000 },
 		{ "", 0, 0 }, { "abc", 0, 0 }, { "-1s", 0, 0 }, { "5 parsecs", 0, 0 },
-		{ "3d", 0, 0 },
+		{ "3d", 0, 0 }, { " 15s", 1, 15000 }, { "1e3", 1, 1000000 },
+		{ ".5s", 1, 500 }, { "0", 1, 0 },
+		/* non-finite, signed, hex and overflowing values are refused */
+		{ "nan", 0, 0 }, { "NaN", 0, 0 }, { "nans", 0, 0 }, { "inf", 0, 0 },
+		{ "infinity", 0, 0 }, { "-inf", 0, 0 }, { "-0", 0, 0 }, { "+5s", 0, 0 },
+		{ "0x10", 0, 0 }, { "1e400", 0, 0 }, { "1e16ms", 0, 0 },
+		{ "9e20h", 0, 0 }, { "3000000000000h", 0, 0 }, { "1e", 0, 0 },
+		{ ".", 0, 0 }, { "s", 0, 0 }, { NULL, 0, 0 },
 	};
 	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
 		int64_t ms = -1;
 		int rc = parse_duration_ms(rows[i].in, &ms);
 
 		ok((rc == 0) == rows[i].ok && (!rows[i].ok || ms == rows[i].ms),
-		    "duration \"%s\"", rows[i].in);
+		    "duration \"%s\" %s", rows[i].in ? rows[i].in : "(null)",
+		    rows[i].ok ? "parsed" : "refused");
 	}
 }
 
@@ -33,14 +41,21 @@ test_sizes(void)
 	static const struct { const char *in; int ok; uint64_t n; } rows[] = {
 		{ "4096", 1, 4096 }, { "2.5MB", 1, 2500000 }, { "1MiB", 1, 1048576 },
 		{ "10k", 1, 10000 }, { "1 GiB", 1, 1073741824ULL }, { "x", 0, 0 },
-		{ "5 furlongs", 0, 0 }, { "-3", 0, 0 },
+		{ "5 furlongs", 0, 0 }, { "-3", 0, 0 }, { "0", 1, 0 },
+		{ "1e3kb", 1, 1000000 },
+		/* non-finite, signed, hex and overflowing values are refused */
+		{ "nan", 0, 0 }, { "nanMB", 0, 0 }, { "inf", 0, 0 }, { "-inf", 0, 0 },
+		{ "infinity", 0, 0 }, { "-0", 0, 0 }, { "0x10", 0, 0 }, { "1e400", 0, 0 },
+		{ "1e30", 0, 0 }, { "9223372036854775808", 0, 0 }, { "1e10gib", 0, 0 },
+		{ "MB", 0, 0 }, { NULL, 0, 0 },
 	};
 	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
 		uint64_t n = 0;
 		int rc = parse_size(rows[i].in, &n);
 
 		ok((rc == 0) == rows[i].ok && (!rows[i].ok || n == rows[i].n),
-		    "size \"%s\"", rows[i].in);
+		    "size \"%s\" %s", rows[i].in ? rows[i].in : "(null)",
+		    rows[i].ok ? "parsed" : "refused");
 	}
 }
 
