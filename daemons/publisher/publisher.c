@@ -36,6 +36,7 @@
 #include "common/store.h"
 #include "common/store_keys.h"
 #include "common/util.h"
+#include "daemons/publisher/publish_configmap.h"
 #include "daemons/publisher/publish_file.h"
 
 #define STAGE "publisher"
@@ -75,6 +76,7 @@ struct pub {
 	int64_t watch_timer;
 	int64_t next_recheck;
 	long repairs;			/* drift repairs since start */
+	struct pcm *cm;			/* the configmap target; NULL: no cluster */
 };
 
 struct later {
@@ -652,8 +654,15 @@ on_store_event(void *arg, const struct store_event *ev)
 		}
 		return;
 	}
-	if (key_parse_resource(ev->key, kind, ns, name) < 0 ||
-	    strcmp(kind, "decofiles") != 0 || (o = obj_find(p, ns, name)) == NULL)
+	if (key_parse_resource(ev->key, kind, ns, name) < 0 || strcmp(kind, "decofiles") != 0)
+		return;
+	if (p->cm != NULL) {
+		doc = ev->type == STORE_EV_DELETE ? NULL : json_parse(ev->value, ev->vlen, NULL);
+		if (ev->type == STORE_EV_DELETE || doc != NULL)
+			publish_configmap_decofile(p->cm, ns, name, doc);
+		yajl_tree_free(doc);
+	}
+	if ((o = obj_find(p, ns, name)) == NULL)
 		return;
 	if (ev->type == STORE_EV_DELETE) {
 		forget(st, o, "");
@@ -807,6 +816,13 @@ on_item(struct stage *st, const struct journal_item *it)
 		return STAGE_DONE;
 	}
 	target = decofile_target(doc, conf_get(stage_conf(st), "default_target"));
+	if (strcmp(target, "configmap") == 0 && p->cm != NULL) {
+		enum stage_result r = publish_configmap_item(p->cm, it, doc, bin, commit, why,
+		    sizeof(why));
+
+		yajl_tree_free(doc);
+		return r == STAGE_DONE || r == STAGE_ASYNC ? r : finish_later(st, it, r, why);
+	}
 	if (strcmp(target, TARGET) != 0) {
 		snprintf(why, sizeof(why), "target \"%s\" is not supported by this publisher"
 		    " yet (supported: file)", target);
@@ -1026,7 +1042,7 @@ pub_init(struct stage *st)
 {
 	struct pub *p = xcalloc(1, sizeof(*p));
 	const char *root = conf_get(stage_conf(st), "file_root");
-	char *prefix;
+	char *prefix, err[512];
 	int fd;
 
 	stage_set_data(st, p);
@@ -1066,6 +1082,10 @@ pub_init(struct stage *st)
 
 	if (load_inventory(st) < 0)
 		return -1;
+	if ((p->cm = publish_configmap_new(st, err, sizeof(err))) == NULL && err[0] != '\0') {
+		log_kv(LOG_ERROR, "Kubernetes configuration", "error", err, NULL);
+		return -1;
+	}
 	p->next_recheck = now_ms() + conf_get_ms(stage_conf(st), "drift_check_interval");
 	log_kv(LOG_INFO, "publisher ready", "file_root", p->root, NULL);
 	return 0;
@@ -1103,6 +1123,7 @@ pub_shutdown(struct stage *st)
 	log_kv(LOG_INFO, "publisher stopping", "drift_repairs", n, NULL);
 	while (p->objs != NULL)
 		obj_free(st, p->objs);
+	publish_configmap_free(p->cm);
 	store_watch_free(p->watch);
 	if (p->ifd >= 0)
 		close(p->ifd);
@@ -1118,6 +1139,7 @@ static const struct stage_ops ops = {
 	.on_timer = pub_timer,
 	.timer_ms = 1000,
 	.shutdown = pub_shutdown,
+	.max_async = 32,	/* ConfigMap writes in flight at once */
 };
 
 int
