@@ -33,6 +33,7 @@
 #define KUBE_BACKOFF_MAX_MS	5000
 #define KUBE_TOKEN_CHECK_MS	1000
 #define KUBE_MAX_RESP		(64u << 20)
+#define KUBE_MAX_CONNS		16	/* per API server */
 
 struct kube_call {
 	struct kube *k;
@@ -400,6 +401,9 @@ call_start(struct kube_call *c)
 	curl_easy_setopt(h, CURLOPT_WRITEDATA, c);
 	curl_easy_setopt(h, CURLOPT_ACCEPT_ENCODING, "");
 	curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
+	/* HTTP/2 over TLS, as client-go: watches and calls share connections */
+	curl_easy_setopt(h, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
+	curl_easy_setopt(h, CURLOPT_PIPEWAIT, 1L);
 	if (c->body != NULL) {
 		curl_easy_setopt(h, CURLOPT_POSTFIELDS, c->body);
 		curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)c->len);
@@ -966,6 +970,12 @@ kube_new(const struct kube_config *c, int64_t timeout_ms, char *err, size_t errl
 	curl_multi_setopt(k->multi, CURLMOPT_TIMERFUNCTION, on_timer);
 	curl_multi_setopt(k->multi, CURLMOPT_TIMERDATA, k);
 	curl_multi_setopt(k->multi, CURLMOPT_MAXCONNECTS, 64L);
+	/*
+	 * A burst of thousands of calls queues in curl instead of opening a
+	 * connection each (HTTP/1.1 servers, or proxies, see one per call in
+	 * flight; HTTP/2 multiplexes them on these).
+	 */
+	curl_multi_setopt(k->multi, CURLMOPT_MAX_HOST_CONNECTIONS, (long)KUBE_MAX_CONNS);
 	return k;
 }
 

@@ -8,7 +8,8 @@ daemons_fetcher_libfetch_a_SOURCES = \
 	daemons/fetcher/fetch_inline.c daemons/fetcher/fetch_inline.h \
 	daemons/fetcher/fetch_dir.c daemons/fetcher/fetch_dir.h \
 	daemons/fetcher/fetch_run.c daemons/fetcher/fetch_run.h \
-	daemons/fetcher/fetch_git.c daemons/fetcher/fetch_git.h
+	daemons/fetcher/fetch_git.c daemons/fetcher/fetch_git.h \
+	daemons/fetcher/fetch_kube.c daemons/fetcher/fetch_kube.h
 FETCH_LIBS = daemons/fetcher/libfetch.a
 
 decodlibexec_PROGRAMS += daemons/fetcher/fetcher
@@ -28,3 +29,9 @@ TESTS += t/unit/fetch_keys_test t/unit/fetch_dir_test t/unit/fetch_inline_test \
 
 EXTRA_DIST += t/lib/git.sh
 TESTS += t/integration/fetch_stage.sh t/integration/fetch_git.sh
+
+# Decofile CRs as a front door, against a real API server (t/lib/kube.sh)
+check_PROGRAMS += t/unit/fetch_kube_test
+t_unit_fetch_kube_test_LDADD = $(FETCH_LIBS) $(DECOD_LIBS)
+TESTS += t/unit/fetch_kube_test t/integration/fetch_kube.sh
+EXTRA_DIST += t/integration/fetch_kube.sh
