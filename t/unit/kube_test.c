@@ -265,6 +265,7 @@ serve_one(int fd)
 			size_t hl = (size_t)(end + 4 - req);
 			const char *a;
 			struct script *s = NULL;
+			char *resp = NULL;	/* a copy: the script may be freed meanwhile */
 
 			while (n < hl + want && (r = read(fd, req + n, sizeof(req) - 1 - n)) > 0)
 				n += (size_t)r;
@@ -284,13 +285,16 @@ serve_one(int fd)
 				seen_429++;
 			if (s != NULL && strstr(s->resp, " 500 ") != NULL)
 				seen_500++;
+			if (s != NULL)
+				resp = xstrdup(s->resp);
 			pthread_mutex_unlock(&mu);
-			if (s == NULL) {
+			if (resp == NULL) {
 				const char *nf = "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n";
 
 				(void)!write(fd, nf, strlen(nf));
 			} else {
-				const char *p = s->resp;
+				const char *p = resp;
+				int close_after = strstr(resp, "Connection: close") != NULL;
 
 				while (*p != '\0') {
 					size_t m = strcspn(p, "\f");
@@ -302,7 +306,8 @@ serve_one(int fd)
 						usleep(20000);
 					}
 				}
-				if (strstr(s->resp, "Connection: close") != NULL)
+				free(resp);
+				if (close_after)
 					break;
 			}
 			n = 0;
