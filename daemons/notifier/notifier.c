@@ -25,6 +25,7 @@
 #include "common/store_keys.h"
 #include "common/util.h"
 #include "daemons/notifier/notify_engine.h"
+#include "daemons/notifier/notify_pods.h"
 
 #define STAGE		"notifier"
 #define ACK_FLUSH_MS	500	/* how often finished replicas reach the journal */
@@ -54,6 +55,7 @@ struct notifier {
 	int64_t timer;			/* engine timeout */
 	char *token;			/* reload_token_file, for replicas without one */
 	struct rollout *rollouts;
+	struct notify_pods *pods;	/* Kubernetes pods; NULL: no cluster */
 };
 
 static void arm(struct notifier *n);
@@ -263,7 +265,10 @@ resolve(void *arg, struct notify_target *t)
 	struct store *s = stage_store(r->n->st);
 	size_t plen = strlen(r->ep_prefix);
 	static yajl_val tree;
+	int rc;
 
+	if (r->n->pods != NULL && (rc = notify_pods_resolve(r->n->pods, r->ns, t)) >= 0)
+		return rc;
 	if (strstr(t->id, "://") != NULL)
 		return -1;
 	if (now_ms() - r->eps_at > EP_CACHE_MS) {
@@ -343,6 +348,8 @@ targets(struct rollout *r, yajl_val doc, enum notify_style style, size_t *count,
 	}
 	r->eps_at = now_ms();
 	cap = r->eps.n + (YAJL_IS_ARRAY(eps) ? eps->u.array.len : 0);
+	if (r->n->pods != NULL)
+		cap += notify_pods_count(r->n->pods, r->ns, decofile_deployment_id(doc));
 	t = xcalloc(cap ? cap : 1, sizeof(*t));
 	*trees = xcalloc(cap ? cap : 1, sizeof(**trees));
 	*ntrees = 0;
@@ -364,6 +371,9 @@ targets(struct rollout *r, yajl_val doc, enum notify_style style, size_t *count,
 			t[n].token = r->n->token;
 		n++;
 	}
+	if (r->n->pods != NULL)
+		n += notify_pods_fill(r->n->pods, r->ns, decofile_deployment_id(doc), style,
+		    t + n, cap - n);
 	for (size_t i = 0; YAJL_IS_ARRAY(eps) && i < eps->u.array.len; i++) {
 		yajl_val e = eps->u.array.values[i];
 		const char *url = YAJL_IS_STRING(e) ? YAJL_GET_STRING(e) :
@@ -400,6 +410,10 @@ on_item(struct stage *st, const struct journal_item *it)
 	if (strcmp(it->kind, "decofile") != 0) {
 		stage_item_error(st, "notifier handles decofile items only");
 		return STAGE_FAIL;
+	}
+	if (n->pods != NULL && !notify_pods_synced(n->pods)) {
+		stage_item_error(st, "waiting for the first list of pods");
+		return STAGE_RETRY;
 	}
 	rv = resource_get(stage_store(st), "decofiles", it->ns, it->name, &doc, err, sizeof(err));
 	if (rv == 1)
@@ -532,6 +546,14 @@ notifier_init(struct stage *st)
 	}
 	read_token(n);
 	stage_set_data(st, n);
+	{
+		char kerr[512];
+
+		if ((n->pods = notify_pods_new(st, kerr, sizeof(kerr))) == NULL && kerr[0] != '\0') {
+			log_kv(LOG_ERROR, "Kubernetes configuration", "error", kerr, NULL);
+			return -1;
+		}
+	}
 	return 0;
 }
 
@@ -557,6 +579,7 @@ notifier_shutdown(struct stage *st)
 		notify_job_cancel(r->job);
 		rollout_free(r);
 	}
+	notify_pods_free(n->pods);
 	stage_del_fd(st, notify_engine_fd(n->e));
 	notify_engine_free(n->e);
 	if (n->token != NULL)
