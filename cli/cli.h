@@ -37,6 +37,7 @@ struct cli {
 	int64_t since_ms;	/* --since, -1 unset */
 	const char *decofile;	/* --decofile */
 	int limit;		/* --limit, 0: command default */
+	int strict;		/* --strict */
 	int argc;		/* positional arguments after the command */
 	char **argv;
 	char **args_mem;	/* what argv points into (freed at exit) */

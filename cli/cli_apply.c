@@ -113,6 +113,28 @@ apply_one(struct cli *c, const char *fname, const struct cli_doc *d, int idx)
 	}
 	if (ns == NULL)
 		ns = c->ns;
+	if (resource_validate(doc, plural, name, ns, err, sizeof(err)) < 0) {
+		cli_error("%s:%d: %s/%s: %s", fname, d->line, cli_kind_singular(plural),
+		    strlen(name) > 80 ? "(name)" : name, err);
+		goto out;
+	}
+	{
+		struct buf unk;
+		int n;
+
+		buf_init(&unk);
+		buf_adds(&unk, "");
+		if ((n = resource_unknown_fields(doc, &unk)) > 0 && c->strict) {
+			cli_error("%s:%d: %s/%s: unknown field%s %s (--strict)", fname, d->line,
+			    cli_kind_singular(plural), name, n > 1 ? "s" : "", unk.data);
+			buf_free(&unk);
+			goto out;
+		}
+		if (n > 0)
+			fprintf(stderr, "Warning: %s:%d: %s/%s: unknown field%s %s\n", fname,
+			    d->line, cli_kind_singular(plural), name, n > 1 ? "s" : "", unk.data);
+		buf_free(&unk);
+	}
 	had = resource_get(c->st, plural, ns, name, &old, err, sizeof(err));
 	if (had < 0) {
 		cli_error("%s:%d: %s", fname, d->line, err);

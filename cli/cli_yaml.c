@@ -18,8 +18,17 @@
 
 #include "cli/cli_yaml.h"
 #include "common/json.h"
+#include "common/resource.h"
 
-#define YAML_MAX_DOC (64u << 20)	/* bytes of JSON one document may expand to */
+/*
+ * Alias expansion is capped three ways, so a few hundred bytes of nested
+ * aliases cannot become gigabytes: the JSON of one document (a resource
+ * over 1 MiB is refused anyway), the aliases one document expands, and the
+ * bytes kept for anchors.
+ */
+#define YAML_MAX_DOC RESOURCE_MAX_SIZE
+#define YAML_MAX_ALIASES 10000
+#define YAML_MAX_ANCHOR_BYTES (4u * RESOURCE_MAX_SIZE)
 #define TAG_PREFIX "tag:yaml.org,2002:"
 
 struct anchor {
@@ -31,6 +40,8 @@ struct yconv {
 	yaml_parser_t p;
 	struct anchor *anchors;
 	size_t nanchors;
+	size_t anchor_bytes;	/* JSON kept for anchors */
+	size_t aliases;		/* aliases expanded in this document */
 	int depth;
 	struct cli_input_error *e;
 };
@@ -245,6 +256,7 @@ anchor_add(struct yconv *c, const yaml_char_t *name, const char *json, size_t le
 {
 	if (name == NULL)
 		return;
+	c->anchor_bytes += len;
 	c->anchors = xrealloc(c->anchors, (c->nanchors + 1) * sizeof(*c->anchors));
 	c->anchors[c->nanchors].name = xstrdup((const char *)name);
 	c->anchors[c->nanchors].json = xstrndup(json, len);
@@ -270,6 +282,8 @@ anchors_clear(struct yconv *c)
 	free(c->anchors);
 	c->anchors = NULL;
 	c->nanchors = 0;
+	c->anchor_bytes = 0;
+	c->aliases = 0;
 }
 
 /* scalar_json - append the JSON of a scalar event's value */
@@ -444,6 +458,11 @@ convert_node(struct yconv *c, yaml_event_t *ev, struct buf *out)
 		    "are expanded", YAML_MAX_DOC >> 20);
 		return -1;
 	}
+	if (c->anchor_bytes > YAML_MAX_ANCHOR_BYTES) {
+		set_error(c->e, &ev->start_mark, "anchors hold more than %u MiB",
+		    YAML_MAX_ANCHOR_BYTES >> 20);
+		return -1;
+	}
 	switch (ev->type) {
 	case YAML_SCALAR_EVENT:
 		return scalar_json(c, ev, out);
@@ -451,6 +470,16 @@ convert_node(struct yconv *c, yaml_event_t *ev, struct buf *out)
 		if ((a = anchor_find(c, ev->data.alias.anchor)) == NULL) {
 			set_error(c->e, &ev->start_mark, "unknown alias *%s",
 			    (const char *)ev->data.alias.anchor);
+			return -1;
+		}
+		if (++c->aliases > YAML_MAX_ALIASES) {
+			set_error(c->e, &ev->start_mark, "more than %d aliases in one document",
+			    YAML_MAX_ALIASES);
+			return -1;
+		}
+		if (out->len + strlen(a) > YAML_MAX_DOC) {
+			set_error(c->e, &ev->start_mark, "document larger than %u MiB once "
+			    "aliases are expanded", YAML_MAX_DOC >> 20);
 			return -1;
 		}
 		buf_adds(out, a);

@@ -7,6 +7,7 @@
 #include "config.h"
 
 #include <ctype.h>
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,6 +33,7 @@
 #define O_SINCE 's'
 #define O_DECOFILE 'd'
 #define O_LIMIT 'l'
+#define O_STRICT 'S'
 
 struct command {
 	const char *name;
@@ -44,14 +46,20 @@ struct command {
 };
 
 static const struct command commands[] = {
-	{ "apply", cli_apply, "f", 0, 0, "apply -f FILE|-",
+	{ "apply", cli_apply, "fS", 0, 0, "apply -f FILE|- [--strict]",
 	  "create or update resources from YAML or JSON",
 	  "Reads one or more resources (YAML documents separated by ---, a JSON\n"
 	  "object, a JSON array or a List with items) and writes each to the store.\n"
 	  "The namespace is metadata.namespace, else -n, else \"default\".\n"
 	  "Prints KIND/NAME created, configured (spec or metadata changed) or\n"
-	  "unchanged.  Errors name the file, line and column.\n"
-	  "\nOptions:\n  -f, --filename FILE   file to read, - for standard input\n" },
+	  "unchanged.  Errors name the file, line and column.  A spec field decod\n"
+	  "does not know is a warning on standard error (like kubectl's field\n"
+	  "validation); with --strict it is an error and nothing of that document\n"
+	  "is written.  Names follow Kubernetes (DNS-1123); a key twice in one\n"
+	  "object, nesting past json_max_depth, or a resource over 1 MiB (after\n"
+	  "YAML aliases are expanded) is refused.\n"
+	  "\nOptions:\n  -f, --filename FILE   file to read, - for standard input\n"
+	  "  --strict              unknown spec fields are errors\n" },
 	{ "get", cli_get, "Ao", 0, 2, "get [KIND] [NAME]",
 	  "list resources or show one",
 	  "KIND is decofile (decofiles, df; the default), template (decofiletemplate,\n"
@@ -234,9 +242,27 @@ cli_journal_open(struct cli *c, int quiet)
 		return c->j;
 	path = xasprintf("%s/journal.db", conf_get(c->cf, "state_dir"));
 	if (access(path, R_OK) != 0) {
-		if (!quiet)
+		int e = errno;
+
+		if (quiet)
+			;
+		else if (e == ENOENT)
 			cli_error("no journal at %s (is decod running on this host, and is "
 			    "state_dir right?)", path);
+		else if (e == EACCES || e == EPERM)
+			cli_error("cannot read the journal at %s: %s (it is private to the "
+			    "user decod runs as: run decoctl as that user)", path, strerror(e));
+		else
+			cli_error("cannot read the journal at %s: %s", path, strerror(e));
+		free(path);
+		return NULL;
+	}
+	/* readable is not enough: sqlite needs to write its WAL index beside it */
+	if (access(path, W_OK) != 0 && (errno == EACCES || errno == EPERM || errno == EROFS)) {
+		if (!quiet)
+			cli_error("cannot open the journal at %s: %s (sqlite needs write access "
+			    "to it and its folder: run decoctl as the user decod runs as)", path,
+			    strerror(errno));
 		free(path);
 		return NULL;
 	}
@@ -433,10 +459,48 @@ cli_condition_status(yajl_val status, const char *type)
 	return s ? s : "-";
 }
 
+/*
+ * redact_urls - replace the userinfo of every "url" string that carries
+ * credentials (stored before apply refused them) with "***", in place.
+ */
+static void
+redact_urls(yajl_val v, int depth)
+{
+	if (v == NULL || depth > json_get_max_depth())
+		return;
+	if (YAJL_IS_ARRAY(v)) {
+		for (size_t i = 0; i < v->u.array.len; i++)
+			redact_urls(v->u.array.values[i], depth + 1);
+		return;
+	}
+	if (!YAJL_IS_OBJECT(v))
+		return;
+	for (size_t i = 0; i < v->u.object.len; i++) {
+		yajl_val x = v->u.object.values[i];
+
+		if (strcmp(v->u.object.keys[i], "url") == 0 && YAJL_IS_STRING(x) &&
+		    url_has_credentials(x->u.string)) {
+			char *s = x->u.string, *scheme = strstr(s, "://"), *host, *end, *at;
+
+			host = scheme + 3;
+			end = host + strcspn(host, "/?#");
+			for (at = end; at > host && at[-1] != '@'; at--)
+				;
+			x->u.string = xasprintf("%.*s***%s", (int)(host - s), s, at - 1);
+			free(s);
+		} else {
+			redact_urls(x, depth + 1);
+		}
+	}
+}
+
 int
 cli_print(struct cli *c, yajl_val v)
 {
-	int rc = c->out == OUT_YAML ? cli_print_yaml(stdout, v) : cli_print_json(stdout, v);
+	int rc;
+
+	redact_urls(v, 0);
+	rc = c->out == OUT_YAML ? cli_print_yaml(stdout, v) : cli_print_json(stdout, v);
 
 	if (rc < 0)
 		return cli_error("cannot write the output");
@@ -593,6 +657,12 @@ parse_args(struct cli *c, int argc, char **argv, int *help, char **used_out)
 		}
 		if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
 			*help = 1;
+			continue;
+		}
+		if (strcmp(a, "--strict") == 0) {
+			c->strict = 1;
+			if (!strchr(used, O_STRICT))
+				strncat(used, "S", sizeof(used) - strlen(used) - 1);
 			continue;
 		}
 		if (strcmp(a, "-A") == 0 || strcmp(a, "--all-namespaces") == 0) {

@@ -7,12 +7,16 @@
  */
 #include "config.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <sqlite3.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "common/journal.h"
 #include "common/util.h"
@@ -198,12 +202,44 @@ fail:
 	return -1;
 }
 
+/*
+ * journal_private - create the journal 0600 before sqlite does (it would
+ * use 0644 less the umask; its -wal and -shm copy the database's mode),
+ * and take back group and other access from an existing one we own, so
+ * the audit stays private whatever the state folder's mode.
+ */
+static int
+journal_private(const char *path, char *err, size_t errlen)
+{
+	static const char *const sfx[] = { "", "-wal", "-shm" };
+	struct stat sb;
+	char p[4096];
+	int fd;
+
+	if ((fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600)) < 0) {
+		if (errno == EACCES || errno == EPERM || errno == EROFS) {
+			snprintf(err, errlen, "journal %s: %s", path, strerror(errno));
+			return -1;
+		}
+		return 0;	/* let sqlite say what is wrong */
+	}
+	close(fd);
+	for (size_t i = 0; i < sizeof(sfx) / sizeof(sfx[0]); i++) {
+		snprintf(p, sizeof(p), "%s%s", path, sfx[i]);
+		if (stat(p, &sb) == 0 && sb.st_uid == geteuid() && (sb.st_mode & 077) != 0)
+			(void)chmod(p, sb.st_mode & 0700);
+	}
+	return 0;
+}
+
 struct journal *
 journal_open(const char *path, char *err, size_t errlen)
 {
 	struct journal *j = xcalloc(1, sizeof(*j));
 	char *msg = NULL;
 
+	if (journal_private(path, err, errlen) < 0)
+		goto fail;
 	if (sqlite3_open_v2(path, &j->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
 	    SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
 		snprintf(err, errlen, "journal %s: %s", path,

@@ -74,6 +74,8 @@ struct vstate {
 	struct vkey *tab;
 	size_t tabsize, tabused;
 	struct buf arena;
+	size_t top_end;		/* where the top-level value ended; SIZE_MAX: not yet */
+	int finishing;		/* inside yajl_complete_parse: offsets are not ours */
 	int failed;		/* a callback refused: off and msg are set */
 	size_t off;
 	char msg[256];
@@ -128,10 +130,49 @@ v_start_array(void *ctx)
 	return v_open(ctx, 0);
 }
 
+/* v_top - a value at depth 0 just ended: remember where */
+static void
+v_top(struct vstate *s)
+{
+	if (s->depth == 0 && s->top_end == SIZE_MAX)
+		s->top_end = s->finishing ? s->len : yajl_get_bytes_consumed(s->h);
+}
+
 static int
 v_end(void *ctx)
 {
-	((struct vstate *)ctx)->depth--;
+	struct vstate *s = ctx;
+
+	s->depth--;
+	v_top(s);
+	return 1;
+}
+
+static int
+v_null(void *ctx)
+{
+	v_top(ctx);
+	return 1;
+}
+
+static int
+v_bool(void *ctx, int b)
+{
+	v_top(ctx);
+	return 1;
+}
+
+static int
+v_number(void *ctx, const char *n, size_t len)
+{
+	v_top(ctx);
+	return 1;
+}
+
+static int
+v_string(void *ctx, const unsigned char *str, size_t len)
+{
+	v_top(ctx);
 	return 1;
 }
 
@@ -220,6 +261,10 @@ v_map_key(void *ctx, const unsigned char *key, size_t n)
 }
 
 static const yajl_callbacks vcallbacks = {
+	.yajl_null = v_null,
+	.yajl_boolean = v_bool,
+	.yajl_number = v_number,
+	.yajl_string = v_string,
 	.yajl_start_map = v_start_map,
 	.yajl_map_key = v_map_key,
 	.yajl_end_map = v_end,
@@ -240,14 +285,33 @@ json_validate_depth(const char *text, size_t len, int max_depth, struct json_err
 	s.text = text;
 	s.len = len;
 	s.max_depth = max_depth > 0 ? max_depth : json_max_depth;
+	s.top_end = SIZE_MAX;
 	buf_init(&s.arena);
 	s.h = yajl_alloc(&vcallbacks, NULL, &s);
 	yajl_config(s.h, yajl_allow_comments, 0);
 	yajl_config(s.h, yajl_dont_validate_strings, 0);
 	st = yajl_parse(s.h, (const unsigned char *)text, len);
 	if (st == yajl_status_ok) {
+		s.finishing = 1;
 		st = yajl_complete_parse(s.h);
 		at_end = 1;
+	}
+	/*
+	 * yajl accepts an incomplete token after a complete value ("1\"",
+	 * "{} t"): the value ended at top_end, and only white space may follow
+	 */
+	if (st == yajl_status_ok && s.top_end != SIZE_MAX) {
+		size_t i = s.top_end;
+
+		while (i < len && (text[i] == ' ' || text[i] == '\t' || text[i] == '\n' ||
+		    text[i] == '\r'))
+			i++;
+		if (i < len) {
+			s.failed = 1;
+			s.off = i;
+			snprintf(s.msg, sizeof(s.msg), "trailing data after the JSON value");
+			st = yajl_status_error;
+		}
 	}
 	free(s.serials);
 	free(s.tab);

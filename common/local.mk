@@ -9,12 +9,14 @@ libdecod_a_SOURCES = \
 	common/spool.c common/spool.h \
 	common/journal.c common/journal.h \
 	common/stage.c common/stage.h \
+	common/housekeeping.c common/housekeeping.h \
 	common/store.c common/store.h common/store_impl.h \
-	common/store_local.c \
-	common/store_etcd.c \
+	common/store_local.c common/store_local.h common/store_local_watch.c \
+	common/store_etcd.c common/store_etcd.h common/store_etcd_client.c \
+	common/store_etcd_watch.c common/store_etcd_lock.c \
 	common/store_keys.c common/store_keys.h \
 	common/resource.c common/resource.h \
 	common/s3key.c common/s3key.h \
 	common/kube.c common/kube.h common/kube_impl.h \
 	common/kube_config.c common/kube_informer.c \
-	proto/proto.c proto/proto.h
+	proto/proto.c proto/proto.h proto/proto_detail.c proto/proto_tree.c

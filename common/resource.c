@@ -59,6 +59,90 @@ resource_kind_name(const char *plural)
 	return NULL;
 }
 
+/*
+ * The spec fields each kind knows (the CRDs in deploy/ list the same): a
+ * path per line, "x.*" for an object whose members are free (block names).
+ */
+#define SOURCE_FIELDS "source", "inline", "inline.value", "inline.value.*", \
+	"github", "github.org", "github.repo", "github.commit", "github.path", \
+	"github.secret", "git", "git.url", "git.ref", "git.dir", "git.period", \
+	"git.secret", "dir", "dir.path", "oci", "oci.image", "oci.dir", \
+	"oci.period", "oci.secret"
+static const char *const decofile_fields[] = { SOURCE_FIELDS, "deploymentId",
+	"target", "templates", "updatePolicy", "updatePolicy.templateChanges",
+	"updatePolicy.window", "silent", "notify", "notify.style",
+	"notify.concurrency", "endpoints", NULL };
+static const char *const template_fields[] = { SOURCE_FIELDS, NULL };
+static const char *const tenant_fields[] = { "valkeyAcl", "site", NULL };
+static const char *const endpoint_fields[] = { "url", "style", "tsFile", "token", NULL };
+
+/* field_known - 2: known with free members, 1: known, 0: unknown */
+static int
+field_known(const char *const *list, const char *path)
+{
+	size_t n = strlen(path);
+	int found = 0;
+
+	for (int i = 0; list[i] != NULL; i++) {
+		if (strcmp(list[i], path) == 0)
+			found = 1;
+		else if (strncmp(list[i], path, n) == 0 && strcmp(list[i] + n, ".*") == 0)
+			return 2;
+	}
+	return found;
+}
+
+static int
+unknown_walk(const char *const *list, yajl_val v, struct buf *path, struct buf *out)
+{
+	size_t mark = path->len;
+	int n = 0, known;
+
+	for (size_t i = 0; v != NULL && YAJL_IS_OBJECT(v) && i < v->u.object.len; i++) {
+		if (mark > 0)
+			buf_addc(path, '.');
+		buf_adds(path, v->u.object.keys[i]);
+		known = field_known(list, path->data);
+		if (known == 0) {
+			if (out->len > 0)
+				buf_adds(out, ", ");
+			buf_printf(out, "\"spec.%s\"", path->data);
+			n++;
+		} else if (known == 1) {
+			n += unknown_walk(list, v->u.object.values[i], path, out);
+		}
+		path->len = mark;
+		path->data[mark] = '\0';
+	}
+	return n;
+}
+
+int
+resource_unknown_fields(yajl_val doc, struct buf *out)
+{
+	const char *kind = json_get_str(doc, "kind", NULL);
+	const char *plural = kind ? resource_kind_plural(kind) : NULL;
+	const char *const *list;
+	struct buf path;
+	int n;
+
+	if (plural == NULL)
+		return 0;
+	if (strcmp(plural, "decofiles") == 0)
+		list = decofile_fields;
+	else if (strcmp(plural, "templates") == 0)
+		list = template_fields;
+	else if (strcmp(plural, "tenants") == 0)
+		list = tenant_fields;
+	else
+		list = endpoint_fields;
+	buf_init(&path);
+	buf_adds(&path, "");
+	n = unknown_walk(list, json_get(doc, "spec", NULL), &path, out);
+	buf_free(&path);
+	return n;
+}
+
 /* get_tree - read key and parse it; 0, 1 absent, -1 error */
 static int
 get_tree(struct store *s, const char *key, yajl_val *doc, char *err, size_t errlen)
@@ -109,6 +193,61 @@ spec_text(yajl_val doc)
 }
 
 int
+resource_validate(yajl_val doc, const char *plural, const char *name, const char *ns,
+    char *err, size_t errlen)
+{
+	yajl_val v;
+
+	if (name == NULL || !name_valid(name)) {
+		snprintf(err, errlen, "metadata.name \"%.80s%s\" is not a valid name (a "
+		    "DNS-1123 subdomain: lower case letters, digits, '-' and '.', each "
+		    "dot-separated part starting and ending with a letter or digit, at "
+		    "most 253)", name ? name : "", name && strlen(name) > 80 ? "..." : "");
+		return -1;
+	}
+	if (strcmp(plural, "decofiles") == 0 && strlen(name) > DECOFILE_NAME_MAX) {
+		snprintf(err, errlen, "metadata.name is %zu characters; a Decofile's name "
+		    "may have at most %d, so that its ConfigMap decofile-<name> and its "
+		    "job lock fit", strlen(name), DECOFILE_NAME_MAX);
+		return -1;
+	}
+	if (!ns_valid(ns)) {
+		snprintf(err, errlen, "metadata.namespace \"%.80s\" is not a valid namespace "
+		    "(a DNS-1123 label: lower case letters, digits and '-', no '.', at "
+		    "most 63)", ns);
+		return -1;
+	}
+	if ((v = json_get(doc, "spec", NULL)) != NULL && !YAJL_IS_OBJECT(v)) {
+		snprintf(err, errlen, "spec must be an object");
+		return -1;
+	}
+	if ((strcmp(plural, "decofiles") == 0 || strcmp(plural, "templates") == 0) &&
+	    url_has_credentials(json_get_str(doc, "spec", "git", "url", NULL))) {
+		snprintf(err, errlen, "spec.git.url carries credentials (user:password@ "
+		    "or token@): they would show in ps, logs and decoctl get; put them in "
+		    "a file under secrets_dir and name it in spec.git.secret");
+		return -1;
+	}
+	if (strcmp(plural, "decofiles") == 0) {
+		const char *dep = json_get_str(doc, "spec", "deploymentId", NULL);
+
+		if (json_get(doc, "spec", "deploymentId", NULL) != NULL && dep == NULL) {
+			snprintf(err, errlen, "spec.deploymentId must be a string");
+			return -1;
+		}
+		if (!label_value_valid(dep ? dep : name)) {
+			snprintf(err, errlen, "%s \"%.80s\" is not a valid deploymentId (a "
+			    "Kubernetes label value: letters, digits, '-', '_' and '.', at "
+			    "most 63)%s", dep ? "spec.deploymentId" : "the deploymentId "
+			    "(metadata.name)", dep ? dep : name, dep ? "" :
+			    "; set spec.deploymentId");
+			return -1;
+		}
+	}
+	return 0;
+}
+
+int
 resource_put(struct store *s, yajl_val doc, const char *default_ns, int *changed,
     char *out_plural, char *out_ns, char *out_name, char *err, size_t errlen)
 {
@@ -140,21 +279,10 @@ resource_put(struct store *s, yajl_val doc, const char *default_ns, int *changed
 		    "Tenant, Endpoint)", kind ? kind : "");
 		return -1;
 	}
-	if (name == NULL || !name_valid(name)) {
-		snprintf(err, errlen, "metadata.name \"%s\" is not a valid name "
-		    "(lower case letters, digits, '-' and '.', at most 253)", name ? name : "");
-		return -1;
-	}
 	if (ns == NULL || *ns == '\0')
 		ns = default_ns ? default_ns : "default";
-	if (!name_valid(ns)) {
-		snprintf(err, errlen, "metadata.namespace \"%s\" is not a valid name", ns);
+	if (resource_validate(doc, plural, name, ns, err, errlen) < 0)
 		return -1;
-	}
-	if ((v = json_get(doc, "spec", NULL)) != NULL && !YAJL_IS_OBJECT(v)) {
-		snprintf(err, errlen, "spec must be an object");
-		return -1;
-	}
 	key = key_resource(plural, ns, name);
 	if ((rc = get_tree(s, key, &old, err, errlen)) < 0) {
 		free(key);
@@ -202,6 +330,18 @@ resource_put(struct store *s, yajl_val doc, const char *default_ns, int *changed
 	jw_raw(&w, newspec, strlen(newspec));
 	jw_end_obj(&w);
 
+	if (b.len > RESOURCE_MAX_SIZE) {
+		snprintf(err, errlen, "the resource is %zu bytes, over the limit of %u "
+		    "(1 MiB, as Kubernetes objects); keep large blocks in git or a folder",
+		    b.len, RESOURCE_MAX_SIZE);
+		free(key);
+		free(newspec);
+		free(oldspec);
+		buf_free(&b);
+		if (old != NULL)
+			yajl_tree_free(old);
+		return -1;
+	}
 	rc = 0;
 	/* metadata (annotations, labels) may change without the spec */
 	if (old != NULL && same) {

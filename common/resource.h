@@ -41,14 +41,37 @@ const char *resource_kind_name(const char *plural);
 int resource_get(struct store *s, const char *plural, const char *ns,
     const char *name, yajl_val *doc, char *err, size_t errlen);
 
+/* the largest resource resource_put writes: Kubernetes' own object limit */
+#define RESOURCE_MAX_SIZE (1u << 20)
+
+/*
+ * resource_unknown_fields - the spec fields of doc that its kind does not
+ * know (a typo like "targett" would otherwise pass silently), appended to
+ * out as "\"spec.a.b\", ..."; returns how many.
+ */
+int resource_unknown_fields(yajl_val doc, struct buf *out);
+
+/*
+ * resource_validate - the checks resource_put makes on names before it
+ * touches the store (so a name too long for a key is reported as a bad
+ * name): name a DNS-1123 subdomain, ns a DNS-1123 label, a Decofile's
+ * derived names fitting (name <= DECOFILE_NAME_MAX, deploymentId a label
+ * value), spec an object.  0, or -1 with err.
+ */
+int resource_validate(yajl_val doc, const char *plural, const char *name,
+    const char *ns, char *err, size_t errlen);
+
 /*
  * resource_put - write a resource from a client (decoctl apply): checks
  * apiVersion/kind/metadata.name, fills namespace, keeps created_at from the
  * stored record, stamps updated_at, raises metadata.generation by one when
  * spec changed (1 for a new one), and drops any client-written status.
  * *changed (if non-NULL) gets 2 for a new resource, 1 when spec or
- * metadata changed, 0 when nothing did (nothing is written then).  0 or -1
- * with err.
+ * metadata changed, 0 when nothing did (nothing is written then).  Refuses
+ * (-1 with err) names that are not DNS-1123 subdomains, namespaces that are
+ * not DNS-1123 labels, a Decofile whose derived names would not fit (name
+ * over DECOFILE_NAME_MAX, deploymentId not a label value), and a resource
+ * over RESOURCE_MAX_SIZE.  0 or -1 with err.
  */
 int resource_put(struct store *s, yajl_val doc, const char *default_ns,
     int *changed, char *out_plural, char *out_ns, char *out_name,

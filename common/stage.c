@@ -24,6 +24,7 @@
 #include <nng/protocol/pipeline0/push.h>
 
 #include "common/conf.h"
+#include "common/housekeeping.h"
 #include "common/journal.h"
 #include "common/json.h"
 #include "common/log.h"
@@ -90,7 +91,11 @@ struct stage {
 	void *data;
 	void (*wake_cb)(struct stage *, void *);
 	void *wake_arg;
+	int64_t hk_timer;	/* housekeeping's next run (timer id), 0: none */
+	int64_t hk_interval;	/* ... and the interval it was scheduled with */
 };
+
+static void housekeeping_timer(struct stage *st, void *arg);
 
 static int sig_pipe[2] = { -1, -1 };
 static volatile sig_atomic_t sig_term, sig_hup;
@@ -697,6 +702,12 @@ reload(struct stage *st)
 	st->cf = cf;
 	log_init(st->ops->name, log_parse_level(conf_get(cf, "log_level")),
 	    log_parse_format(conf_get(cf, "log_format")));
+	/* a new housekeeping_interval takes effect now, not after the old one */
+	if (st->hk_timer != 0 && conf_get_ms(cf, "housekeeping_interval") != st->hk_interval) {
+		stage_cancel_timer(st, st->hk_timer);
+		st->hk_interval = conf_get_ms(cf, "housekeeping_interval");
+		st->hk_timer = stage_add_timer(st, st->hk_interval, housekeeping_timer, NULL);
+	}
 	if (st->ops->reload != NULL && st->ops->reload(st) < 0)
 		log_kv(LOG_ERROR, "reload failed", NULL);
 	log_kv(LOG_INFO, "reloaded configuration", NULL);
@@ -721,92 +732,19 @@ run_timers(struct stage *st)
 	}
 }
 
-/* the set of hashes the spool must keep, for spool_gc */
-struct keep_set {
-	char **h;
-	size_t n, cap;
-};
-
-static void
-keep_add(void *arg, const char *hash)
-{
-	struct keep_set *k = arg;
-
-	if (k->n == k->cap) {
-		k->cap = k->cap ? 2 * k->cap : 256;
-		k->h = xrealloc(k->h, k->cap * sizeof(*k->h));
-	}
-	k->h[k->n++] = xstrdup(hash);
-}
-
-static int
-keep_cmp(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-static int
-keep_has(void *arg, const char *hash)
-{
-	struct keep_set *k = arg;
-	const char *key = hash;
-
-	return k->n > 0 && bsearch(&key, k->h, k->n, sizeof(*k->h), keep_cmp) != NULL;
-}
-
 /*
- * housekeeping - prune old history, then remove spool blobs nothing refers
- * to: the journal's referenced hashes, plus every blob a referenced tree
- * manifest names.  Blobs younger than an hour are kept, so a blob written
- * just before its journal row is never taken.
+ * housekeeping_timer - prune and collect (housekeeping.c) with the
+ * settings as they are now, so a SIGHUP changing journal_retention applies
+ * at the next run; then schedule the next run
  */
-static void
-housekeeping(struct stage *st)
-{
-	struct keep_set k = { NULL, 0, 0 };
-	size_t first;
-	long removed;
-	char n[32];
-
-	if (journal_prune(st->j, conf_get_ms(st->cf, "journal_retention")) < 0)
-		log_kv(LOG_WARN, "journal prune failed", "error", journal_error(st->j), NULL);
-	if (journal_referenced(st->j, keep_add, &k) < 0) {
-		log_kv(LOG_WARN, "spool gc skipped", "error", journal_error(st->j), NULL);
-		goto out;
-	}
-	first = k.n;
-	for (size_t i = 0; i < first; i++) {
-		size_t len;
-		char *doc = spool_get(st->sp, k.h[i], &len);
-		const char *p;
-
-		/* a tree manifest names its blobs as "blob":"<hash>" */
-		for (p = doc; p != NULL && (p = strstr(p, "\"blob\":\"")) != NULL; p += 8) {
-			char h[65];
-
-			if (sscanf(p + 8, "%64[0-9a-f]", h) == 1 && strlen(h) == 64)
-				keep_add(&k, h);
-		}
-		free(doc);
-	}
-	if (k.n > 1)
-		qsort(k.h, k.n, sizeof(*k.h), keep_cmp);
-	removed = spool_gc(st->sp, 3600 * 1000, keep_has, &k);
-	snprintf(n, sizeof(n), "%ld", removed);
-	log_kv(LOG_INFO, "housekeeping done", "spool_removed", n, NULL);
-out:
-	for (size_t i = 0; i < k.n; i++)
-		free(k.h[i]);
-	free(k.h);
-}
-
 static void
 housekeeping_timer(struct stage *st, void *arg)
 {
 	(void)arg;
-	housekeeping(st);
-	stage_add_timer(st, conf_get_ms(st->cf, "housekeeping_interval"), housekeeping_timer,
-	    NULL);
+	st->hk_timer = 0;
+	(void)housekeeping_run(st->j, st->sp, conf_get_ms(st->cf, "journal_retention"));
+	st->hk_interval = conf_get_ms(st->cf, "housekeeping_interval");
+	st->hk_timer = stage_add_timer(st, st->hk_interval, housekeeping_timer, NULL);
 }
 
 static int
@@ -861,9 +799,11 @@ stage_main(int argc, char **argv, const struct stage_ops *ops)
 	if (ops->init != NULL && ops->init(st) < 0)
 		fatal("%s: init failed", ops->name);
 	journal_audit(st->j, ops->name, "-", "start", "");
-	if (ops->housekeeping)
-		stage_add_timer(st, conf_get_ms(st->cf, "housekeeping_interval") < 60000 ?
-		    conf_get_ms(st->cf, "housekeeping_interval") : 60000, housekeeping_timer, NULL);
+	if (ops->housekeeping) {
+		st->hk_interval = conf_get_ms(st->cf, "housekeeping_interval");
+		st->hk_timer = stage_add_timer(st, st->hk_interval < 60000 ? st->hk_interval :
+		    60000, housekeeping_timer, NULL);
+	}
 	rescan_ms = conf_get_ms(st->cf, "rescan_interval");
 	st->kick = 1;			/* claim what an earlier run left */
 	st->next_rescan = now_ms() + rescan_ms;

@@ -161,8 +161,39 @@ name_valid(const char *s)
 	for (i = 0; i < len; i++) {
 		char c = s[i];
 		int alnum = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+		int edge = i == 0 || i == len - 1 || s[i - 1] == '.' || s[i + 1] == '.';
 
-		if (!alnum && ((c != '-' && c != '.') || i == 0 || i == len - 1))
+		if (alnum)
+			continue;
+		if (c == '-' && !edge)
+			continue;
+		if (c == '.' && i != 0 && i != len - 1 && s[i - 1] != '.' &&
+		    s[i - 1] != '-' && s[i + 1] != '-')
+			continue;
+		return 0;
+	}
+	return 1;
+}
+
+int
+ns_valid(const char *s)
+{
+	return s != NULL && strlen(s) <= 63 && strchr(s, '.') == NULL && name_valid(s);
+}
+
+int
+label_value_valid(const char *s)
+{
+	size_t len, i;
+
+	if (s == NULL || (len = strlen(s)) == 0 || len > 63)
+		return 0;
+	for (i = 0; i < len; i++) {
+		char c = s[i];
+		int alnum = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+		    (c >= '0' && c <= '9');
+
+		if (!alnum && ((c != '-' && c != '_' && c != '.') || i == 0 || i == len - 1))
 			return 0;
 	}
 	return 1;

@@ -36,7 +36,27 @@ char *key_instance(const char *id);
  */
 int key_parse_resource(const char *key, char *kind, char *ns, char *name);
 
-/* name_valid - a Kubernetes-style name: [a-z0-9]([-.a-z0-9]*[a-z0-9])?, <= 253 */
+/*
+ * name_valid - a DNS-1123 subdomain, as Kubernetes checks object names:
+ * at most 253 bytes of dot-separated labels, each [a-z0-9]([-a-z0-9]*[a-z0-9])?
+ * (so no "..", no "-" next to a ".").
+ */
 int name_valid(const char *s);
+
+/* ns_valid - a DNS-1123 label, as Kubernetes checks namespaces: <= 63, no dots */
+int ns_valid(const char *s);
+
+/*
+ * label_value_valid - a Kubernetes label value that is not empty: <= 63,
+ * [A-Za-z0-9]([-_.A-Za-z0-9]*[A-Za-z0-9])?  (a deploymentId is one).
+ */
+int label_value_valid(const char *s);
+
+/*
+ * The longest Decofile name whose derived names all fit: the ConfigMap
+ * "decofile-<name>" (253), the local store's job-lock file "<name>.lock"
+ * (255 bytes a file name).
+ */
+#define DECOFILE_NAME_MAX 244
 
 #endif

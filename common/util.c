@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 #include <unistd.h>
 #include <sys/stat.h>
@@ -469,18 +470,30 @@ parse_size(const char *s, uint64_t *bytes)
 }
 
 int
-path_clean_rel(const char *in, char *out, size_t outlen)
+path_clean(const char *in, char *out, size_t outlen, const char **why)
 {
 	size_t o = 0, seglen;
-	const char *p = in, *seg;
+	const char *p = in, *seg, *dummy;
 
+	if (why == NULL)
+		why = &dummy;
+	*why = "is not a clean relative path";
 	if (in == NULL || *in == '/' || outlen == 0)
 		return -1;
-	if (strlen(in) > 1024)
+	if (strlen(in) > PATH_REL_MAX) {
+		*why = "longer than 1024 bytes";
 		return -1;
-	for (const unsigned char *c = (const unsigned char *)in; *c; c++)
-		if (*c < 0x20 || *c == 0x7f || *c == '\\')
+	}
+	for (const unsigned char *c = (const unsigned char *)in; *c; c++) {
+		if (*c < 0x20 || *c == 0x7f) {
+			*why = "contains a control byte";
 			return -1;
+		}
+		if (*c == '\\') {
+			*why = "contains a backslash";
+			return -1;
+		}
+	}
 	while (*p) {
 		while (*p == '/')
 			p++;
@@ -490,12 +503,18 @@ path_clean_rel(const char *in, char *out, size_t outlen)
 		seglen = (size_t)(p - seg);
 		if (seglen == 0 || (seglen == 1 && seg[0] == '.'))
 			continue;
-		if (seglen == 2 && seg[0] == '.' && seg[1] == '.')
+		if (seglen == 2 && seg[0] == '.' && seg[1] == '.') {
+			*why = "contains a \"..\" component";
 			return -1;
-		if (seglen > 255)
+		}
+		if (seglen > PATH_COMP_MAX) {
+			*why = "has a component longer than 253 bytes";
 			return -1;
-		if (o + seglen + 2 > outlen)
+		}
+		if (o + seglen + 2 > outlen) {
+			*why = "is too long for its buffer";
 			return -1;
+		}
 		if (o > 0)
 			out[o++] = '/';
 		memcpy(out + o, seg, seglen);
@@ -505,6 +524,12 @@ path_clean_rel(const char *in, char *out, size_t outlen)
 		return -1;
 	out[o] = '\0';
 	return 0;
+}
+
+int
+path_clean_rel(const char *in, char *out, size_t outlen)
+{
+	return path_clean(in, out, outlen, NULL);
 }
 
 int
@@ -521,4 +546,27 @@ set_cloexec(int fd)
 	int fl = fcntl(fd, F_GETFD);
 
 	return fl < 0 || fcntl(fd, F_SETFD, fl | FD_CLOEXEC) < 0 ? -1 : 0;
+}
+
+int
+url_has_credentials(const char *url)
+{
+	const char *scheme, *host, *end, *at;
+	size_t slen;
+
+	if (url == NULL || (scheme = strstr(url, "://")) == NULL)
+		return 0;
+	slen = (size_t)(scheme - url);
+	host = scheme + 3;
+	end = host + strcspn(host, "/?#");
+	for (at = end; at > host && at[-1] != '@'; at--)
+		;
+	if (at == host)
+		return 0;	/* no userinfo */
+	if ((slen == 4 && strncasecmp(url, "http", 4) == 0) ||
+	    (slen == 5 && strncasecmp(url, "https", 5) == 0) ||
+	    (slen == 3 && strncasecmp(url, "ftp", 3) == 0) ||
+	    (slen == 4 && strncasecmp(url, "ftps", 4) == 0))
+		return 1;
+	return memchr(host, ':', (size_t)(at - host)) != NULL;
 }

@@ -72,16 +72,33 @@ void rfc3339_from(int64_t unix_s, char *out, size_t len);
 int parse_duration_ms(const char *s, int64_t *ms);
 
 /*
+ * url_has_credentials - the URL carries a secret in its userinfo: any
+ * "user@" or "user:password@" of an http(s)/ftp(s) URL (a lone user there is
+ * usually a token), a "user:password@" of any other scheme ("ssh://git@"
+ * is only a user name).  scp-like "git@host:path" has no scheme: 0.
+ */
+int url_has_credentials(const char *url);
+
+/*
  * parse_size - "2.5MB", "1MiB", "4096", "10k".  Returns 0 and sets *bytes,
  * or -1 if malformed, signed, not finite, hexadecimal or 2^63 bytes or more.
  */
 int parse_size(const char *s, uint64_t *bytes);
 
+/* a key or relative path: at most 1024 bytes, each component at most 253
+ * (a Kubernetes name; the local store adds 2 bytes of suffix to each) */
+#define PATH_REL_MAX 1024
+#define PATH_COMP_MAX 253
+
 /*
- * path_clean_rel - clean a relative key/path: collapse "//" and "./",
- * refuse "..", absolute paths, NUL or control bytes and names over 255
- * bytes or paths over 1024.  Writes the cleaned path into out; 0 or -1.
+ * path_clean - the one validator of store keys and relative paths: collapse
+ * "//" and "./"; refuse "..", absolute paths, control bytes, backslashes,
+ * components over PATH_COMP_MAX and paths over PATH_REL_MAX.  Writes the
+ * cleaned path into out (outlen bytes).  0, or -1 with *why (if non-NULL)
+ * set to a static phrase that completes "key ... " in an error message.
  */
+int path_clean(const char *in, char *out, size_t outlen, const char **why);
+/* path_clean_rel - path_clean without the reason; 0 or -1 */
 int path_clean_rel(const char *in, char *out, size_t outlen);
 
 /* set_nonblock, set_cloexec - fcntl helpers; 0 or -1 */

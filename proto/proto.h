@@ -59,4 +59,91 @@ int proto_encode(const struct proto_msg *m, unsigned char *out, size_t outlen);
  */
 int proto_decode(const void *buf, size_t len, struct proto_msg *m, char *err, size_t errlen);
 
+/*
+ * Item details (PROTOCOL.md §2): the `detail` column of a work item, typed
+ * per receiving stage.  Text is "key=value" words joined by single spaces,
+ * at most PROTO_MAX_DETAIL bytes (the journal_item buffer); a word "v=1"
+ * may name the version (absent: 1).  Values are printable ASCII without
+ * spaces.  Encoders return the length written into out, or -1 if a field
+ * is missing or bad (nothing useful is in out then).  Decoders check the
+ * whole detail (every word known, none twice, each value's form and size,
+ * required ones present) and return 0, or -1 with the reason in err.
+ */
+#define PROTO_DETAIL_VERSION 1
+#define PROTO_MAX_DETAIL 511
+#define PROTO_MAX_SOURCE 31
+#define PROTO_MAX_COMMIT 127
+
+/* to the renderer, from the fetcher: "source=git commit=<id> generation=<n>" */
+struct proto_render_detail {
+	char source[PROTO_MAX_SOURCE + 1];	/* required: inline, dir, git, github, oci */
+	char commit[PROTO_MAX_COMMIT + 1];	/* "": the source has none */
+	int64_t generation;			/* metadata.generation; -1: not given */
+};
+int proto_render_detail_encode(const struct proto_render_detail *d, char *out, size_t outlen);
+int proto_render_detail_decode(const char *s, struct proto_render_detail *d, char *err,
+    size_t errlen);
+
+/* to the publisher, from the renderer: "format=bin bin=<sha256> commit=<id>" */
+struct proto_publish_detail {
+	char format[8];				/* required: "json" or "bin" */
+	char bin[65];				/* sha256 of the brotli blob; required for bin */
+	char commit[PROTO_MAX_COMMIT + 1];	/* "": none */
+};
+int proto_publish_detail_encode(const struct proto_publish_detail *d, char *out,
+    size_t outlen);
+int proto_publish_detail_decode(const char *s, struct proto_publish_detail *d, char *err,
+    size_t errlen);
+
+/* to the notifier, from the publisher: "timestamp=<unix s> commit=<id or ->" */
+struct proto_notify_detail {
+	int64_t timestamp;			/* required: the published timestamp */
+	char commit[PROTO_MAX_COMMIT + 1];	/* "": none (written "commit=-") */
+};
+int proto_notify_detail_encode(const struct proto_notify_detail *d, char *out,
+    size_t outlen);
+int proto_notify_detail_decode(const char *s, struct proto_notify_detail *d, char *err,
+    size_t errlen);
+
+/*
+ * The tree manifest (PROTOCOL.md §3): the spool blob that lists a fetched
+ * tree, {"source":S,"commit":C,"entries":[{"key","path","blob"}...]}, its
+ * sha256 the tree hash renderer items carry.  Version 1 writes no
+ * "version" field; a reader takes its absence as 1 and refuses any other.
+ */
+#define PROTO_TREE_VERSION 1
+#define PROTO_MAX_TREE_LEN (64 << 20)
+#define PROTO_MAX_TREE_ENTRIES 1000000
+#define PROTO_MAX_TREE_TEXT 4096	/* a key or path, in bytes */
+
+struct proto_tree_entry {
+	char *key;		/* block name, decoded (SPEC §9) */
+	char *path;		/* where it came from; what errors name */
+	char blob[65];		/* sha256 of the file's bytes in the spool */
+};
+
+struct proto_tree {
+	char source[PROTO_MAX_SOURCE + 1];	/* "" only in a hand-made manifest */
+	char commit[PROTO_MAX_COMMIT + 1];	/* "": none */
+	size_t n;
+	struct proto_tree_entry *e;		/* sorted by key, then path */
+};
+
+struct buf;
+/*
+ * proto_tree_encode - append t as manifest JSON to out.  Checks what the
+ * decoder checks (source a word, entries sorted, each key and path text,
+ * each blob a sha256); 0, or -1 with the reason in err (out unchanged).
+ */
+int proto_tree_encode(const struct proto_tree *t, struct buf *out, char *err, size_t errlen);
+/*
+ * proto_tree_decode - parse and check a manifest whole (JSON object, known
+ * fields only, version, sizes, every entry); t owns copies of every string
+ * (free with proto_tree_free).  0, or -1 with the reason in err and t empty.
+ */
+int proto_tree_decode(const char *text, size_t len, struct proto_tree *t, char *err,
+    size_t errlen);
+/* proto_tree_free - free what t owns and empty it; NULL is fine */
+void proto_tree_free(struct proto_tree *t);
+
 #endif

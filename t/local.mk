@@ -66,3 +66,9 @@ t_unit_decod_fsm_test_LDADD = $(TEST_LIBS)
 TESTS += t/unit/decod_fsm_test
 TESTS += t/integration/reload.sh
 EXTRA_DIST += t/integration/reload.sh
+
+# typed payloads: item details and the tree manifest
+check_PROGRAMS += t/unit/proto_detail_test t/unit/proto_tree_test
+t_unit_proto_detail_test_LDADD = $(TEST_LIBS)
+t_unit_proto_tree_test_LDADD = $(TEST_LIBS)
+TESTS += t/unit/proto_detail_test t/unit/proto_tree_test

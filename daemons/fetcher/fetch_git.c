@@ -57,11 +57,13 @@ fetch_git_redact(const char *url)
 	if (scheme == NULL)
 		return xstrdup(url);
 	host = scheme + 3;
-	slash = strchr(host, '/');
-	at = strchr(host, '@');
-	if (at == NULL || (slash != NULL && at > slash))
+	slash = host + strcspn(host, "/?#");
+	/* the last '@' of the authority: a password may hold an unescaped one */
+	for (at = slash; at > host && at[-1] != '@'; at--)
+		;
+	if (at == host)
 		return xstrdup(url);
-	return xasprintf("%.*s***%s", (int)(host - url), url, at);
+	return xasprintf("%.*s***%s", (int)(host - url), url, at - 1);
 }
 
 static int
@@ -225,6 +227,15 @@ fetch_git_resolve(const struct fetch_git_req *req, char *id, struct fetch_result
 	if (!fetch_git_valid_url(req->url))
 		return fetch_result_error(res, "FetchError",
 		    "source git: spec.git.url is missing or not a usable git URL");
+	/* stored before apply refused them (or written around decoctl) */
+	if (url_has_credentials(req->url)) {
+		red = fetch_git_redact(req->url);
+		rc = fetch_result_error(res, "FetchError", "source git: spec.git.url %s "
+		    "carries credentials; git would show them in ps: put them in a file "
+		    "under secrets_dir and name it in spec.git.secret", red);
+		free(red);
+		return rc;
+	}
 	if (is_hex40(ref)) {
 		for (int i = 0; i < 40; i++)
 			id[i] = (char)tolower((unsigned char)ref[i]);

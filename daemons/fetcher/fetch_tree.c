@@ -12,22 +12,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/json.h"
 #include "common/spool.h"
 #include "common/util.h"
 #include "daemons/fetcher/fetch_tree.h"
-
-struct entry {
-	char *key;
-	char *path;
-	char blob[65];
-};
+#include "proto/proto.h"
 
 struct fetch_tree {
 	struct spool *sp;
 	struct fetch_limits lim;
-	struct entry *e;
-	size_t n, cap;
+	struct proto_tree pt;	/* the manifest's entries */
+	size_t cap;
 	uint64_t bytes;
 };
 
@@ -59,11 +53,7 @@ fetch_tree_free(struct fetch_tree *t)
 {
 	if (t == NULL)
 		return;
-	for (size_t i = 0; i < t->n; i++) {
-		free(t->e[i].key);
-		free(t->e[i].path);
-	}
-	free(t->e);
+	proto_tree_free(&t->pt);
 	free(t);
 }
 
@@ -86,21 +76,21 @@ int
 fetch_tree_add(struct fetch_tree *t, const char *key, const char *path,
     const void *data, size_t len, struct fetch_result *res)
 {
-	struct entry *e;
+	struct proto_tree_entry *e;
 
 	if (fetch_tree_check_size(t, path, len, res) < 0)
 		return -1;
-	if (t->n == t->cap) {
+	if (t->pt.n == t->cap) {
 		t->cap = t->cap ? t->cap * 2 : 16;
-		t->e = xrealloc(t->e, t->cap * sizeof(*t->e));
+		t->pt.e = xrealloc(t->pt.e, t->cap * sizeof(*t->pt.e));
 	}
-	e = &t->e[t->n];
+	e = &t->pt.e[t->pt.n];
 	if (spool_put(t->sp, data, len, e->blob) < 0)
 		return fetch_result_error(res, "FetchError", "%s: cannot write to the spool: %s",
 		    path, strerror(errno));
 	e->key = xstrdup(key);
 	e->path = xstrdup(path);
-	t->n++;
+	t->pt.n++;
 	t->bytes += len;
 	return 0;
 }
@@ -108,7 +98,7 @@ fetch_tree_add(struct fetch_tree *t, const char *key, const char *path,
 static int
 entry_cmp(const void *a, const void *b)
 {
-	const struct entry *x = a, *y = b;
+	const struct proto_tree_entry *x = a, *y = b;
 	int c = strcmp(x->key, y->key);
 
 	return c != 0 ? c : strcmp(x->path, y->path);
@@ -119,34 +109,18 @@ fetch_tree_finish(struct fetch_tree *t, const char *source, const char *commit,
     struct fetch_result *res)
 {
 	struct buf b;
-	struct jw w;
+	char err[512];
 	int rc = 0;
 
-	if (t->n > 1)
-		qsort(t->e, t->n, sizeof(*t->e), entry_cmp);
+	if (t->pt.n > 1)
+		qsort(t->pt.e, t->pt.n, sizeof(*t->pt.e), entry_cmp);
+	snprintf(t->pt.source, sizeof(t->pt.source), "%s", source);
+	snprintf(t->pt.commit, sizeof(t->pt.commit), "%s", commit ? commit : "");
 	buf_init(&b);
-	jw_init(&w, &b);
-	jw_obj(&w);
-	jw_key(&w, "source");
-	jw_str(&w, source);
-	if (commit != NULL && commit[0] != '\0') {
-		jw_key(&w, "commit");
-		jw_str(&w, commit);
+	if (proto_tree_encode(&t->pt, &b, err, sizeof(err)) < 0) {
+		buf_free(&b);
+		return fetch_result_error(res, "FetchError", "tree manifest: %s", err);
 	}
-	jw_key(&w, "entries");
-	jw_arr(&w);
-	for (size_t i = 0; i < t->n; i++) {
-		jw_obj(&w);
-		jw_key(&w, "key");
-		jw_str(&w, t->e[i].key);
-		jw_key(&w, "path");
-		jw_str(&w, t->e[i].path);
-		jw_key(&w, "blob");
-		jw_str(&w, t->e[i].blob);
-		jw_end_obj(&w);
-	}
-	jw_end_arr(&w);
-	jw_end_obj(&w);
 	if (spool_put(t->sp, b.data, b.len, res->tree_hash) < 0) {
 		rc = fetch_result_error(res, "FetchError",
 		    "cannot write the tree manifest to the spool: %s", strerror(errno));
@@ -154,7 +128,7 @@ fetch_tree_finish(struct fetch_tree *t, const char *source, const char *commit,
 		res->reason = NULL;
 		res->error[0] = '\0';
 		snprintf(res->commit, sizeof(res->commit), "%s", commit ? commit : "");
-		res->entries = t->n;
+		res->entries = t->pt.n;
 		res->bytes = t->bytes;
 	}
 	buf_free(&b);

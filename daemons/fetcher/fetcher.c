@@ -41,6 +41,7 @@
 #include "daemons/fetcher/fetch_kube.h"
 #include "daemons/fetcher/fetch_lock.h"
 #include "daemons/fetcher/fetch_run.h"
+#include "proto/proto.h"
 
 #define STAGE "fetcher"
 #define BACKOFF_MIN_MS 1000
@@ -442,7 +443,8 @@ last_handed(struct stage *st, const char *ns, const char *name, char *hash,
 {
 	sqlite3 *db = journal_db(stage_journal(st));
 	sqlite3_stmt *q;
-	char gen[32];
+	struct proto_render_detail rd;
+	char err[256];
 	int rc;
 
 	if (sqlite3_prepare_v2(db, "SELECT hash, detail FROM items WHERE stage='renderer'"
@@ -457,10 +459,13 @@ last_handed(struct stage *st, const char *ns, const char *name, char *hash,
 		const char *d = (const char *)sqlite3_column_text(q, 1);
 
 		snprintf(hash, 65, "%s", h ? h : "");
-		if (d == NULL || journal_detail_get(d, "commit", commit, 65) < 0)
-			commit[0] = '\0';
-		*generation = d != NULL && journal_detail_get(d, "generation", gen,
-		    sizeof(gen)) == 0 ? strtoll(gen, NULL, 10) : -1;
+		/* one we cannot read counts as different: the fetch is handed on again */
+		if (d == NULL || proto_render_detail_decode(d, &rd, err, sizeof(err)) < 0) {
+			rd.commit[0] = '\0';
+			rd.generation = -1;
+		}
+		snprintf(commit, 65, "%.64s", rd.commit);
+		*generation = rd.generation;
 		rc = 0;
 	} else {
 		rc = rc == SQLITE_DONE ? 1 : -1;
@@ -480,7 +485,8 @@ static int
 hand_on(struct stage *st, struct src *s, struct job *j)
 {
 	sqlite3 *db = journal_db(stage_journal(st));
-	char hash[65], commit[65], detail[256];
+	char hash[65], commit[65], detail[PROTO_MAX_DETAIL + 1];
+	struct proto_render_detail rd;
 	int64_t generation;
 	int rc;
 
@@ -494,12 +500,15 @@ hand_on(struct stage *st, struct src *s, struct job *j)
 		    j->res.tree_hash, NULL);
 		return 0;
 	}
-	if (j->res.commit[0] != '\0')
-		snprintf(detail, sizeof(detail), "source=%s commit=%s generation=%lld",
-		    s->source, j->res.commit, (long long)j->generation);
-	else
-		snprintf(detail, sizeof(detail), "source=%s generation=%lld", s->source,
-		    (long long)j->generation);
+	memset(&rd, 0, sizeof(rd));
+	snprintf(rd.source, sizeof(rd.source), "%s", s->source);
+	snprintf(rd.commit, sizeof(rd.commit), "%s", j->res.commit);
+	rd.generation = j->generation;
+	if (proto_render_detail_encode(&rd, detail, sizeof(detail)) < 0) {
+		log_kv(LOG_ERROR, "cannot encode the renderer item", "ns", s->ns, "name",
+		    s->name, "source", s->source, NULL);
+		return -1;
+	}
 	if (sqlite3_exec(db, "SAVEPOINT hand_on", NULL, NULL, NULL) != SQLITE_OK)
 		return -1;
 	if (journal_record_fetch(stage_journal(st), s->ns, s->name, s->source,

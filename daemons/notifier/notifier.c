@@ -26,6 +26,7 @@
 #include "common/util.h"
 #include "daemons/notifier/notify_engine.h"
 #include "daemons/notifier/notify_pods.h"
+#include "proto/proto.h"
 
 #define STAGE		"notifier"
 #define ACK_FLUSH_MS	500	/* how often finished replicas reach the journal */
@@ -402,7 +403,8 @@ on_item(struct stage *st, const struct journal_item *it)
 	struct rollout *r, *old;
 	yajl_val doc = NULL, *trees = NULL;
 	size_t count = 0, ntrees = 0;
-	char err[512], commit[128], ts[32], msg[1024];
+	char err[512], msg[1024];
+	struct proto_notify_detail nd;
 	const char *style;
 	enum notify_style stl = NOTIFY_PUSH;
 	int rv, push = 0;
@@ -414,6 +416,10 @@ on_item(struct stage *st, const struct journal_item *it)
 	if (n->pods != NULL && !notify_pods_synced(n->pods)) {
 		stage_item_error(st, "waiting for the first list of pods");
 		return STAGE_RETRY;
+	}
+	if (proto_notify_detail_decode(it->detail, &nd, err, sizeof(err)) < 0) {
+		stage_item_error(st, err);
+		return STAGE_FAIL;
 	}
 	rv = resource_get(stage_store(st), "decofiles", it->ns, it->name, &doc, err, sizeof(err));
 	if (rv == 1)
@@ -433,12 +439,9 @@ on_item(struct stage *st, const struct journal_item *it)
 	snprintf(r->ns, sizeof(r->ns), "%s", it->ns);
 	snprintf(r->name, sizeof(r->name), "%s", it->name);
 	snprintf(r->hash, sizeof(r->hash), "%s", it->hash);
-	r->timestamp = wall_ms() / 1000;
-	if (journal_detail_get(it->detail, "timestamp", ts, sizeof(ts)) == 0)
-		r->timestamp = strtoll(ts, NULL, 10);
-	if (journal_detail_get(it->detail, "commit", commit, sizeof(commit)) == 0 &&
-	    commit[0] != '\0' && strcmp(commit, "-") != 0)
-		snprintf(r->id, sizeof(r->id), "commit:%s", commit);
+	r->timestamp = nd.timestamp;
+	if (nd.commit[0] != '\0')
+		snprintf(r->id, sizeof(r->id), "commit:%s", nd.commit);
 	else
 		snprintf(r->id, sizeof(r->id), "timestamp:%lld", (long long)r->timestamp);
 

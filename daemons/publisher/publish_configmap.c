@@ -28,6 +28,7 @@
 #include "common/store_keys.h"
 #include "common/util.h"
 #include "daemons/publisher/publish_configmap.h"
+#include "proto/proto.h"
 
 #define STAGE "publisher"
 #define TARGET "configmap"
@@ -365,8 +366,19 @@ job_recorded(struct job *j)
 		snprintf(detail, sizeof(detail), "hash=%s location=%s timestamp=%lld deletion=%s%s",
 		    j->hash, loc, (long long)j->ts, j->detach ? "detach" : "delete",
 		    j->kind == JOB_ADOPT ? " (already held the content; adopted)" : "");
-		snprintf(why, sizeof(why), "timestamp=%lld commit=%s", (long long)j->ts,
-		    j->commit[0] ? j->commit : "-");
+		{
+			/* the notifier's item detail (proto.h); a commit it cannot carry is left out */
+			struct proto_notify_detail nd;
+
+			memset(&nd, 0, sizeof(nd));
+			nd.timestamp = j->ts;
+			if (strcmp(j->commit, "-") != 0 && strlen(j->commit) < sizeof(nd.commit))
+				memcpy(nd.commit, j->commit, strlen(j->commit) + 1);
+			if (proto_notify_detail_encode(&nd, why, sizeof(why)) < 0) {
+				nd.commit[0] = '\0';
+				(void)proto_notify_detail_encode(&nd, why, sizeof(why));
+			}
+		}
 		if (stage_begin(st) < 0)
 			ok = 0;
 		else if ((j->kind == JOB_PUBLISH && journal_record_publish(jr, j->ns, j->name,

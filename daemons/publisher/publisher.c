@@ -38,6 +38,7 @@
 #include "common/util.h"
 #include "daemons/publisher/publish_configmap.h"
 #include "daemons/publisher/publish_file.h"
+#include "proto/proto.h"
 
 #define STAGE "publisher"
 #define TARGET "file"
@@ -706,10 +707,20 @@ watch_timer_cb(struct stage *st, void *arg)
 
 /* ---- publishing ---- */
 
-static int
-is_format(const char *f)
+/* notify_detail - the notifier item's detail (proto.h) into out */
+static void
+notify_detail(char *out, size_t outlen, int64_t timestamp, const char *commit)
 {
-	return strcmp(f, "json") == 0 || strcmp(f, "bin") == 0;
+	struct proto_notify_detail nd;
+
+	memset(&nd, 0, sizeof(nd));
+	nd.timestamp = timestamp;
+	/* a commit the detail cannot carry is left out, not the rollout */
+	snprintf(nd.commit, sizeof(nd.commit), "%s", commit);
+	if (proto_notify_detail_encode(&nd, out, outlen) < 0) {
+		nd.commit[0] = '\0';
+		(void)proto_notify_detail_encode(&nd, out, outlen);
+	}
 }
 
 /*
@@ -742,8 +753,7 @@ adopt(struct stage *st, const struct journal_item *it, struct obj *o, yajl_val d
 	snprintf(detail, sizeof(detail), "hash=%s location=%s timestamp=%lld deletion=%s"
 	    " (published by another instance; adopted)", it->hash, res.location,
 	    (long long)res.timestamp, o->detach ? "detach" : "delete");
-	snprintf(why, sizeof(why), "timestamp=%lld commit=%s", (long long)res.timestamp,
-	    commit[0] ? commit : "-");
+	notify_detail(why, sizeof(why), res.timestamp, commit);
 	if (stage_begin(st) < 0)
 		return finish_later(st, it, STAGE_RETRY, "journal busy");
 	if (journal_inventory_put(j, it->ns, it->name, TARGET, res.location, it->hash) < 0 ||
@@ -784,6 +794,7 @@ on_item(struct stage *st, const struct journal_item *it)
 	const char *target, *blob;
 	int64_t last_ts = 0, ts;
 	struct published pb;
+	struct proto_publish_detail pd;
 	struct obj *o;
 	yajl_val doc = NULL;
 	size_t len;
@@ -794,14 +805,11 @@ on_item(struct stage *st, const struct journal_item *it)
 		return finish_later(st, it, STAGE_FAIL, "unknown item kind");
 	if (!is_sha256_hex(it->hash))
 		return finish_later(st, it, STAGE_FAIL, "item carries no content hash");
-	if (journal_detail_get(it->detail, "format", format, sizeof(format)) < 0)
-		snprintf(format, sizeof(format), "json");
-	if (!is_format(format))
-		return finish_later(st, it, STAGE_FAIL, "format must be json or bin");
-	journal_detail_get(it->detail, "bin", bin, sizeof(bin));
-	if (strcmp(format, "bin") == 0 && !is_sha256_hex(bin))
-		return finish_later(st, it, STAGE_FAIL, "format=bin needs bin=<sha256>");
-	journal_detail_get(it->detail, "commit", commit, sizeof(commit));
+	if (proto_publish_detail_decode(it->detail, &pd, why, sizeof(why)) < 0)
+		return finish_later(st, it, STAGE_FAIL, why);
+	snprintf(format, sizeof(format), "%s", pd.format);
+	snprintf(bin, sizeof(bin), "%s", pd.bin);
+	snprintf(commit, sizeof(commit), "%s", pd.commit);
 	if (!name_valid(it->ns) || !name_valid(it->name))
 		return finish_later(st, it, STAGE_FAIL, "invalid namespace or name");
 
@@ -906,8 +914,7 @@ on_item(struct stage *st, const struct journal_item *it)
 
 	snprintf(detail, sizeof(detail), "hash=%s location=%s timestamp=%lld deletion=%s",
 	    it->hash, res.location, (long long)res.timestamp, o->detach ? "detach" : "delete");
-	snprintf(why, sizeof(why), "timestamp=%lld commit=%s", (long long)res.timestamp,
-	    commit[0] ? commit : "-");
+	notify_detail(why, sizeof(why), res.timestamp, commit);
 	if (stage_begin(st) < 0)
 		return finish_later(st, it, STAGE_RETRY, "journal busy");
 	if (journal_record_publish(j, it->ns, it->name, TARGET, res.location, it->hash,

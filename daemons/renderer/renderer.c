@@ -34,6 +34,7 @@
 #include "common/stage.h"
 #include "daemons/renderer/render_brotli.h"
 #include "daemons/renderer/render_merge.h"
+#include "proto/proto.h"
 
 #define STAGE "renderer"
 #define MAX_TEMPLATES 64
@@ -48,10 +49,9 @@ struct renderer {
 /* one tree loaded from the spool: its manifest and every blob it lists */
 struct tree {
 	char hash[65];
-	char commit[200];
-	yajl_val manifest;
+	struct proto_tree pt;		/* the manifest */
 	size_t n;
-	struct render_input *in;	/* key/path point into manifest; data owned */
+	struct render_input *in;	/* key/path point into pt; data owned */
 };
 
 static struct renderer *
@@ -140,8 +140,7 @@ tree_free(struct tree *t)
 	for (size_t i = 0; i < t->n; i++)
 		free((char *)t->in[i].data);
 	free(t->in);
-	if (t->manifest != NULL)
-		yajl_tree_free(t->manifest);
+	proto_tree_free(&t->pt);
 	memset(t, 0, sizeof(*t));
 }
 
@@ -154,9 +153,7 @@ static int
 tree_load(struct spool *sp, const char *hash, int layer, struct tree *t,
     int *missing, char *why, size_t whylen)
 {
-	struct json_error je;
-	yajl_val entries;
-	const char *c;
+	char err[512];
 	size_t len;
 	char *text;
 
@@ -168,35 +165,24 @@ tree_load(struct spool *sp, const char *hash, int layer, struct tree *t,
 		snprintf(why, whylen, "tree manifest %s: %s", hash, strerror(errno));
 		return -1;
 	}
-	t->manifest = json_parse(text, len, &je);
-	free(text);
-	entries = json_get(t->manifest, "entries", NULL);
-	if (t->manifest == NULL || entries == NULL || !YAJL_IS_ARRAY(entries)) {
-		snprintf(why, whylen, "tree manifest %s is malformed", hash);
+	if (proto_tree_decode(text, len, &t->pt, err, sizeof(err)) < 0) {
+		snprintf(why, whylen, "tree manifest %s is malformed: %s", hash, err);
+		free(text);
 		tree_free(t);
 		return -1;
 	}
-	if ((c = json_get_str(t->manifest, "commit", NULL)) != NULL)
-		snprintf(t->commit, sizeof(t->commit), "%s", c);
-	t->in = xcalloc(entries->u.array.len, sizeof(*t->in));
-	for (size_t i = 0; i < entries->u.array.len; i++) {
-		yajl_val e = entries->u.array.values[i];
-		const char *key = json_get_str(e, "key", NULL);
-		const char *path = json_get_str(e, "path", NULL);
-		const char *blob = json_get_str(e, "blob", NULL);
+	free(text);
+	t->in = xcalloc(t->pt.n ? t->pt.n : 1, sizeof(*t->in));
+	for (size_t i = 0; i < t->pt.n; i++) {
+		const struct proto_tree_entry *e = &t->pt.e[i];
 		struct render_input *r = &t->in[t->n];
 
-		if (key == NULL || blob == NULL || !is_sha256_hex(blob)) {
-			snprintf(why, whylen, "tree manifest %s: entry %zu is malformed", hash, i);
-			tree_free(t);
-			return -1;
-		}
-		r->key = key;
-		r->path = path != NULL ? path : key;
+		r->key = e->key;
+		r->path = e->path;
 		r->layer = layer;
-		if ((r->data = spool_get(sp, blob, &r->len)) == NULL) {
+		if ((r->data = spool_get(sp, e->blob, &r->len)) == NULL) {
 			*missing = errno == ENOENT;
-			snprintf(why, whylen, "%s: blob %s: %s", r->path, blob, strerror(errno));
+			snprintf(why, whylen, "%s: blob %s: %s", r->path, e->blob, strerror(errno));
 			tree_free(t);
 			return -1;
 		}
@@ -316,12 +302,19 @@ render(struct stage *st, const struct journal_item *it, yajl_val doc)
 	struct buf json;
 	char tree[65], hash[65], chk[65], bin_hash[65] = "", why[1200], detail[512];
 	char last[65] = "", last_fmt[8] = "", last_bin[65] = "", commit[200] = "";
+	struct proto_render_detail rd;
+	struct proto_publish_detail pd;
 	const char *target, *format;
 	enum stage_result res = STAGE_DONE;
 	size_t ntrees = 0, nall = 0, binlen = 0;
 	char *bin = NULL;
 	int ntpl, missing, rv;
 
+	if (proto_render_detail_decode(it->detail, &rd, why, sizeof(why)) < 0) {
+		log_kv(LOG_ERROR, "bad item", "ns", it->ns, "name", it->name, "error", why, NULL);
+		stage_item_error(st, why);
+		return STAGE_FAIL;
+	}
 	buf_init(&json);
 	/* the decofile's own tree: the item's, or the newest fetched */
 	if (it->hash[0] != '\0') {
@@ -368,9 +361,8 @@ render(struct stage *st, const struct journal_item *it, yajl_val doc)
 		}
 		nall += trees[ntrees++].n;
 	}
-	snprintf(commit, sizeof(commit), "%s", trees[ntrees - 1].commit);
-	if (commit[0] == '\0')
-		journal_detail_get(it->detail, "commit", commit, sizeof(commit));
+	snprintf(commit, sizeof(commit), "%s", trees[ntrees - 1].pt.commit[0] ?
+	    trees[ntrees - 1].pt.commit : rd.commit);
 
 	all = xcalloc(nall ? nall : 1, sizeof(*all));
 	nall = 0;
@@ -425,8 +417,16 @@ render(struct stage *st, const struct journal_item *it, yajl_val doc)
 	} else {
 		char size[32];
 
-		snprintf(detail, sizeof(detail), "format=%s%s%s%s%s", format,
-		    bin_hash[0] ? " bin=" : "", bin_hash, commit[0] ? " commit=" : "", commit);
+		memset(&pd, 0, sizeof(pd));
+		snprintf(pd.format, sizeof(pd.format), "%s", format);
+		snprintf(pd.bin, sizeof(pd.bin), "%s", bin_hash);
+		snprintf(pd.commit, sizeof(pd.commit), "%s", commit);
+		if (proto_publish_detail_encode(&pd, detail, sizeof(detail)) < 0) {
+			log_kv(LOG_ERROR, "cannot encode the publisher item", "commit", commit, NULL);
+			stage_item_error(st, "cannot encode the publisher item (commit too long?)");
+			res = STAGE_FAIL;
+			goto out;
+		}
 		if (stage_begin(st) < 0) {
 			res = STAGE_RETRY;
 			goto out;

@@ -19,6 +19,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,7 +32,9 @@
 #include "common/store_keys.h"
 #include "common/util.h"
 
-#define MAX_BODY	(64u << 20)	/* largest push body accepted */
+#define MAX_BODY	(64u << 20)	/* default --max-body */
+#define MAX_CONNS	1000		/* default --max-connections */
+#define IDLE_TIMEOUT_S	30		/* default --idle-timeout */
 #define LONG_POLL_MS	120000		/* a poll is answered within this */
 #define TICK_MS		50		/* main loop granularity */
 
@@ -52,7 +55,6 @@ struct waiter {
 /* per-request state (MHD's con_cls) */
 struct req {
 	struct buf body;
-	int too_large;
 	int ready;		/* a response is decided: status + text */
 	unsigned int status;
 	char *resp;
@@ -67,6 +69,7 @@ static struct {
 	char *token;
 	int64_t delay_ms;
 	int fail, hang;
+	size_t max_body;
 	const char *style;
 
 	/* current decofile, guarded by mu */
@@ -429,10 +432,6 @@ handle_push(struct MHD_Connection *conn, struct req *r)
 		decide_json(r, MHD_HTTP_UNAUTHORIZED, "unauthorized");
 		return;
 	}
-	if (r->too_large) {
-		decide_json(r, MHD_HTTP_CONTENT_TOO_LARGE, "body too large");
-		return;
-	}
 	if ((tree = json_parse(r->body.data, r->body.len, &je)) == NULL) {
 		char why[384];
 
@@ -617,16 +616,41 @@ on_request(void *cls, struct MHD_Connection *conn, const char *url,
 	int is_reload = strcmp(url, "/.decofile/reload") == 0;
 
 	if (r == NULL) {
+		const char *cl;
+
 		r = xcalloc(1, sizeof(*r));
 		buf_init(&r->body);
 		*con_cls = r;
+		if (!is_reload || strcmp(method, "POST") != 0)
+			return MHD_YES;
+		/*
+		 * Headers only so far: refuse before reading a byte of the
+		 * body, so unauthenticated or oversized bodies cost nothing.
+		 */
+		cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+		    MHD_HTTP_HEADER_CONTENT_LENGTH);
+		if (!token_ok(conn)) {
+			log_kv(LOG_WARN, "reload refused", "reason", "bad or missing token", NULL);
+			decide_json(r, MHD_HTTP_UNAUTHORIZED, "unauthorized");
+			return queue(conn, r);
+		}
+		if (cl != NULL && strtoull(cl, NULL, 10) > site.max_body) {
+			decide_json(r, MHD_HTTP_CONTENT_TOO_LARGE, "body too large");
+			return queue(conn, r);
+		}
 		return MHD_YES;
 	}
 	if (*upload_data_size > 0) {
-		if (r->body.len + *upload_data_size > MAX_BODY)
-			r->too_large = 1;
-		else
-			buf_add(&r->body, upload_data, *upload_data_size);
+		if (r->ready) {		/* answered early: drop what still comes */
+			*upload_data_size = 0;
+			return MHD_YES;
+		}
+		if (r->body.len + *upload_data_size > site.max_body) {
+			/* chunked, no length told: stop reading, close */
+			log_kv(LOG_WARN, "reload refused", "reason", "body too large", NULL);
+			return MHD_NO;
+		}
+		buf_add(&r->body, upload_data, *upload_data_size);
 		*upload_data_size = 0;
 		return MHD_YES;
 	}
@@ -778,7 +802,13 @@ usage(FILE *f)
 	    "  --delay MS          answer reload calls slowly\n"
 	    "  --fail              answer reload calls with 500\n"
 	    "  --hang              never answer reload calls\n"
-	    "  --max-depth N       deepest nesting of a decofile accepted (default 512)\n");
+	    "  --max-depth N       deepest nesting of a decofile accepted (default 512)\n"
+	    "  --max-body BYTES    largest push body (default 64 MiB; checked from\n"
+	    "                      Content-Length, after the token)\n"
+	    "  --max-connections N connections at once (default 1000, and at most\n"
+	    "                      the open-file limit less 64)\n"
+	    "  --idle-timeout S    close a connection idle this long (default 30;\n"
+	    "                      a parked poll is not idle)\n");
 }
 
 int
@@ -802,6 +832,9 @@ main(int argc, char **argv)
 		{ "fail", no_argument, NULL, 'f' },
 		{ "hang", no_argument, NULL, 'h' },
 		{ "max-depth", required_argument, NULL, 'M' },
+		{ "max-body", required_argument, NULL, 'B' },
+		{ "max-connections", required_argument, NULL, 'C' },
+		{ "idle-timeout", required_argument, NULL, 'I' },
 		{ "help", no_argument, NULL, 'H' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -809,6 +842,9 @@ main(int argc, char **argv)
 	const char *deployment = NULL, *id = NULL, *prefix = NULL;
 	char *ts_default = NULL, err[512], *end;
 	long port = 8000, ttl = 15, max_depth = JSON_MAX_DEPTH_DEFAULT;
+	long max_conns = MAX_CONNS, idle_s = IDLE_TIMEOUT_S;
+	uint64_t max_body = MAX_BODY;
+	struct rlimit rl;
 	struct sockaddr_in sa;
 	struct MHD_Daemon *d;
 	const union MHD_DaemonInfo *info;
@@ -864,6 +900,20 @@ main(int argc, char **argv)
 			if (*end != '\0' || max_depth < 16 || max_depth > 100000)
 				fatal("--max-depth: \"%s\" is not a number (16..100000)", optarg);
 			break;
+		case 'B':
+			if (parse_size(optarg, &max_body) < 0 || max_body == 0)
+				fatal("--max-body: \"%s\" is not a size", optarg);
+			break;
+		case 'C':
+			max_conns = strtol(optarg, &end, 10);
+			if (*end != '\0' || max_conns < 1 || max_conns > 1000000)
+				fatal("--max-connections: \"%s\" is not a number", optarg);
+			break;
+		case 'I':
+			idle_s = strtol(optarg, &end, 10);
+			if (*end != '\0' || idle_s < 1 || idle_s > 86400)
+				fatal("--idle-timeout: \"%s\" is not seconds (1..86400)", optarg);
+			break;
 		case 'f': site.fail = 1; break;
 		case 'h': site.hang = 1; break;
 		case 'H': usage(stdout); return 0;
@@ -874,6 +924,11 @@ main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
+	site.max_body = (size_t)max_body;
+	/* past the open-file limit accept() fails and the site is unreachable */
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+	    (rlim_t)max_conns + 64 > rl.rlim_cur)
+		max_conns = rl.rlim_cur > 128 ? (long)rl.rlim_cur - 64 : 64;
 	/* a push body wraps the decofile in one more object */
 	json_set_max_depth((int)max_depth + 1);
 	if (site.token == NULL && getenv("DECO_RELEASE_RELOAD_TOKEN") != NULL)
@@ -906,8 +961,8 @@ main(int argc, char **argv)
 	    MHD_USE_ERROR_LOG, 0, NULL, NULL, on_request, NULL,
 	    MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
 	    MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL,
-	    MHD_OPTION_CONNECTION_LIMIT, (unsigned int)10000,
-	    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)300,
+	    MHD_OPTION_CONNECTION_LIMIT, (unsigned int)max_conns,
+	    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)idle_s,
 	    MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned int)1024,
 	    MHD_OPTION_END);
 	if (d == NULL)

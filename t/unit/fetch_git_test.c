@@ -236,6 +236,12 @@ main(int argc, char **argv)
 	b = fetch_git_redact("https://user:pw@host/x.git");
 	is_str(b, "https://***@host/x.git", "URLs are redacted for messages");
 	free(b);
+	b = fetch_git_redact("https://user:p@ss@host/x.git");
+	is_str(b, "https://***@host/x.git", "an unescaped @ in the password is redacted too");
+	free(b);
+	b = fetch_git_redact("https://host/a@b.git");
+	is_str(b, "https://host/a@b.git", "an @ in the path is not userinfo");
+	free(b);
 
 	rm_rf(top);
 	return done_testing();

@@ -139,6 +139,11 @@ main(void)
 		{ "{\"a\": tru}", 1, 10 },
 		{ "", 1, 1 },
 		{ "{\"a\":1} x", 1, 9 },
+		/* an incomplete token after a complete value (found by fuzz_render) */
+		{ "1\"", 1, 2 },
+		{ "{} t", 1, 4 },
+		{ "[]\n \"", 2, 2 },
+		{ "\"a\" 1", 1, 5 },
 	};
 	static const struct { const char *in; const char *out; } compact[] = {
 		{ "{ \"a\" : [ 1 , 2 ] }", "{\"a\":[1,2]}" },

@@ -228,6 +228,51 @@ test_brotli(void)
 	buf_free(&json);
 }
 
+/*
+ * test_hostile - a key twice in one block (readers disagree on which wins)
+ * and a block nested past the limit stop the publish, naming file, line
+ * and column (issue 13, defects 1 and 7)
+ */
+static void
+test_hostile(void)
+{
+	struct render_input in[1];
+	struct render_error e;
+	struct buf out, deep;
+
+	in[0].key = "Header";
+	in[0].path = "blocks/Header.json";
+	in[0].data = "{\"source\": \"inline\",\n \"source\": \"git\"}";
+	in[0].len = strlen(in[0].data);
+	in[0].layer = OWN;
+	buf_init(&out);
+	is_int(render_merge(in, 1, &out, NULL, &e), -1, "a duplicate key in a block is refused");
+	is_str(e.msg, "blocks/Header.json:2:2: duplicate key \"source\"", "naming file, line, column");
+	is_int((int)out.len, 0, "nothing rendered");
+
+	buf_init(&deep);
+	for (int i = 0; i < 1000000; i++)
+		buf_addc(&deep, '[');
+	for (int i = 0; i < 1000000; i++)
+		buf_addc(&deep, ']');
+	in[0].path = "blocks/Deep.json";
+	in[0].data = deep.data;
+	in[0].len = deep.len;
+	is_int(render_merge(in, 1, &out, NULL, &e), -1, "a 1,000,000-deep block is refused");
+	ok(strncmp(e.msg, "blocks/Deep.json:1:512: nested deeper than 511 levels", 53) == 0,
+	    "at the bracket past the limit: %s", e.msg);
+	deep.len = 0;
+	for (int i = 0; i < 511; i++)
+		buf_addc(&deep, '[');
+	for (int i = 0; i < 511; i++)
+		buf_addc(&deep, ']');
+	in[0].data = deep.data;
+	in[0].len = deep.len;
+	is_int(render_merge(in, 1, &out, NULL, &e), 0, "511 levels render (512 with the document)");
+	buf_free(&deep);
+	buf_free(&out);
+}
+
 int
 main(void)
 {
@@ -236,5 +281,6 @@ main(void)
 	test_error_details();
 	test_sizes();
 	test_brotli();
+	test_hostile();
 	return done_testing();
 }

@@ -99,6 +99,13 @@ static const struct {
 	{ "loja", 1 }, { "a", 1 }, { "0", 1 }, { "sites-loja", 1 }, { "a.b-c9", 1 },
 	{ "", 0 }, { "-a", 0 }, { "a-", 0 }, { ".a", 0 }, { "a.", 0 }, { "A", 0 },
 	{ "a_b", 0 }, { "a/b", 0 }, { "a b", 0 }, { "..", 0 }, { "é", 0 },
+	/* DNS-1123 subdomain: labels start and end alphanumeric (issue 13) */
+	{ "a..b", 0 }, { "a.-b", 0 }, { "a-.b", 0 }, { "a.b.c", 1 }, { "my-app.v2", 1 },
+	{ "a--b", 1 },
+};
+static const struct { const char *s; int ns, label; } labels[] = {
+	{ "sites-loja", 1, 1 }, { "a.b", 0, 1 }, { "Loja_1", 0, 1 }, { "-a", 0, 0 },
+	{ "a_", 0, 0 }, { "", 0, 0 }, { "a..b", 0, 1 },
 };
 
 int
@@ -157,5 +164,18 @@ main(void)
 	big[254] = '\0';
 	is_int(name_valid(big), 0, "name_valid: 254 bytes");
 	is_int(name_valid(NULL), 0, "name_valid(NULL)");
+	for (size_t i = 0; i < sizeof(labels) / sizeof(labels[0]); i++) {
+		is_int(ns_valid(labels[i].s), labels[i].ns, "ns_valid(\"%s\")", labels[i].s);
+		is_int(label_value_valid(labels[i].s), labels[i].label,
+		    "label_value_valid(\"%s\")", labels[i].s);
+	}
+	memset(big, 'a', 64);
+	big[63] = '\0';
+	is_int(ns_valid(big), 1, "ns_valid: 63 bytes");
+	is_int(label_value_valid(big), 1, "label_value_valid: 63 bytes");
+	big[63] = 'a';
+	big[64] = '\0';
+	is_int(ns_valid(big), 0, "ns_valid: 64 bytes");
+	is_int(label_value_valid(big), 0, "label_value_valid: 64 bytes");
 	return done_testing();
 }

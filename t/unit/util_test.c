@@ -59,6 +59,25 @@ test_sizes(void)
 	}
 }
 
+/* test_credentials - URLs whose userinfo is a secret (issue 13, defect 2) */
+static void
+test_credentials(void)
+{
+	static const struct { const char *in; int secret; } rows[] = {
+		{ "https://user:pw@host/x.git", 1 }, { "https://ghp_token@github.com/a/b", 1 },
+		{ "HTTP://u:p@h/x", 1 }, { "https://u:p@ss@host/x", 1 },
+		{ "https://host/x.git", 0 }, { "https://host/a@b.git", 0 },
+		{ "ssh://git@host/x.git", 0 }, { "ssh://git:pw@host/x.git", 1 },
+		{ "git@github.com:a/b.git", 0 }, { "/srv/git/x.git", 0 },
+		{ "https://host?u=a@b", 0 }, { "git://host/x", 0 },
+	};
+
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
+		is_int(url_has_credentials(rows[i].in), rows[i].secret, "credentials in %s",
+		    rows[i].in);
+	is_int(url_has_credentials(NULL), 0, "credentials in NULL");
+}
+
 static void
 test_paths(void)
 {
@@ -84,6 +103,41 @@ test_paths(void)
 	memset(big, 'a', 300);
 	big[300] = '\0';
 	ok(path_clean_rel(big, out, sizeof(out)) == -1, "a 300-byte component is refused");
+	{
+		/* the one key validator: its limits and the reason it gives */
+		static const struct { const char *label; int len; const char *why; } lim[] = {
+			{ "253-byte component (a Kubernetes name)", 253, NULL },
+			{ "254-byte component", 254, "253" },
+			{ "1024-byte path", 1024, NULL },
+			{ "1025-byte path", 1025, "1024" },
+		};
+		static const struct { const char *in, *why; } bad[] = {
+			{ "a/../b", "\"..\"" }, { "a\001b", "control" }, { "a\\b", "backslash" },
+			{ "/abs", "clean relative" }, { "./", "clean relative" },
+		};
+		char in[1100];
+		const char *why;
+
+		for (size_t i = 0; i < sizeof(lim) / sizeof(lim[0]); i++) {
+			memset(in, 'k', (size_t)lim[i].len);
+			for (int k = 200; k < lim[i].len && lim[i].len > 300; k += 201)
+				in[k] = '/';
+			in[lim[i].len] = '\0';
+			why = NULL;
+			if (lim[i].why == NULL)
+				ok(path_clean(in, out, sizeof(out), &why) == 0, "%s passes", lim[i].label);
+			else
+				ok(path_clean(in, out, sizeof(out), &why) == -1 && why != NULL &&
+				    strstr(why, lim[i].why) != NULL, "%s refused: %s", lim[i].label,
+				    why ? why : "(no reason)");
+		}
+		for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+			why = NULL;
+			ok(path_clean(bad[i].in, out, sizeof(out), &why) == -1 && why != NULL &&
+			    strstr(why, bad[i].why) != NULL, "\"%s\" refused: %s", bad[i].in,
+			    why ? why : "(no reason)");
+		}
+	}
 }
 
 static void
@@ -126,5 +180,6 @@ main(void)
 	test_buf_and_files();
 	rfc3339_from(1731598481, ts, sizeof(ts));
 	is_str(ts, "2024-11-14T15:34:41Z", "RFC 3339 from unix seconds");
+	test_credentials();
 	return done_testing();
 }

@@ -1,0 +1,528 @@
+/*
+ * store_local_watch - the local store's watch: inotify on every folder
+ * under the watched prefix (polling every 500 ms where inotify fails),
+ * each change confirmed by reading the value file and compared
+ * with what the watch last saw, so it reports states: a key written and
+ * removed between two dispatches may be nothing, several writes one PUT.
+ * A full rescan every 30 s catches what a lost event would hide.
+ */
+#include "config.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/inotify.h>
+#include <sys/stat.h>
+
+#include "common/store_local.h"
+#include "common/util.h"
+
+#define LOCAL_POLL_MS 500
+#define LOCAL_RESCAN_MS 30000
+
+/* known - what a watch last saw of one key */
+struct known {
+	char *key;
+	int64_t rev, exp;
+	dev_t dev;
+	ino_t ino;
+	off_t size;
+	int64_t mtime_ns, ctime_ns;
+	int seen;
+};
+
+struct wdir {
+	int wd;
+	char *path, *dkey;
+};
+
+/* pending - a change found by a scan, applied in revision order */
+struct pending {
+	char *key;
+	int del;
+	char *val;
+	size_t vlen;
+	int64_t rev, exp;
+	struct stat st;
+};
+
+struct plist {
+	struct pending *v;
+	size_t n, cap;
+};
+
+struct lwatch {
+	struct local *l;
+	char *pkey;		/* "/a/b", or "" for every key */
+	int self;		/* the key pkey itself is watched too */
+	int ifd;		/* inotify, or -1 when polling */
+	struct wdir *dirs;
+	size_t ndirs, capdirs;
+	struct known *known;	/* sorted by key */
+	size_t nknown, capknown;
+	int64_t next_scan;	/* monotonic ms */
+	int need_rescan;
+};
+static struct known *
+known_find(struct lwatch *w, const char *key, size_t *pos)
+{
+	size_t lo = 0, hi = w->nknown, mid;
+	int c;
+
+	while (lo < hi) {
+		mid = (lo + hi) / 2;
+		c = strcmp(w->known[mid].key, key);
+		if (c == 0) {
+			if (pos)
+				*pos = mid;
+			return &w->known[mid];
+		}
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (pos)
+		*pos = lo;
+	return NULL;
+}
+
+static struct known *
+known_add(struct lwatch *w, const char *key)
+{
+	size_t pos;
+	struct known *k;
+
+	if ((k = known_find(w, key, &pos)) != NULL)
+		return k;
+	if (w->nknown == w->capknown) {
+		w->capknown = w->capknown ? w->capknown * 2 : 32;
+		w->known = xrealloc(w->known, w->capknown * sizeof(*w->known));
+	}
+	memmove(&w->known[pos + 1], &w->known[pos], (w->nknown - pos) * sizeof(*w->known));
+	w->nknown++;
+	k = &w->known[pos];
+	memset(k, 0, sizeof(*k));
+	k->key = xstrdup(key);
+	return k;
+}
+
+static void
+known_del(struct lwatch *w, struct known *k)
+{
+	size_t pos = (size_t)(k - w->known);
+
+	free(k->key);
+	memmove(&w->known[pos], &w->known[pos + 1], (w->nknown - pos - 1) * sizeof(*w->known));
+	w->nknown--;
+}
+
+static int
+same_file(const struct known *k, const struct stat *st)
+{
+	return k->dev == st->st_dev && k->ino == st->st_ino && k->size == st->st_size &&
+	    k->mtime_ns == local_ts_ns(&st->st_mtim) && k->ctime_ns == local_ts_ns(&st->st_ctim);
+}
+
+static void
+plist_push(struct plist *pl, struct pending *p)
+{
+	if (pl->n == pl->cap) {
+		pl->cap = pl->cap ? pl->cap * 2 : 16;
+		pl->v = xrealloc(pl->v, pl->cap * sizeof(*pl->v));
+	}
+	pl->v[pl->n++] = *p;
+}
+
+/* probe - compare the file of key with what the watch knows; queue a change */
+static void
+probe(struct lwatch *w, const char *key, const char *path, struct plist *pl)
+{
+	struct known *k = known_find(w, key, NULL);
+	struct pending p;
+	struct stat st;
+	int rv;
+
+	memset(&p, 0, sizeof(p));
+	if (k != NULL)
+		k->seen = 1;
+	if (stat(path, &st) < 0 || !S_ISREG(st.st_mode)) {
+		if (k != NULL) {
+			p.key = xstrdup(key);
+			p.del = 1;
+			plist_push(pl, &p);
+		}
+		return;
+	}
+	if (k != NULL && same_file(k, &st) && !local_expired(k->exp))
+		return;
+	rv = local_read_value(path, &p.val, &p.vlen, &p.rev, &p.exp);
+	if (rv != 0 || local_expired(p.exp)) {
+		free(rv == 0 ? p.val : NULL);
+		p.val = NULL;
+		if (k == NULL)
+			return;
+		p.del = 1;
+	}
+	p.key = xstrdup(key);
+	p.st = st;
+	plist_push(pl, &p);
+}
+
+static int
+pending_cmp(const void *a, const void *b)
+{
+	const struct pending *x = a, *y = b;
+
+	if (x->del != y->del)
+		return y->del - x->del;	/* deletions first */
+	return x->rev < y->rev ? -1 : x->rev > y->rev;
+}
+
+/*
+ * apply - record the queued changes and, when emit, report them.  Changes
+ * from inotify keep their order; a rescan (sorted) cannot know it, so it
+ * reports deletions first, then writes in revision order.
+ */
+static void
+apply(struct lwatch *w, struct store_watch *sw, struct plist *pl, int emit, int sorted)
+{
+	struct store_event ev;
+	struct known *k;
+	int changed;
+
+	if (sorted && pl->n > 1)
+		qsort(pl->v, pl->n, sizeof(*pl->v), pending_cmp);
+	for (size_t i = 0; i < pl->n; i++) {
+		struct pending *p = &pl->v[i];
+
+		memset(&ev, 0, sizeof(ev));
+		ev.key = p->key;
+		k = known_find(w, p->key, NULL);
+		if (p->del) {
+			if (k != NULL) {
+				known_del(w, k);
+				ev.type = STORE_EV_DELETE;
+				if (emit)
+					store_emit(sw, &ev);
+			}
+		} else {
+			changed = k == NULL || k->rev != p->rev || p->rev == 0;
+			k = known_add(w, p->key);
+			k->rev = p->rev;
+			k->exp = p->exp;
+			k->dev = p->st.st_dev;
+			k->ino = p->st.st_ino;
+			k->size = p->st.st_size;
+			k->mtime_ns = local_ts_ns(&p->st.st_mtim);
+			k->ctime_ns = local_ts_ns(&p->st.st_ctim);
+			k->seen = 1;
+			if (emit && changed) {
+				ev.type = STORE_EV_PUT;
+				ev.value = p->val;
+				ev.vlen = p->vlen;
+				ev.revision = p->rev;
+				store_emit(sw, &ev);
+			}
+		}
+		free(p->key);
+		free(p->val);
+	}
+	pl->n = 0;
+}
+
+/* dir_relevant - a folder with key path dkey may hold keys under the prefix */
+static int
+dir_relevant(const char *pkey, const char *dkey)
+{
+	size_t pn = strlen(pkey), dn = strlen(dkey);
+
+	if (pn == 0 || dn == 0)
+		return 1;
+	if (dn <= pn)
+		return strncmp(pkey, dkey, dn) == 0 && (pkey[dn] == '\0' || pkey[dn] == '/');
+	return strncmp(dkey, pkey, pn) == 0 && dkey[pn] == '/';
+}
+
+static void
+wdir_set(struct lwatch *w, int wd, const char *path, const char *dkey)
+{
+	size_t i;
+
+	for (i = 0; i < w->ndirs; i++)
+		if (w->dirs[i].wd == wd)
+			break;
+	if (i == w->ndirs) {
+		if (w->ndirs == w->capdirs) {
+			w->capdirs = w->capdirs ? w->capdirs * 2 : 16;
+			w->dirs = xrealloc(w->dirs, w->capdirs * sizeof(*w->dirs));
+		}
+		w->ndirs++;
+	} else {
+		free(w->dirs[i].path);
+		free(w->dirs[i].dkey);
+	}
+	w->dirs[i].wd = wd;
+	w->dirs[i].path = xstrdup(path);
+	w->dirs[i].dkey = xstrdup(dkey);
+}
+
+static void
+wdir_drop(struct lwatch *w, int wd)
+{
+	for (size_t i = 0; i < w->ndirs; i++)
+		if (w->dirs[i].wd == wd) {
+			free(w->dirs[i].path);
+			free(w->dirs[i].dkey);
+			w->dirs[i] = w->dirs[--w->ndirs];
+			return;
+		}
+}
+
+static void
+go_polling(struct lwatch *w)
+{
+	if (w->ifd >= 0)
+		close(w->ifd);
+	w->ifd = -1;
+	for (size_t i = 0; i < w->ndirs; i++) {
+		free(w->dirs[i].path);
+		free(w->dirs[i].dkey);
+	}
+	w->ndirs = 0;
+}
+
+#define WATCH_MASK (IN_CREATE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE | \
+	IN_CLOSE_WRITE | IN_DELETE_SELF | IN_ONLYDIR)
+
+/* scan_dir - watch dir (when inotify is on) and probe every relevant key */
+static void
+scan_dir(struct lwatch *w, const char *dir, const char *dkey, struct plist *pl)
+{
+	DIR *d;
+	struct dirent *de;
+	char *sub, *key;
+	size_t n;
+	int wd;
+
+	if (!dir_relevant(w->pkey, dkey))
+		return;
+	if (w->ifd >= 0) {
+		if ((wd = inotify_add_watch(w->ifd, dir, WATCH_MASK)) >= 0)
+			wdir_set(w, wd, dir, dkey);
+		else if (errno == ENOENT || errno == ENOTDIR)
+			return;
+		else
+			go_polling(w);	/* ENOSPC and friends */
+	}
+	if ((d = opendir(dir)) == NULL)
+		return;
+	while ((de = readdir(d)) != NULL) {
+		n = strlen(de->d_name);
+		if (local_has_suffix(de->d_name, ".d")) {
+			sub = xasprintf("%s/%s", dir, de->d_name);
+			key = xasprintf("%s/%.*s", dkey, (int)(n - 2), de->d_name);
+			scan_dir(w, sub, key, pl);
+			free(sub);
+			free(key);
+		} else if (local_has_suffix(de->d_name, ".v")) {
+			key = xasprintf("%s/%.*s", dkey, (int)(n - 2), de->d_name);
+			if (local_key_matches(w->pkey, w->self, key)) {
+				sub = xasprintf("%s/%s", dir, de->d_name);
+				probe(w, key, sub, pl);
+				free(sub);
+			}
+			free(key);
+		}
+	}
+	closedir(d);
+}
+
+/* rescan - look at the whole prefix again; keys gone since are deleted */
+static void
+rescan(struct lwatch *w, struct store_watch *sw, int emit)
+{
+	struct plist pl = { NULL, 0, 0 };
+	struct pending p;
+
+	for (size_t i = 0; i < w->nknown; i++)
+		w->known[i].seen = 0;
+	scan_dir(w, w->l->kv, "", &pl);
+	for (size_t i = 0; i < w->nknown; i++)
+		if (!w->known[i].seen) {
+			memset(&p, 0, sizeof(p));
+			p.key = xstrdup(w->known[i].key);
+			p.del = 1;
+			plist_push(&pl, &p);
+		}
+	apply(w, sw, &pl, emit, 1);
+	free(pl.v);
+	w->need_rescan = 0;
+	w->next_scan = now_ms() + (w->ifd >= 0 ? LOCAL_RESCAN_MS : LOCAL_POLL_MS);
+}
+
+void *
+local_watch_new(void *be, struct store_watch *sw, const char *prefix, int64_t from_rev)
+{
+	struct local *l = be;
+	struct lwatch *w;
+	char rel[LOCAL_REL_BUF];
+	const char *poll_env = getenv("DECOD_STORE_LOCAL_POLL");
+
+	(void)from_rev;		/* no history is kept: events from now on */
+	if (local_clean_key(l, "watch", prefix, rel, 1) < 0)
+		return NULL;
+	w = xcalloc(1, sizeof(*w));
+	w->l = l;
+	w->pkey = rel[0] ? xasprintf("/%s", rel) : xstrdup("");
+	w->self = local_prefix_self(prefix);
+	w->ifd = -1;
+	if (poll_env == NULL || strcmp(poll_env, "1") != 0) {
+		if ((w->ifd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC)) < 0)
+			w->ifd = -1;	/* fall back to polling */
+	}
+	rescan(w, sw, 0);
+	return w;
+}
+
+int
+local_watch_fd(void *wbe)
+{
+	return ((struct lwatch *)wbe)->ifd;
+}
+
+int
+local_watch_timeout_ms(void *wbe)
+{
+	struct lwatch *w = wbe;
+	int64_t t = w->next_scan - now_ms(), wall = wall_ms();
+
+	for (size_t i = 0; i < w->nknown; i++)
+		if (w->known[i].exp != 0 && w->known[i].exp - wall + 5 < t)
+			t = w->known[i].exp - wall + 5;
+	if (t < 0)
+		t = 0;
+	return (int)t;
+}
+
+/* inotify_event_do - act on one inotify event */
+static void
+inotify_event_do(struct lwatch *w, const struct inotify_event *ie, struct plist *pl)
+{
+	const struct wdir *d = NULL;
+	char *path, *key;
+	size_t n;
+
+	if (ie->mask & IN_Q_OVERFLOW) {
+		w->need_rescan = 1;
+		return;
+	}
+	if (ie->mask & IN_IGNORED) {
+		wdir_drop(w, ie->wd);
+		return;
+	}
+	for (size_t i = 0; i < w->ndirs; i++)
+		if (w->dirs[i].wd == ie->wd)
+			d = &w->dirs[i];
+	if (d == NULL || ie->len == 0 || ie->name[0] == '\0')
+		return;
+	n = strlen(ie->name);
+	if (ie->mask & IN_ISDIR) {
+		if (!local_has_suffix(ie->name, ".d"))
+			return;
+		if (ie->mask & (IN_CREATE | IN_MOVED_TO)) {
+			path = xasprintf("%s/%s", d->path, ie->name);
+			key = xasprintf("%s/%.*s", d->dkey, (int)(n - 2), ie->name);
+			scan_dir(w, path, key, pl);	/* may invalidate d */
+			free(path);
+			free(key);
+		} else if (ie->mask & IN_MOVED_FROM)
+			w->need_rescan = 1;
+		return;
+	}
+	if (!local_has_suffix(ie->name, ".v"))
+		return;
+	key = xasprintf("%s/%.*s", d->dkey, (int)(n - 2), ie->name);
+	if (local_key_matches(w->pkey, w->self, key)) {
+		path = xasprintf("%s/%s", d->path, ie->name);
+		probe(w, key, path, pl);
+		free(path);
+	}
+	free(key);
+}
+
+int
+local_watch_dispatch(void *wbe, struct store_watch *sw)
+{
+	struct lwatch *w = wbe;
+	struct plist pl = { NULL, 0, 0 };
+	char evbuf[16384] __attribute__((aligned(__alignof__(struct inotify_event))));
+	const struct inotify_event *ie;
+	struct store_event ev;
+	ssize_t n;
+	int64_t wall;
+
+	while (w->ifd >= 0) {
+		n = read(w->ifd, evbuf, sizeof(evbuf));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			if (n < 0 && errno != EAGAIN) {
+				store_set_error(w->l->s, "watch: inotify read: %s", strerror(errno));
+				go_polling(w);
+				w->need_rescan = 1;
+			}
+			break;
+		}
+		for (char *p = evbuf; p < evbuf + n; p += sizeof(*ie) + ie->len) {
+			ie = (const struct inotify_event *)p;
+			inotify_event_do(w, ie, &pl);
+		}
+		/* apply per read so a later event sees the effect of an earlier one */
+		apply(w, sw, &pl, 1, 0);
+	}
+	apply(w, sw, &pl, 1, 0);
+	free(pl.v);
+	/* expiries: nobody may read the key, so the watch removes it itself */
+	wall = wall_ms();
+	for (size_t i = 0; i < w->nknown;) {
+		struct known *k = &w->known[i];
+		char *rel;
+
+		if (k->exp == 0 || k->exp > wall) {
+			i++;
+			continue;
+		}
+		rel = k->key + 1;
+		(void)local_expire_rel(w->l, rel);
+		memset(&ev, 0, sizeof(ev));
+		ev.type = STORE_EV_DELETE;
+		ev.key = k->key;
+		store_emit(sw, &ev);
+		known_del(w, k);
+	}
+	if (w->need_rescan || now_ms() >= w->next_scan)
+		rescan(w, sw, 1);
+	return 0;
+}
+
+void
+local_watch_free(void *wbe)
+{
+	struct lwatch *w = wbe;
+
+	if (w == NULL)
+		return;
+	go_polling(w);
+	for (size_t i = 0; i < w->nknown; i++)
+		free(w->known[i].key);
+	free(w->known);
+	free(w->dirs);
+	free(w->pkey);
+	free(w);
+}

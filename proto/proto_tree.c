@@ -1,0 +1,275 @@
+/*
+ * proto_tree - the tree manifest (proto.h, PROTOCOL.md §3): the one writer
+ * the fetcher uses and the one strict reader the renderer and spool
+ * cleanup use.  A manifest the reader accepts has every field checked, so
+ * no caller searches its text.
+ */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/json.h"
+#include "common/util.h"
+#include "proto/proto.h"
+
+void
+proto_tree_free(struct proto_tree *t)
+{
+	if (t == NULL)
+		return;
+	for (size_t i = 0; i < t->n; i++) {
+		free(t->e[i].key);
+		free(t->e[i].path);
+	}
+	free(t->e);
+	memset(t, 0, sizeof(*t));
+}
+
+/* word_ok - non-empty, printable ASCII, no space, shorter than max */
+static int
+word_ok(const char *s, size_t max)
+{
+	size_t n = 0;
+
+	for (; s[n]; n++)
+		if ((unsigned char)s[n] <= 0x20 || (unsigned char)s[n] >= 0x7f)
+			return 0;
+	return n > 0 && n < max;
+}
+
+/*
+ * text_ok - non-empty and at most max bytes.  Control bytes are allowed:
+ * a key is a file's name as the source has it, and JSON escapes them.
+ */
+static int
+text_ok(const char *s, size_t max)
+{
+	size_t n = strlen(s);
+
+	return n > 0 && n <= max;
+}
+
+static int
+hex64_ok(const char *s)
+{
+	size_t n = 0;
+
+	for (; s[n]; n++)
+		if (!((s[n] >= '0' && s[n] <= '9') || (s[n] >= 'a' && s[n] <= 'f')))
+			return 0;
+	return n == 64;
+}
+
+/* entry_cmp - the manifest's order: by key, then path */
+static int
+entry_cmp(const struct proto_tree_entry *x, const struct proto_tree_entry *y)
+{
+	int c = strcmp(x->key, y->key);
+
+	return c != 0 ? c : strcmp(x->path, y->path);
+}
+
+/* check_entry - entry i of t; 0, or -1 with err */
+static int
+check_entry(const struct proto_tree *t, size_t i, char *err, size_t errlen)
+{
+	const struct proto_tree_entry *e = &t->e[i];
+
+	if (e->key == NULL || !text_ok(e->key, PROTO_MAX_TREE_TEXT)) {
+		snprintf(err, errlen, "entry %zu: key missing, empty or over %d bytes", i,
+		    PROTO_MAX_TREE_TEXT);
+		return -1;
+	}
+	if (e->path == NULL || !text_ok(e->path, PROTO_MAX_TREE_TEXT)) {
+		snprintf(err, errlen, "entry %zu (%.80s): path empty or over %d bytes", i, e->key,
+		    PROTO_MAX_TREE_TEXT);
+		return -1;
+	}
+	if (!hex64_ok(e->blob)) {
+		snprintf(err, errlen, "entry %zu (%.80s): blob is not a sha256", i, e->path);
+		return -1;
+	}
+	if (i > 0 && entry_cmp(&t->e[i - 1], e) > 0) {
+		snprintf(err, errlen, "entry %zu (%.80s): entries are not sorted by key, then path",
+		    i, e->path);
+		return -1;
+	}
+	return 0;
+}
+
+int
+proto_tree_encode(const struct proto_tree *t, struct buf *out, char *err, size_t errlen)
+{
+	struct jw w;
+
+	if (!word_ok(t->source, sizeof(t->source))) {
+		snprintf(err, errlen, "source \"%.40s\" is not a word", t->source);
+		return -1;
+	}
+	if (t->commit[0] != '\0' && !word_ok(t->commit, sizeof(t->commit))) {
+		snprintf(err, errlen, "commit \"%.80s\" is not a word", t->commit);
+		return -1;
+	}
+	if (t->n > PROTO_MAX_TREE_ENTRIES) {
+		snprintf(err, errlen, "%zu entries, more than %d", t->n, PROTO_MAX_TREE_ENTRIES);
+		return -1;
+	}
+	for (size_t i = 0; i < t->n; i++)
+		if (check_entry(t, i, err, errlen) < 0)
+			return -1;
+	jw_init(&w, out);
+	jw_obj(&w);
+	jw_key(&w, "source");
+	jw_str(&w, t->source);
+	if (t->commit[0] != '\0') {
+		jw_key(&w, "commit");
+		jw_str(&w, t->commit);
+	}
+	jw_key(&w, "entries");
+	jw_arr(&w);
+	for (size_t i = 0; i < t->n; i++) {
+		jw_obj(&w);
+		jw_key(&w, "key");
+		jw_str(&w, t->e[i].key);
+		jw_key(&w, "path");
+		jw_str(&w, t->e[i].path);
+		jw_key(&w, "blob");
+		jw_str(&w, t->e[i].blob);
+		jw_end_obj(&w);
+	}
+	jw_end_arr(&w);
+	jw_end_obj(&w);
+	return 0;
+}
+
+/* string_field - v's string member k (absent: NULL); -1 if present but not a string */
+static int
+string_field(yajl_val v, const char *k, const char **out)
+{
+	yajl_val f = json_get(v, k, NULL);
+
+	*out = NULL;
+	if (f == NULL)
+		return 0;
+	if (!YAJL_IS_STRING(f))
+		return -1;
+	*out = YAJL_GET_STRING(f);
+	return 0;
+}
+
+/* decode_entry - object v as entry i of t; 0, or -1 with err */
+static int
+decode_entry(yajl_val v, struct proto_tree *t, size_t i, char *err, size_t errlen)
+{
+	struct proto_tree_entry *e = &t->e[i];
+	const char *key, *path, *blob;
+
+	if (!YAJL_IS_OBJECT(v)) {
+		snprintf(err, errlen, "entry %zu is not an object", i);
+		return -1;
+	}
+	for (size_t k = 0; k < v->u.object.len; k++) {
+		const char *name = v->u.object.keys[k];
+
+		if (strcmp(name, "key") != 0 && strcmp(name, "path") != 0 &&
+		    strcmp(name, "blob") != 0) {
+			snprintf(err, errlen, "entry %zu: unknown field \"%.40s\"", i, name);
+			return -1;
+		}
+	}
+	if (string_field(v, "key", &key) < 0 || string_field(v, "path", &path) < 0 ||
+	    string_field(v, "blob", &blob) < 0) {
+		snprintf(err, errlen, "entry %zu: key, path and blob must be strings", i);
+		return -1;
+	}
+	if (key == NULL || blob == NULL) {
+		snprintf(err, errlen, "entry %zu: no %s", i, key == NULL ? "key" : "blob");
+		return -1;
+	}
+	e->key = xstrdup(key);
+	e->path = xstrdup(path != NULL ? path : key);	/* path defaults to the key */
+	snprintf(e->blob, sizeof(e->blob), "%.64s", strlen(blob) == 64 ? blob : "");
+	t->n = i + 1;
+	return check_entry(t, i, err, errlen);
+}
+
+int
+proto_tree_decode(const char *text, size_t len, struct proto_tree *t, char *err,
+    size_t errlen)
+{
+	struct json_error je;
+	yajl_val doc, entries, ver;
+	const char *source, *commit;
+	char e[512];
+	int rc = -1;
+
+	memset(t, 0, sizeof(*t));
+	if (len > PROTO_MAX_TREE_LEN) {
+		snprintf(err, errlen, "tree manifest of %zu bytes is over the %d-byte limit", len,
+		    PROTO_MAX_TREE_LEN);
+		return -1;
+	}
+	if ((doc = json_parse(text, len, &je)) == NULL) {
+		snprintf(err, errlen, "tree manifest is not JSON (line %d, column %d: %s)",
+		    je.line, je.column, je.msg);
+		return -1;
+	}
+	if (!YAJL_IS_OBJECT(doc)) {
+		snprintf(err, errlen, "tree manifest is not an object");
+		goto out;
+	}
+	for (size_t k = 0; k < doc->u.object.len; k++) {
+		const char *name = doc->u.object.keys[k];
+
+		if (strcmp(name, "version") != 0 && strcmp(name, "source") != 0 &&
+		    strcmp(name, "commit") != 0 && strcmp(name, "entries") != 0) {
+			snprintf(err, errlen, "tree manifest: unknown field \"%.40s\"", name);
+			goto out;
+		}
+	}
+	/* no version: 1, the only one so far */
+	if ((ver = json_get(doc, "version", NULL)) != NULL &&
+	    (!YAJL_IS_INTEGER(ver) || YAJL_GET_INTEGER(ver) != PROTO_TREE_VERSION)) {
+		snprintf(err, errlen, "tree manifest: version is not %d", PROTO_TREE_VERSION);
+		goto out;
+	}
+	if (string_field(doc, "source", &source) < 0 ||
+	    (source != NULL && !word_ok(source, sizeof(t->source)))) {
+		snprintf(err, errlen, "tree manifest: source is not a word of at most %zu bytes",
+		    sizeof(t->source) - 1);
+		goto out;
+	}
+	if (string_field(doc, "commit", &commit) < 0 ||
+	    (commit != NULL && !word_ok(commit, sizeof(t->commit)))) {
+		snprintf(err, errlen, "tree manifest: commit is not a word of at most %zu bytes",
+		    sizeof(t->commit) - 1);
+		goto out;
+	}
+	snprintf(t->source, sizeof(t->source), "%s", source ? source : "");
+	snprintf(t->commit, sizeof(t->commit), "%s", commit ? commit : "");
+	entries = json_get(doc, "entries", NULL);
+	if (entries == NULL || !YAJL_IS_ARRAY(entries)) {
+		snprintf(err, errlen, "tree manifest: no entries array");
+		goto out;
+	}
+	if (entries->u.array.len > PROTO_MAX_TREE_ENTRIES) {
+		snprintf(err, errlen, "tree manifest: %zu entries, more than %d",
+		    entries->u.array.len, PROTO_MAX_TREE_ENTRIES);
+		goto out;
+	}
+	t->e = xcalloc(entries->u.array.len ? entries->u.array.len : 1, sizeof(*t->e));
+	for (size_t i = 0; i < entries->u.array.len; i++) {
+		if (decode_entry(entries->u.array.values[i], t, i, e, sizeof(e)) < 0) {
+			snprintf(err, errlen, "tree manifest: %s", e);
+			goto out;
+		}
+	}
+	rc = 0;
+out:
+	yajl_tree_free(doc);
+	if (rc < 0)
+		proto_tree_free(t);
+	return rc;
+}

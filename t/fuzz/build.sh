@@ -1,0 +1,41 @@
+#!/bin/sh
+# t/fuzz/build.sh SRCDIR BUILDDIR - build every harness with libFuzzer,
+# AddressSanitizer and UBSan into BUILDDIR/t/fuzz/bin/fuzz_<target>.  Run by
+# `make fuzz`, which passes the compiler and library flags configure found
+# (FUZZ_CC, FUZZ_CFLAGS, FUZZ_LIBS, FUZZ_DEFS, FUZZ_TARGETS).  The shared
+# code is compiled once with coverage into a private archive; a harness
+# that includes a program's .c (renderer, site, etcd store) gets its own
+# copy of that file instrumented the same way.
+set -eu
+src=$1
+bld=$2
+out=$bld/t/fuzz/bin
+obj=$bld/t/fuzz/obj
+mkdir -p "$out" "$obj"
+SAN="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
+CFLAGS="-g -O1 $SAN -I$src -I$bld $FUZZ_DEFS $FUZZ_CFLAGS -w"
+lib_src="common/log.c common/util.c common/hash.c common/json.c common/conf.c
+	common/spool.c common/journal.c common/stage.c common/store.c
+	common/store_local.c common/store_etcd.c common/store_keys.c
+	common/resource.c common/s3key.c proto/proto.c
+	daemons/renderer/render_merge.c daemons/renderer/render_brotli.c
+	cli/cli_yaml.c"
+objs=""
+for f in $lib_src; do
+	[ -f "$src/$f" ] || continue
+	o=$obj/$(echo "$f" | tr / _ | sed 's/\.c$/.o/')
+	if [ ! -f "$o" ] || [ "$src/$f" -nt "$o" ]; then
+		# shellcheck disable=SC2086
+		$FUZZ_CC $CFLAGS -fsanitize=fuzzer-no-link -c "$src/$f" -o "$o"
+	fi
+	objs="$objs $o"
+done
+rm -f "$obj/libfuzzdecod.a"
+# shellcheck disable=SC2086
+ar cr "$obj/libfuzzdecod.a" $objs
+for t in $FUZZ_TARGETS; do
+	# shellcheck disable=SC2086
+	$FUZZ_CC $CFLAGS -fsanitize=fuzzer "$src/t/fuzz/fuzz_$t.c" \
+	    "$obj/libfuzzdecod.a" $FUZZ_LIBS -lpthread -o "$out/fuzz_$t"
+	echo "  FUZZ     t/fuzz/bin/fuzz_$t"
+done
