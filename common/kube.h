@@ -267,6 +267,35 @@ const char *kube_informer_rv(const struct kube_informer *inf);
 void kube_informer_get_stats(const struct kube_informer *inf,
     struct kube_informer_stats *s);
 
+/* ---- leader election (kube_lease.c) ---- */
+
+struct kube_lease;
+
+struct kube_lease_params {
+	int64_t duration_ms;	/* a holder silent this long is replaced (15 s) */
+	int64_t renew_deadline_ms;	/* the holder gives up if it cannot renew within (10 s) */
+	int64_t retry_ms;	/* how often to try to acquire or renew (2 s) */
+};
+
+/* kube_lease_changed_fn - leadership gained (1) or lost (0) */
+typedef void (*kube_lease_changed_fn)(void *arg, int leading);
+
+/*
+ * kube_lease_new - contend for coordination.k8s.io/v1 Lease ns/name as
+ * identity, the way client-go's leader election does: create it or take
+ * it over once its holder has not renewed for the lease duration (timed
+ * by our own clock from when we last saw it change), renew it every retry
+ * period while leading, and report the loss when renewing fails for the
+ * renew deadline.  Updates carry the resourceVersion read, so two
+ * contenders never both win.  Runs on k's dispatch.  Never NULL.
+ */
+struct kube_lease *kube_lease_new(struct kube *k, const char *ns, const char *name,
+    const char *identity, const struct kube_lease_params *p,
+    kube_lease_changed_fn changed, void *arg);
+/* kube_lease_free - stop; a leader releases the lease (holder emptied) first, waiting at most 2 s */
+void kube_lease_free(struct kube_lease *l);
+int kube_lease_leading(const struct kube_lease *l);
+
 /* ---- object helpers ---- */
 
 /* kube_obj_ns, kube_obj_name, kube_obj_rv, kube_obj_uid - metadata strings or "" */

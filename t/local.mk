@@ -72,3 +72,5 @@ check_PROGRAMS += t/unit/proto_detail_test t/unit/proto_tree_test
 t_unit_proto_detail_test_LDADD = $(TEST_LIBS)
 t_unit_proto_tree_test_LDADD = $(TEST_LIBS)
 TESTS += t/unit/proto_detail_test t/unit/proto_tree_test
+TESTS += t/integration/kube_leader.sh
+EXTRA_DIST += t/integration/kube_leader.sh

@@ -22,6 +22,8 @@ kubectl_admin wait --for=condition=Established crd/decofiles.deco.sites --timeou
 kubectl_admin create namespace sites-loja >/dev/null
 TOKEN=$(kube_token decod-system decod) || bail "no token"
 kube_token_config "$T/decod.kubeconfig" "$TOKEN" decod-system
+# decod runs as this account only (kube_start exported the admin's KUBECONFIG)
+export KUBECONFIG="$T/decod.kubeconfig"
 
 cat >"$T/conf" <<EOF
 state_dir = $T/state

@@ -26,6 +26,8 @@ kubectl_admin create namespace sites-loja >/dev/null
 kubectl_admin -n sites-loja create serviceaccount default >/dev/null
 TOKEN=$(kube_token decod-system decod) || bail "no token"
 kube_token_config "$T/decod.kubeconfig" "$TOKEN" decod-system
+# decod runs as this account only (kube_start exported the admin's KUBECONFIG)
+export KUBECONFIG="$T/decod.kubeconfig"
 is "$(kubectl --kubeconfig "$T/decod.kubeconfig" auth can-i list pods -A)" yes "decod may list pods"
 is "$(kubectl --kubeconfig "$T/decod.kubeconfig" auth can-i delete pods -n sites-loja)" no "... but not delete them"
 

@@ -26,6 +26,8 @@ kube_start_cm
 kubectl_admin create namespace sites-loja >/dev/null
 TOKEN=$(kube_token decod-system decod) || bail "no token for decod-system/decod"
 kube_token_config "$T/decod.kubeconfig" "$TOKEN" decod-system
+# decod runs as this account only (kube_start exported the admin's KUBECONFIG)
+export KUBECONFIG="$T/decod.kubeconfig"
 
 as_decod() { kubectl --kubeconfig "$T/decod.kubeconfig" "$@"; }
 is "$(as_decod auth can-i patch configmaps -n sites-loja)" yes "decod's account may write ConfigMaps"
