@@ -46,6 +46,7 @@ struct rollout {
 	struct store_list eps;		/* cached listing for re-resolving */
 	int64_t eps_at;
 	unsigned char *acked;		/* per replica: recorded in the journal */
+	char ts_default[4400];		/* poll: tsFile for replicas that name none */
 	int64_t flush_timer;
 	struct rollout *next;
 };
@@ -299,6 +300,8 @@ resolve(void *arg, struct notify_target *t)
 				return -1;
 			if (nt.token == NULL)
 				nt.token = r->n->token;
+			if (nt.style == NOTIFY_POLL && (nt.ts_file == NULL || *nt.ts_file == '\0'))
+				nt.ts_file = r->ts_default;
 			*t = nt;
 			return 1;
 		}
@@ -389,8 +392,31 @@ targets(struct rollout *r, yajl_val doc, enum notify_style style, size_t *count,
 		t[n].token = r->n->token;
 		n++;
 	}
+	/* a poll-era runtime answers 400 without tsFile: name the default */
+	for (size_t i = 0; i < n; i++)
+		if (t[i].style == NOTIFY_POLL && (t[i].ts_file == NULL || *t[i].ts_file == '\0'))
+			t[i].ts_file = r->ts_default;
 	*count = n;
 	return t;
+}
+
+/*
+ * ts_default - the tsFile of a poll replica that names none (SPEC §4.4): for
+ * the file target the published timestamp.txt, else <mount dir>/timestamp.txt
+ * with the webhook's default mount dir
+ */
+static void
+ts_default(struct stage *st, const char *ns, const char *name, char *out, size_t len)
+{
+	yajl_val f = status_get_fragment(stage_store(st), "decofiles", ns, name, "publisher");
+	const char *loc = json_get_str(f, "location", NULL), *slash;
+
+	if (loc != NULL && strncmp(loc, "file://", 7) == 0 && (slash = strrchr(loc, '/')) != NULL &&
+	    slash > loc + 7)
+		snprintf(out, len, "%.*s/timestamp.txt", (int)(slash - (loc + 7)), loc + 7);
+	else
+		snprintf(out, len, "%s", NOTIFY_PODS_TS_FILE);
+	yajl_tree_free(f);
 }
 
 static enum stage_result
@@ -466,6 +492,7 @@ on_item(struct stage *st, const struct journal_item *it)
 	if ((style = json_get_str(doc, "spec", "notify", "style", NULL)) != NULL &&
 	    strcmp(style, "poll") == 0)
 		stl = NOTIFY_POLL;
+	ts_default(st, r->ns, r->name, r->ts_default, sizeof(r->ts_default));
 	r->ep_prefix = key_endpoint_prefix(r->ns, decofile_deployment_id(doc));
 	/* compare keys against "<prefix>" + "/" + id */
 	if (r->ep_prefix[0] != '\0' && r->ep_prefix[strlen(r->ep_prefix) - 1] == '/')
