@@ -26,6 +26,18 @@
 #include "daemons/fetcher/fetch_kube.h"
 
 #define API_VERSION "deco.sites/v1alpha1"
+#define NFLIGHT 4096	/* buckets of the writes-in-flight table */
+
+/*
+ * One status write in flight per fragment (kind/ns/name/stage): two applies
+ * of one manager racing could land out of order (Unknown after True), so a
+ * fragment that changes meanwhile is written again, from the store, after.
+ */
+struct flight {
+	struct flight *next;
+	char *key;		/* the fragment's store key */
+	int again;
+};
 
 struct fetch_kube {
 	struct stage *st;
@@ -35,6 +47,7 @@ struct fetch_kube {
 	int64_t sw_timer;
 	char *status_prefix;
 	uint64_t mirrored, status_writes;
+	struct flight *flights[NFLIGHT];
 };
 
 struct kind_info {
@@ -342,18 +355,54 @@ on_tpl(void *arg, enum kube_event ev, yajl_val obj, yajl_val old)
 struct push {
 	struct fetch_kube *fk;
 	char what[600];
+	char *key;		/* the fragment's store key */
+	const struct kind_info *ki;
+	char ns[254], name[254], stage[64];
 };
+
+static struct flight **
+flight_slot(struct fetch_kube *fk, const char *key)
+{
+	uint64_t h = 1469598103934665603ull;
+	struct flight **f;
+
+	for (const char *p = key; *p != '\0'; p++)
+		h = (h ^ (unsigned char)*p) * 1099511628211ull;
+	for (f = &fk->flights[h % NFLIGHT]; *f != NULL; f = &(*f)->next)
+		if (strcmp((*f)->key, key) == 0)
+			break;
+	return f;
+}
 
 static void
 on_pushed(void *arg, const struct kube_resp *r)
 {
 	struct push *p = arg;
+	struct fetch_kube *fk = p->fk;
+	struct flight **fs = flight_slot(fk, p->key), *f = *fs;
+	int again = f != NULL && f->again;
 
 	if (kube_ok(r))
-		p->fk->status_writes++;
+		fk->status_writes++;
 	else if (r->status != 404)	/* 404: the CR went away meanwhile */
 		log_kv(LOG_WARN, "cannot write status to the CR", "object", p->what,
 		    "error", r->err, NULL);
+	if (f != NULL) {
+		*fs = f->next;
+		free(f->key);
+		free(f);
+	}
+	if (again) {
+		/* it changed while this write was in flight: write what it is now */
+		char *val = NULL;
+		size_t len = 0;
+		int rc = store_get(stage_store(fk->st), p->key, &val, &len);
+
+		if (rc == 0 || rc == 1)
+			status_push(fk, p->ki, p->ns, p->name, p->stage, rc == 0 ? val : NULL, len);
+		free(val);
+	}
+	free(p->key);
 	free(p);
 }
 
@@ -371,6 +420,17 @@ status_push(struct fetch_kube *fk, const struct kind_info *ki, const char *ns,
 
 	if (cur == NULL)
 		return;		/* no CR (decoctl's own resource), or not yet seen */
+	{
+		char *key = key_status(ki->plural, ns, name, stage);
+		struct flight **fs = flight_slot(fk, key);
+
+		if (*fs != NULL) {
+			(*fs)->again = 1;	/* written again when the one in flight lands */
+			free(key);
+			return;
+		}
+		free(key);
+	}
 	if (val != NULL && (frag = json_parse(val, vlen, NULL)) == NULL)
 		return;
 	body = fetch_kube_status_body(ki->kd->kind, ns, name, frag, val != NULL ? cur : NULL,
@@ -383,6 +443,17 @@ status_push(struct fetch_kube *fk, const struct kind_info *ki, const char *ns,
 	snprintf(manager, sizeof(manager), "decod-%s", stage);
 	p = xcalloc(1, sizeof(*p));
 	p->fk = fk;
+	p->ki = ki;
+	p->key = key_status(ki->plural, ns, name, stage);
+	snprintf(p->ns, sizeof(p->ns), "%s", ns);
+	snprintf(p->name, sizeof(p->name), "%s", name);
+	snprintf(p->stage, sizeof(p->stage), "%s", stage);
+	{
+		struct flight **fs = flight_slot(fk, p->key), *f = xcalloc(1, sizeof(*f));
+
+		f->key = xstrdup(p->key);
+		*fs = f;
+	}
 	snprintf(p->what, sizeof(p->what), "%s/%s/%s (%s)", ki->plural, ns, name, manager);
 	kube_apply(fk->k, ki->kd, ns, name, "status", manager, 1, body, len, on_pushed, p);
 	free(body);
@@ -487,7 +558,15 @@ fetch_kube_free(struct fetch_kube *fk)
 	}
 	if (fk->sw_timer > 0)
 		stage_cancel_timer(fk->st, fk->sw_timer);
-	kube_free(fk->k);
+	kube_free(fk->k);	/* cancels the writes in flight: their pushes go too */
+	for (size_t i = 0; i < NFLIGHT; i++)
+		while (fk->flights[i] != NULL) {
+			struct flight *f = fk->flights[i];
+
+			fk->flights[i] = f->next;
+			free(f->key);
+			free(f);
+		}
 	free(fk->status_prefix);
 	free(fk);
 }
