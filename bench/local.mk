@@ -32,3 +32,8 @@ bench-scaleout: decod decoctl daemons/fetcher/fetcher
 	$(SHELL) $(srcdir)/bench/bench_scaleout.sh $(abs_top_builddir)
 .PHONY: bench-scaleout
 # --- end of scale-out benchmarks
+# decod in a cluster (real API server from KUBEBUILDER_ASSETS): `make bench-kube`
+EXTRA_DIST += bench/bench_kube.sh bench/bench_kube.py
+bench-kube: decod examples/site/decod-site
+	$(SHELL) $(srcdir)/bench/bench_kube.sh $(abs_top_builddir) 40
+.PHONY: bench-kube
