@@ -41,8 +41,38 @@ pool_add(struct notify_pods *np, char *s)
 	return s;
 }
 
+/* mount_ts - the tsFile where container c has the decofile, or "" */
+static void
+mount_ts(yajl_val c, char *ts, size_t tslen)
+{
+	yajl_val m = json_get(c, "volumeMounts", NULL), env = json_get(c, "env", NULL);
+
+	ts[0] = '\0';
+	for (size_t i = 0; m != NULL && YAJL_IS_ARRAY(m) && i < m->u.array.len; i++) {
+		const char *n = json_get_str(m->u.array.values[i], "name", NULL);
+		const char *p = json_get_str(m->u.array.values[i], "mountPath", NULL);
+
+		if (n != NULL && p != NULL && *p == '/' && strcmp(n, NOTIFY_PODS_VOLUME) == 0) {
+			snprintf(ts, tslen, "%s%stimestamp.txt", p, p[strlen(p) - 1] == '/' ? "" : "/");
+			return;
+		}
+	}
+	for (size_t i = 0; env != NULL && YAJL_IS_ARRAY(env) && i < env->u.array.len; i++) {
+		const char *n = json_get_str(env->u.array.values[i], "name", NULL);
+		const char *v = json_get_str(env->u.array.values[i], "value", NULL);
+		const char *slash;
+
+		if (n != NULL && v != NULL && strcmp(n, "DECO_RELEASE") == 0 &&
+		    strncmp(v, "file:///", 8) == 0 && (slash = strrchr(v, '/')) > v + 7) {
+			snprintf(ts, tslen, "%.*s/timestamp.txt", (int)(slash - (v + 7)), v + 7);
+			return;
+		}
+	}
+}
+
 int
-notify_pods_replica(yajl_val pod, char *url, size_t urllen, const char **token)
+notify_pods_replica(yajl_val pod, char *url, size_t urllen, const char **token,
+    char *ts, size_t tslen)
 {
 	const char *phase = json_get_str(pod, "status", "phase", NULL);
 	const char *ip = json_get_str(pod, "status", "podIP", NULL);
@@ -50,6 +80,7 @@ notify_pods_replica(yajl_val pod, char *url, size_t urllen, const char **token)
 	int64_t port = NOTIFY_PODS_DEFAULT_PORT;
 
 	*token = NULL;
+	snprintf(ts, tslen, "%s", NOTIFY_PODS_TS_FILE);
 	if (phase == NULL || strcmp(phase, "Running") != 0 || ip == NULL || *ip == '\0' ||
 	    json_get(pod, "metadata", "deletionTimestamp", NULL) != NULL)
 		return 0;
@@ -65,6 +96,13 @@ notify_pods_replica(yajl_val pod, char *url, size_t urllen, const char **token)
 
 			if (n == NULL || strcmp(n, "app") != 0)
 				continue;
+			{
+				char mt[1024];
+
+				mount_ts(c, mt, sizeof(mt));
+				if (mt[0] != '\0')
+					snprintf(ts, tslen, "%s", mt);
+			}
 			env = json_get(c, "env", NULL);
 			for (size_t e = 0; env != NULL && YAJL_IS_ARRAY(env) && e < env->u.array.len; e++) {
 				const char *en = json_get_str(env->u.array.values[e], "name", NULL);
@@ -146,10 +184,10 @@ walk_one(void *arg, yajl_val pod)
 	struct walk *w = arg;
 	const char *dep = json_get_str(pod, "metadata", "labels", NOTIFY_PODS_LABEL, NULL);
 	const char *token;
-	char url[128];
+	char url[128], ts[1024];
 
 	if (dep == NULL || strcmp(dep, w->dep) != 0 || strcmp(kube_obj_ns(pod), w->ns) != 0 ||
-	    !notify_pods_replica(pod, url, sizeof(url), &token))
+	    !notify_pods_replica(pod, url, sizeof(url), &token, ts, sizeof(ts)))
 		return;
 	if (w->t != NULL && w->n < w->max) {
 		struct notify_target *t = &w->t[w->n];
@@ -159,7 +197,7 @@ walk_one(void *arg, yajl_val pod)
 		t->url = pool_add(w->np, xstrdup(url));
 		t->token = token != NULL ? pool_add(w->np, xstrdup(token)) : NULL;
 		t->style = w->style;
-		t->ts_file = w->style == NOTIFY_POLL ? NOTIFY_PODS_TS_FILE : NULL;
+		t->ts_file = w->style == NOTIFY_POLL ? pool_add(w->np, xstrdup(ts)) : NULL;
 	}
 	w->n++;
 }
@@ -189,15 +227,17 @@ notify_pods_resolve(struct notify_pods *np, const char *ns, struct notify_target
 {
 	yajl_val pod;
 	const char *token;
-	char url[128];
+	char url[128], ts[1024];
 
 	if (strncmp(t->id, "pod/", 4) != 0)
 		return -1;
 	if ((pod = kube_informer_get(np->inf, ns, t->id + 4)) == NULL ||
-	    !notify_pods_replica(pod, url, sizeof(url), &token))
+	    !notify_pods_replica(pod, url, sizeof(url), &token, ts, sizeof(ts)))
 		return 0;
 	pool_reset(np);
 	t->url = pool_add(np, xstrdup(url));
+	if (t->style == NOTIFY_POLL)
+		t->ts_file = pool_add(np, xstrdup(ts));
 	t->token = token != NULL ? pool_add(np, xstrdup(token)) : NULL;
 	return 1;
 }

@@ -15,6 +15,7 @@
 #define NOTIFY_PODS_TOKEN_ENV "DECO_RELEASE_RELOAD_TOKEN"
 #define NOTIFY_PODS_DEFAULT_PORT 8000
 #define NOTIFY_PODS_TS_FILE "/app/decofile/timestamp.txt"
+#define NOTIFY_PODS_VOLUME "decofile-config"
 
 struct stage;
 struct notify_pods;
@@ -52,8 +53,12 @@ int notify_pods_resolve(struct notify_pods *np, const char *ns, struct notify_ta
 /*
  * notify_pods_replica - what a pod object gives (pure, for tests): 1 when
  * it is a Running replica with an IP (url "http://ip:port" into url, token
- * pointer into the object or NULL), else 0.
+ * pointer into the object or NULL, and the poll tsFile into ts: the
+ * timestamp.txt where the webhook mounted the decofile in container app --
+ * volume decofile-config, else DECO_RELEASE=file://<dir>/... -- else
+ * NOTIFY_PODS_TS_FILE), else 0.
  */
-int notify_pods_replica(yajl_val pod, char *url, size_t urllen, const char **token);
+int notify_pods_replica(yajl_val pod, char *url, size_t urllen, const char **token,
+    char *ts, size_t tslen);
 
 #endif
