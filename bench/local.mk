@@ -37,3 +37,11 @@ EXTRA_DIST += bench/bench_kube.sh bench/bench_kube.py
 bench-kube: decod examples/site/decod-site
 	$(SHELL) $(srcdir)/bench/bench_kube.sh $(abs_top_builddir) 40
 .PHONY: bench-kube
+# webhook benchmark: `make bench-webhook` (200 keep-alive HTTPS clients)
+noinst_PROGRAMS += bench/bench_webhook
+bench_bench_webhook_LDADD = $(DECOD_LIBS)
+EXTRA_DIST += bench/bench_webhook.sh
+bench-webhook: daemons/webhook/webhook bench/bench_webhook t/stage/testtool
+	$(SHELL) $(srcdir)/bench/bench_webhook.sh $(abs_top_builddir)
+.PHONY: bench-webhook
+# --- end of webhook benchmark

@@ -105,6 +105,18 @@ key_instance(const char *id)
 	return xasprintf("%s/instances/%s", keys_prefix(), id);
 }
 
+char *
+key_injected(const char *ns, const char *service)
+{
+	return xasprintf("%s/injected/%s/%s", keys_prefix(), ns, service);
+}
+
+char *
+key_injected_prefix(void)
+{
+	return xasprintf("%s/injected/", keys_prefix());
+}
+
 /* copy_part - copy the n bytes at p into out (KEYS_PART_MAX); 0 or -1 */
 static int
 copy_part(const char *p, size_t n, char *out)

@@ -11,6 +11,7 @@
  *   {prefix}/sync/{ns}/{name}                   "fetch now" trigger
  *   {prefix}/locks/{ns}/{name}                  job lock
  *   {prefix}/instances/{id}                     running decod instances
+ *   {prefix}/injected/{ns}/{service}            Knative Service the webhook injected
  */
 #ifndef DECOD_STORE_KEYS_H
 #define DECOD_STORE_KEYS_H
@@ -29,6 +30,13 @@ char *key_endpoint_prefix(const char *ns, const char *deployment);
 char *key_sync(const char *ns, const char *name);
 char *key_lock(const char *ns, const char *name);
 char *key_instance(const char *id);
+/*
+ * key_injected - the record of a Knative Service the webhook injected with
+ * a Decofile (so a Decofile in use is not deleted); key_injected_prefix
+ * lists them all.
+ */
+char *key_injected(const char *ns, const char *service);
+char *key_injected_prefix(void);
 
 /*
  * key_parse_resource - split "{prefix}/{kind}/{ns}/{name}" into its parts

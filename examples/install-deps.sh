@@ -6,8 +6,10 @@ set -eu
 PKGS="build-essential autoconf automake libtool pkg-config
 libnng-dev libcurl4-openssl-dev libyajl-dev libbrotli-dev libmicrohttpd-dev
 libssl-dev libhiredis-dev libsqlite3-dev libyaml-dev libarchive-dev
-sqlite3 git curl jq brotli python3 python3-yaml groff-base etcd-server etcd-client
-python3-kubernetes openssl"
+sqlite3 git curl jq brotli python3 python3-yaml groff-base etcd-server etcd-client"
+PKGS="$PKGS libgnutls28-dev"
+PKGS="$PKGS python3-jsonpatch openssl"
+PKGS="$PKGS python3-kubernetes"
 missing=""
 for p in $PKGS; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' ||

@@ -14,7 +14,8 @@ tmpfilesdir = $(prefix)/lib/tmpfiles.d
 decodconfdir = $(sysconfdir)/decod
 
 DECOD_STAGE_UNITS = systemd/decod-fetcher.service systemd/decod-renderer.service \
-	systemd/decod-publisher.service systemd/decod-notifier.service
+	systemd/decod-publisher.service systemd/decod-notifier.service \
+	systemd/decod-webhook.service
 systemdsystemunit_DATA = systemd/decod.service $(DECOD_STAGE_UNITS) \
 	systemd/decod-stages.target
 # installed under the name decod.conf (install-data-hook below)
@@ -29,8 +30,9 @@ EXTRA_DIST += systemd/decod.service.in systemd/decod-stage.service.in \
 	deploy/README.md deploy/Dockerfile deploy/kustomization.yaml \
 	deploy/namespace.yaml deploy/crd-decofile.yaml deploy/crd-decofiletemplate.yaml \
 	deploy/rbac.yaml deploy/configmap.yaml deploy/deployment.yaml \
-	deploy/webhook.yaml deploy/certificate.yaml \
-	deploy/webhook-deployment-patch.yaml
+	deploy/webhook/kustomization.yaml deploy/webhook/service.yaml \
+	deploy/webhook/mutating.yaml deploy/webhook/validating.yaml \
+	deploy/webhook/certificate.yaml deploy/webhook/deployment-patch.yaml
 
 # the paths the units name, after make has expanded ${prefix} and friends
 decod_subst = sed -e 's|@sbindir[@]|$(sbindir)|g' \

@@ -2,12 +2,12 @@
  * fuzz_etcd - the etcd JSON gateway's answers as the store reads them:
  * the watch stream (split into lines by the curl write callback, each a
  * JSON message with base64 keys and values, cancel and compaction
- * notices), reached by including store_etcd.c; the input is also read as
+ * notices), reached by including store_etcd_watch.c; the input is also read as
  * a range answer's kvs the way etcd_list reads them.
  */
 #include "config.h"
 
-#include "common/store_etcd.c"
+#include "common/store_etcd_watch.c"
 
 #include "t/fuzz/fuzz.h"
 
@@ -23,7 +23,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	w->pfd[0] = w->pfd[1] = -1;
 	w->tail = &w->head;
 	buf_init(&w->line);
-	prange_init(&w->r, "/decod/");
+	etcd_prange_init(&w->r, "/decod/");
 	/* curl hands the stream over in pieces: two here */
 	copy = xmalloc(size + 1);
 	memcpy(copy, data, size);
@@ -39,8 +39,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	kvs = json_get(v, "kvs", NULL);
 	for (size_t i = 0; kvs != NULL && YAJL_IS_ARRAY(kvs) && i < kvs->u.array.len; i++) {
 		size_t kn = 0, vn = 0;
-		char *k = b64_field(kvs->u.array.values[i], "key", &kn);
-		char *val = b64_field(kvs->u.array.values[i], "value", &vn);
+		char *k = etcd_b64_field(kvs->u.array.values[i], "key", &kn);
+		char *val = etcd_b64_field(kvs->u.array.values[i], "value", &vn);
 
 		free(k);
 		free(val);
