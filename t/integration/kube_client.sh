@@ -32,6 +32,19 @@ is "$out" "$KUBE_URL default" "admin kubeconfig with client certificate files"
 out=$("$KT" whoami)
 is "$out" "$KUBE_URL kt" "KUBECONFIG: the ServiceAccount's token, the context's namespace"
 
+# in a pod: KUBERNETES_SERVICE_HOST/PORT and the service-account folder
+mkdir -p "$T/sa"
+kube_token kt tester >"$T/sa/token"
+cp "$KUBE_DIR/ca.crt" "$T/sa/ca.crt"
+printf 'kt\n' >"$T/sa/namespace"
+hp=${KUBE_URL#https://}
+out=$(env -u KUBECONFIG KUBERNETES_SERVICE_HOST=${hp%:*} KUBERNETES_SERVICE_PORT=${hp##*:} \
+    DECOD_KUBE_SA_DIR="$T/sa" "$KT" whoami)
+is "$out" "$KUBE_URL kt" "in-cluster: server from the environment, namespace from the file"
+env -u KUBECONFIG KUBERNETES_SERVICE_HOST=${hp%:*} KUBERNETES_SERVICE_PORT=${hp##*:} \
+    DECOD_KUBE_SA_DIR="$T/sa" "$KT" list configmaps kt >/dev/null 2>"$T/err"
+ok $? "in-cluster: the projected token and CA work"
+
 # --- get, apply, conflicts
 "$KT" get configmaps kt nothing >/dev/null 2>"$T/err"
 [ $? -eq 1 ]; ok $? "get of an absent object fails"
