@@ -463,6 +463,16 @@ on_applied(void *arg, const struct kube_resp *r)
 			o->busy = 0;
 		log_kv(LOG_WARN, "ConfigMap write failed", "ns", j->ns, "name", j->name,
 		    "error", r->err, NULL);
+		if (j->kind == JOB_PUBLISH) {
+			/* the status says why the new version is not out (the old one stays) */
+			char msg[1100];
+
+			snprintf(msg, sizeof(msg), "Cannot write ConfigMap " CM_PREFIX "%s: %s",
+			    j->name, r->err);
+			status_set_condition(stage_store(j->c->st), stage_journal(j->c->st),
+			    "decofiles", j->ns, j->name, STAGE, "Ready", "False",
+			    "ConfigMapFailed", msg);
+		}
 		if (j->kind != JOB_PUBLISH && j->kind != JOB_ADOPT && o != NULL)
 			o->again = 0;
 		job_settle(j, res, r->err);

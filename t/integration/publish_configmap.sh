@@ -133,6 +133,16 @@ check "Ready=False TooLarge suggests target: s3" wait_for 10 grep -q \
 kubectl_admin -n sites-loja get configmap decofile-big >/dev/null 2>&1
 [ $? -ne 0 ]; ok $? "no ConfigMap written"
 
+# --- a write the API server refuses: the item is retried, Ready says why --------
+printf '{"apiVersion":"deco.sites/v1alpha1","kind":"Decofile","metadata":{"name":"ghost","namespace":"nowhere"},"spec":{"source":"inline","target":"configmap","inline":{"value":{"A":1}}}}' >"$T/ghost.json"
+"$TOOL" $C apply "$T/ghost.json"
+set -- $(render "$T/doc.json")
+"$TOOL" $C enqueue publisher nowhere ghost "$1" "format=bin bin=$2" >/dev/null
+check "Ready=False ConfigMapFailed names the API's answer" wait_for 10 grep -q \
+    '"type":"Ready","status":"False","reason":"ConfigMapFailed","message":"Cannot write ConfigMap decofile-ghost: [^"]*404' \
+    "$T/store/kv/decod.d/status.d/decofiles.d/nowhere.d/ghost.d/publisher.v"
+is "$(sql "SELECT state FROM items WHERE stage='publisher' AND name='ghost'")" pending "... and the item waits for a retry"
+
 # --- adoption of what the Go operator wrote ---------------------------------------------
 printf '{"Header":{"x":1}}' >"$T/old.json"
 decofile old
