@@ -656,14 +656,19 @@ schedule_check(struct pcm *c, struct cmobj *o)
 		o->timer = stage_add_timer(c->st, REPAIR_DEBOUNCE_MS, repair_cb, o);
 }
 
-/* restore - after the first sync: what the journal says we published is ours again */
+/*
+ * restore_one - after the first sync: a ConfigMap the journal says we
+ * published is ours again.  Its bytes are taken from the ConfigMap itself
+ * when it still holds that content (no render record needed), else from the
+ * render record, and then checked: drift made while we were down is put back.
+ */
 static void
 restore_one(void *arg, yajl_val cm)
 {
 	struct pcm *c = arg;
 	struct journal *j = stage_journal(c->st);
-	const char *n = kube_obj_name(cm), *ns = kube_obj_ns(cm);
-	char hash[65], rhash[65], fmt[8], bin[65];
+	const char *n = kube_obj_name(cm), *ns = kube_obj_ns(cm), *b64;
+	char hash[65], rhash[65], fmt[8], bin[65], held[65];
 	int64_t ts;
 	struct cmobj *o;
 	yajl_val doc = NULL;
@@ -672,10 +677,33 @@ restore_one(void *arg, yajl_val cm)
 	if (strncmp(n, CM_PREFIX, strlen(CM_PREFIX)) != 0 || obj_find(c, ns, n + strlen(CM_PREFIX)))
 		return;
 	n += strlen(CM_PREFIX);
-	if (journal_last_publish(j, ns, n, TARGET, hash, &ts) != 0 ||
-	    journal_last_render(j, ns, n, rhash, fmt, bin) != 0 || strcmp(rhash, hash) != 0 ||
+	{
+		/* the store's status says what is live (adoptions included) */
+		yajl_val f = status_get_fragment(stage_store(c->st), "decofiles", ns, n, STAGE);
+		const char *h = json_get_str(f, "contentHash", NULL);
+		const char *loc = json_get_str(f, "location", NULL);
+		char want[600];
+
+		location(ns, n, want, sizeof(want));
+		if (h != NULL && is_sha256_hex(h) && loc != NULL && strcmp(loc, want) == 0) {
+			snprintf(hash, sizeof(hash), "%s", h);
+			ts = json_get_int(f, 0, "timestamp", NULL);
+			yajl_tree_free(f);
+		} else {
+			yajl_tree_free(f);
+			if (journal_last_publish(j, ns, n, TARGET, hash, &ts) != 0)
+				return;
+		}
+	}
+	b64 = json_get_str(cm, "data", "decofile.bin", NULL);
+	if (b64 != NULL && publish_configmap_content(cm, held) == 0 && strcmp(held, hash) == 0) {
+		sha256_hex(b64, strlen(b64), bin);
+		if (!spool_has(stage_spool(c->st), bin) &&
+		    spool_put(stage_spool(c->st), b64, strlen(b64), bin) < 0)
+			return;
+	} else if (journal_last_render(j, ns, n, rhash, fmt, bin) != 0 || strcmp(rhash, hash) != 0 ||
 	    !is_sha256_hex(bin))
-		return;
+		return;		/* nothing to put back from */
 	if (resource_get(stage_store(c->st), "decofiles", ns, n, &doc, err, sizeof(err)) != 0)
 		return;
 	o = obj_get(c, ns, n);
@@ -688,6 +716,21 @@ restore_one(void *arg, yajl_val cm)
 	check_obj(c, o);
 }
 
+/* restore - once both caches are listed: take back what we published before */
+static void
+restore(struct pcm *c)
+{
+	size_t n = 0;
+	char num[32];
+
+	c->restored = 1;
+	kube_informer_foreach(c->cms, restore_one, c);
+	for (struct cmobj *o = c->objs; o != NULL; o = o->next)
+		n++;
+	snprintf(num, sizeof(num), "%zu", n);
+	log_kv(LOG_INFO, "configmap target synced", "configmaps", num, NULL);
+}
+
 static void
 on_cm(void *arg, enum kube_event ev, yajl_val obj, yajl_val old)
 {
@@ -697,10 +740,8 @@ on_cm(void *arg, enum kube_event ev, yajl_val obj, yajl_val old)
 
 	(void)old;
 	if (ev == KUBE_SYNCED) {
-		if (!c->restored && kube_informer_synced(c->dfs)) {
-			c->restored = 1;
-			kube_informer_foreach(c->cms, restore_one, c);
-		}
+		if (!c->restored && kube_informer_synced(c->dfs))
+			restore(c);
 		return;
 	}
 	n = kube_obj_name(obj);
@@ -719,10 +760,8 @@ on_df(void *arg, enum kube_event ev, yajl_val obj, yajl_val old)
 
 	(void)old;
 	(void)obj;
-	if (ev == KUBE_SYNCED && !c->restored && kube_informer_synced(c->cms)) {
-		c->restored = 1;
-		kube_informer_foreach(c->cms, restore_one, c);
-	}
+	if (ev == KUBE_SYNCED && !c->restored && kube_informer_synced(c->cms))
+		restore(c);
 	/* a new CR uid (re-created Decofile): its ConfigMap must point at it */
 	if (ev == KUBE_ADDED && c->restored) {
 		struct cmobj *o = obj_find(c, kube_obj_ns(obj), kube_obj_name(obj));

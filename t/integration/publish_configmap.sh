@@ -123,6 +123,16 @@ sql "SELECT detail FROM drift WHERE name='loja'" | sed "s/^/# drift: /"
 is "$(sql "SELECT count(*) FROM drift WHERE name='loja'")" 3 "three drift repairs journaled"
 check "Drifted=True counts them" grep -q '"type":"Drifted","status":"True","reason":"Repaired"' "$STATUS.d/loja.d/publisher.v"
 
+# --- a restart writes nothing, and still repairs what changes ------------------
+RV=$(cmjson loja | jq -r .metadata.resourceVersion)
+kill -TERM $PUB_PID; wait $PUB_PID 2>/dev/null
+: >"$T/pub.log"
+start_pub
+check "restarted: the ConfigMaps it published are its own again" wait_for 15 grep -q 'msg="configmap target synced" configmaps=1' "$T/pub.log"
+is "$(cmjson loja | jq -r .metadata.resourceVersion)" "$RV" "a restart writes nothing to a ConfigMap that holds the content"
+kubectl_admin -n sites-loja patch configmap decofile-loja --type merge -p '{"data":{"timestamp.txt":"1"}}' >/dev/null
+check "... and repairs drift after it" wait_for 10 sh -c "[ \"\$(kubectl --kubeconfig $KUBE_DIR/admin.kubeconfig -n sites-loja get cm decofile-loja -o jsonpath='{.data.timestamp\\.txt}')\" = $TS ]"
+
 # --- too large -----------------------------------------------------------------------
 head -c 1200000 /dev/urandom | base64 -w0 | sed 's/.*/{"Big":"&"}/' >"$T/big.json"
 decofile big
@@ -158,6 +168,15 @@ check "... and its bytes (no new publish)" bin_is old "$T/old.theirs"
 is "$(sql "SELECT count(*) FROM publishes WHERE name='old'")" 0 "no publish row"
 is "$(sql "SELECT count(*) FROM items WHERE stage='notifier' AND name='old'")" 0 "no reload"
 is "$(sql "SELECT count(*) FROM audit WHERE object='decofile/sites-loja/old' AND action='adopt'")" 1 "adoption audited"
+
+# the adopted one is ours after a restart too (the store's status says so)
+kill -TERM $PUB_PID; wait $PUB_PID 2>/dev/null
+: >"$T/pub.log"
+start_pub
+check "restarted with both" wait_for 15 grep -q 'msg="configmap target synced" configmaps=2' "$T/pub.log"
+kubectl_admin -n sites-loja patch configmap decofile-old --type merge -p '{"data":{"x":"y"}}' >/dev/null
+check "drift on the adopted ConfigMap is put back after a restart" wait_for 10 sh -c "[ \"\$(kubectl --kubeconfig $KUBE_DIR/admin.kubeconfig -n sites-loja get cm decofile-old -o json | jq -r '.data|keys|join(\",\")')\" = decofile.bin,timestamp.txt ]"
+is "$(cmjson old | jq -r '.data["timestamp.txt"]')" 1731598481 "... with the operator's timestamp"
 
 # --- deletion: detach keeps it (no owner reference left), delete removes it --------------
 decofile keep '{"deco.sites/deletion":"detach"}'
