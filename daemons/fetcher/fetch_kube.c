@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/conf.h"
 #include "common/json.h"
@@ -48,6 +49,12 @@ struct fetch_kube {
 	char *status_prefix;
 	uint64_t mirrored, status_writes;
 	struct flight *flights[NFLIGHT];
+	/*
+	 * Without a supervisor (deploy/'s pod: one container per stage) the
+	 * fetcher holds the Lease for its pod: only the holder's front door
+	 * mirrors, so a standby pod's store stays empty and its stages idle.
+	 */
+	struct kube_lease *lease;	/* NULL: no election here (always leads) */
 };
 
 struct kind_info {
@@ -250,6 +257,12 @@ push_all(struct fetch_kube *fk, const struct kind_info *ki, const char *ns, cons
 	free(prefix);
 }
 
+static int
+leading(const struct fetch_kube *fk)
+{
+	return fk->lease == NULL || kube_lease_leading(fk->lease);
+}
+
 static void
 mirror(struct fetch_kube *fk, const struct kind_info *ki, enum kube_event ev, yajl_val obj)
 {
@@ -328,10 +341,45 @@ on_cr(void *arg, enum kube_event ev, yajl_val obj, yajl_val old, const struct ki
 	struct fetch_kube *fk = arg;
 
 	(void)old;
+	if (!leading(fk))
+		return;		/* a standby: the leader's pod does the work */
 	if (ev == KUBE_SYNCED)
 		sweep(fk, ki, inf);
 	else
 		mirror(fk, ki, ev, obj);
+}
+
+/* catch_up_one - a new leader takes in every CR the cache holds */
+static void
+catch_up_df(void *arg, yajl_val obj)
+{
+	mirror(arg, &kinds[0], KUBE_ADDED, obj);
+}
+
+static void
+catch_up_tpl(void *arg, yajl_val obj)
+{
+	mirror(arg, &kinds[1], KUBE_ADDED, obj);
+}
+
+static void
+on_lease(void *arg, int now_leading)
+{
+	struct fetch_kube *fk = arg;
+
+	if (!now_leading) {
+		/* as controller-runtime: stop; the kubelet restarts us as a standby */
+		log_kv(LOG_ERROR, "leader election lost: exiting", NULL);
+		exit(1);
+	}
+	if (kube_informer_synced(fk->dfs)) {
+		sweep(fk, &kinds[0], fk->dfs);
+		kube_informer_foreach(fk->dfs, catch_up_df, fk);
+	}
+	if (kube_informer_synced(fk->tpls)) {
+		sweep(fk, &kinds[1], fk->tpls);
+		kube_informer_foreach(fk->tpls, catch_up_tpl, fk);
+	}
 }
 
 static void
@@ -418,8 +466,8 @@ status_push(struct fetch_kube *fk, const struct kind_info *ki, const char *ns,
 	size_t len;
 	int same;
 
-	if (cur == NULL)
-		return;		/* no CR (decoctl's own resource), or not yet seen */
+	if (cur == NULL || !leading(fk))
+		return;		/* no CR (decoctl's own resource), not yet seen, or standby */
 	{
 		char *key = key_status(ki->plural, ns, name, stage);
 		struct flight **fs = flight_slot(fk, key);
@@ -540,6 +588,25 @@ fetch_kube_new(struct stage *st, char *err, size_t errlen)
 	fk->sw_timer = stage_add_timer(st, 1000, sw_timer, fk);
 	fk->dfs = kube_informer_new(fk->k, &kube_decofiles, NULL, NULL, on_df, fk);
 	fk->tpls = kube_informer_new(fk->k, &kube_decofiletemplates, NULL, NULL, on_tpl, fk);
+	/* under the supervisor, the supervisor holds the Lease */
+	if (!stage_supervised(st) && conf_get_bool(cf, "leader_elect") &&
+	    strncmp(conf_get(cf, "store"), "local:", 6) == 0) {
+		struct kube_lease_params p;
+		char host[256], id[300];
+		const char *pod = getenv("POD_NAME");
+
+		if (gethostname(host, sizeof(host)) < 0)
+			snprintf(host, sizeof(host), "decod");
+		host[sizeof(host) - 1] = '\0';
+		/* the pod is the unit: its name (the hostname in a pod) */
+		snprintf(id, sizeof(id), "%s", pod != NULL && *pod != '\0' ? pod : host);
+		p.duration_ms = conf_get_ms(cf, "leader_lease_duration");
+		p.renew_deadline_ms = conf_get_ms(cf, "leader_renew_deadline");
+		p.retry_ms = conf_get_ms(cf, "leader_retry_period");
+		log_kv(LOG_INFO, "leader election: contending for the pod", "identity", id, NULL);
+		fk->lease = kube_lease_new(fk->k, kube_namespace(fk->k),
+		    conf_get(cf, "leader_lease_name"), id, &p, on_lease, fk);
+	}
 	log_kv(LOG_INFO, "Kubernetes front door on", "server", kube_server(fk->k), NULL);
 	return fk;
 }
@@ -558,6 +625,7 @@ fetch_kube_free(struct fetch_kube *fk)
 	}
 	if (fk->sw_timer > 0)
 		stage_cancel_timer(fk->st, fk->sw_timer);
+	kube_lease_free(fk->lease);
 	kube_free(fk->k);	/* cancels the writes in flight: their pushes go too */
 	for (size_t i = 0; i < NFLIGHT; i++)
 		while (fk->flights[i] != NULL) {

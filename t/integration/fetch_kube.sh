@@ -108,12 +108,8 @@ cr loja | jq -c '.metadata.managedFields[] | [.manager, .time]' >"$T/mf.after"
 "$TOOL" $C status sites-loja loja fetcher >"$T/frag.after"
 is "$(grep decod-notifier "$T/mf.after")" "$(grep decod-notifier "$T/mf.before")" \
     "after a restart the unchanged notifier fragment is not written again"
-if cmp -s "$T/frag.before" "$T/frag.after"; then
-	is "$(grep decod-fetcher "$T/mf.after")" "$(grep decod-fetcher "$T/mf.before")" \
-	    "... nor the unchanged fetcher fragment"
-else
-	diag "the fetcher rewrote its own fragment at start; its write reached the CR"
-fi
+# (the fetcher itself may pass through Syncing=Unknown at start, which the
+# mirror faithfully writes: its own entry is not asserted)
 is "$(grep -c decod-renderer "$T/mf.after")" 1 "... only the new fragment was written"
 
 kubectl_admin -n sites-loja delete decofile loja >/dev/null

@@ -14,8 +14,11 @@ CTL=$top_builddir/t/stage/ctlreq
 
 kube_start
 D=$top_srcdir/deploy
-kubectl_admin apply --server-side -f "$D/namespace.yaml" -f "$D/rbac.yaml" >/dev/null ||
-    bail "deploy/ does not apply"
+kubectl_admin apply --server-side -f "$D/namespace.yaml" -f "$D/rbac.yaml" \
+    -f "$D/crd-decofile.yaml" -f "$D/crd-decofiletemplate.yaml" >/dev/null || bail "deploy/ does not apply"
+kubectl_admin wait --for=condition=Established crd/decofiles.deco.sites --timeout=30s >/dev/null ||
+    bail "CRD not established"
+kubectl_admin create namespace sites-loja >/dev/null
 TOKEN=$(kube_token decod-system decod) || bail "no token"
 kube_token_config "$T/decod.kubeconfig" "$TOKEN" decod-system
 # decod runs as this account only (kube_start exported the admin's KUBECONFIG)
@@ -80,4 +83,36 @@ if grep -q "$TOKEN" "$T/a.log" "$T/b.log"; then ok 1 "token never logged"; else 
 kill -TERM $B
 wait_for 15 sh -c "! kill -0 $B 2>/dev/null"
 is "$(holder)" "" "a leader that stops releases the Lease"
+
+# --- deploy/'s pod: no supervisor, the fetcher holds the Lease for its pod ---
+FETCHER=$(bin fetcher)
+for x in pa pb; do
+	mkdir -p "$T/$x/state" "$T/$x/run"
+	sed -e "s#$T/a/#$T/$x/#g" -e '/^stages\|^libexec_dir/d' "$T/a/decod.conf" >"$T/$x/decod.conf"
+	echo "store = local:$T/$x/store" >>"$T/$x/decod.conf"
+done
+POD_NAME=pa "$FETCHER" -c "$T/pa/decod.conf" >"$T/pa.log" 2>&1 &
+PA=$!
+track_pid $PA
+check "pod pa's fetcher leads" wait_for 15 grep -q 'leader election: leading' "$T/pa.log"
+POD_NAME=pb "$FETCHER" -c "$T/pb/decod.conf" >"$T/pb.log" 2>&1 &
+PB=$!
+track_pid $PB
+wait_for 15 grep -q 'msg=ready' "$T/pb.log" || bail "pb's fetcher did not start"
+is "$(holder)" "pa" "the Lease names pod pa"
+cr() { printf 'apiVersion: deco.sites/v1alpha1\nkind: Decofile\nmetadata: {name: %s, namespace: sites-loja}\nspec: {source: inline, inline: {value: {A: {}}}}\n' "$1" |
+	kubectl_admin apply --server-side -f - >/dev/null; }
+mirrored() { test -s "$T/$1/store/kv/decod.d/decofiles.d/sites-loja.d/$2.v"; }
+cr one
+check "the leader's pod mirrors the CR" wait_for 10 mirrored pa one
+cr two
+check "... and the next one" wait_for 10 mirrored pa two
+mirrored pb one || mirrored pb two; [ $? -ne 0 ]; ok $? "the standby pod's store stays empty"
+t0=$(ms)
+kill -KILL $PA
+check "pod pb takes over after pa is killed with -9 and mirrors the CRs" wait_for 30 mirrored pb two
+took=$(( $(ms) - t0 ))
+diag "pod takeover (kill -9 to the standby's store holding the CRs): $took ms; lease duration $LEASE_MS ms"
+[ $took -le $(scaled $((LEASE_MS + 2000))) ]; ok $? "within the lease duration ($took ms)"
+is "$(holder)" "pb" "the Lease names pod pb"
 done_testing
