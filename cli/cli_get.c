@@ -11,8 +11,6 @@
 #include <string.h>
 #include <time.h>
 
-#include <sqlite3.h>
-
 #include "cli/cli.h"
 #include "common/conf.h"
 #include "common/journal.h"
@@ -432,20 +430,41 @@ cli_status(struct cli *c)
 
 /* --- describe --------------------------------------------------------- */
 
-/* ack_confirmed - a replica's answer that counts as confirmation */
-static int
-ack_confirmed(const char *result)
-{
-	return result != NULL && (strcmp(result, "ok") == 0 || strcmp(result, "confirmed") == 0 ||
-	    (result[0] == '2' && strlen(result) == 3));
-}
+/* what describe_replicas fills */
+struct replicas {
+	const char *hash;	/* the current content hash, or NULL */
+	struct table *t;
+	struct jw *w;
+	int on_current, total;
+};
 
-static const char *
-col(sqlite3_stmt *st, int i)
+static void
+replica_row(void *arg, const struct journal_ack_row *r)
 {
-	const unsigned char *s = sqlite3_column_text(st, i);
+	struct replicas *x = arg;
+	int current = x->hash != NULL && strcmp(r->content_hash, x->hash) == 0 &&
+	    r->confirmed;
+	char when[40], hs[40];
 
-	return s ? (const char *)s : "";
+	x->total++;
+	if (current)
+		x->on_current++;
+	cli_sql_time(r->at, when, sizeof(when));
+	snprintf(hs, sizeof(hs), "%s%s", cli_short(r->content_hash, 12),
+	    x->hash != NULL && strcmp(r->content_hash, x->hash) != 0 ? " (old)" : "");
+	table_row(x->t, r->replica, hs, r->result, when);
+	jw_obj(x->w);
+	jw_key(x->w, "replica");
+	jw_str(x->w, r->replica);
+	jw_key(x->w, "contentHash");
+	jw_str(x->w, r->content_hash);
+	jw_key(x->w, "result");
+	jw_str(x->w, r->result);
+	jw_key(x->w, "at");
+	jw_str(x->w, r->at);
+	jw_key(x->w, "current");
+	jw_bool(x->w, current);
+	jw_end_obj(x->w);
 }
 
 /* describe_replicas - newest ack of each replica; counts on the current hash */
@@ -453,73 +472,46 @@ static void
 describe_replicas(struct journal *j, const char *ns, const char *name, const char *hash,
     struct table *t, struct jw *w, int *on_current, int *total)
 {
-	sqlite3_stmt *st;
+	struct replicas x = { hash, t, w, 0, 0 };
 
-	*on_current = *total = 0;
-	if (sqlite3_prepare_v2(journal_db(j), "SELECT replica, content_hash, result, at,"
-	    " timestamp FROM acks a WHERE ns=? AND name=? AND id=(SELECT MAX(id) FROM acks b"
-	    " WHERE b.ns=a.ns AND b.name=a.name AND b.replica=a.replica) ORDER BY replica",
-	    -1, &st, NULL) != SQLITE_OK)
-		return;
-	sqlite3_bind_text(st, 1, ns, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 2, name, -1, SQLITE_STATIC);
-	while (sqlite3_step(st) == SQLITE_ROW) {
-		const char *h = col(st, 1), *res = col(st, 2);
-		int current = hash != NULL && strcmp(h, hash) == 0 && ack_confirmed(res);
-		char when[40], hs[40];
+	(void)journal_acks_each(j, ns, name, replica_row, &x);
+	*on_current = x.on_current;
+	*total = x.total;
+}
 
-		(*total)++;
-		if (current)
-			(*on_current)++;
-		cli_sql_time(col(st, 3), when, sizeof(when));
-		snprintf(hs, sizeof(hs), "%s%s", cli_short(h, 12),
-		    hash != NULL && strcmp(h, hash) != 0 ? " (old)" : "");
-		table_row(t, col(st, 0), hs, res, when);
-		jw_obj(w);
-		jw_key(w, "replica");
-		jw_str(w, col(st, 0));
-		jw_key(w, "contentHash");
-		jw_str(w, h);
-		jw_key(w, "result");
-		jw_str(w, res);
-		jw_key(w, "at");
-		jw_str(w, col(st, 3));
-		jw_key(w, "current");
-		jw_bool(w, current);
-		jw_end_obj(w);
-	}
-	sqlite3_finalize(st);
+/* the table and JSON array describe_inventory fills */
+struct inv_out {
+	struct table *t;
+	struct jw *w;
+};
+
+static void
+inventory_row(void *arg, const struct journal_inventory_row *r)
+{
+	struct inv_out *o = arg;
+	char when[40];
+
+	cli_sql_time(r->updated_at, when, sizeof(when));
+	table_row(o->t, r->target, r->location, cli_short(r->content_hash, 12), when);
+	jw_obj(o->w);
+	jw_key(o->w, "target");
+	jw_str(o->w, r->target);
+	jw_key(o->w, "location");
+	jw_str(o->w, r->location);
+	jw_key(o->w, "contentHash");
+	jw_str(o->w, r->content_hash);
+	jw_key(o->w, "updatedAt");
+	jw_str(o->w, r->updated_at);
+	jw_end_obj(o->w);
 }
 
 static void
 describe_inventory(struct journal *j, const char *ns, const char *name, struct table *t,
     struct jw *w)
 {
-	sqlite3_stmt *st;
+	struct inv_out o = { t, w };
 
-	if (sqlite3_prepare_v2(journal_db(j), "SELECT target, location, content_hash,"
-	    " updated_at FROM inventory WHERE ns=? AND name=? ORDER BY location", -1, &st,
-	    NULL) != SQLITE_OK)
-		return;
-	sqlite3_bind_text(st, 1, ns, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 2, name, -1, SQLITE_STATIC);
-	while (sqlite3_step(st) == SQLITE_ROW) {
-		char when[40];
-
-		cli_sql_time(col(st, 3), when, sizeof(when));
-		table_row(t, col(st, 0), col(st, 1), cli_short(col(st, 2), 12), when);
-		jw_obj(w);
-		jw_key(w, "target");
-		jw_str(w, col(st, 0));
-		jw_key(w, "location");
-		jw_str(w, col(st, 1));
-		jw_key(w, "contentHash");
-		jw_str(w, col(st, 2));
-		jw_key(w, "updatedAt");
-		jw_str(w, col(st, 3));
-		jw_end_obj(w);
-	}
-	sqlite3_finalize(st);
+	(void)journal_inventory_each(j, NULL, ns, name, inventory_row, &o);
 }
 
 static void

@@ -2,7 +2,8 @@
  * cli_journal - reading the journal for people: history NAME (fetches,
  * renders, publishes, condition changes, confirmations summarised per
  * content hash, drift, in time order; describe shows its newest rows) and
- * journal (the audit log).  Read-only SQL against the schema in journal.c.
+ * journal (the audit log).  The rows come from journal_history_each and
+ * journal_audit_each; this file only lays them out.
  */
 #include "config.h"
 
@@ -11,85 +12,45 @@
 #include <string.h>
 #include <time.h>
 
-#include <sqlite3.h>
-
 #include "cli/cli.h"
 #include "common/journal.h"
 #include "common/json.h"
 #include "common/resource.h"
 #include "common/store.h"
 
-/* what counts as a replica's confirmation in acks.result */
-#define ACK_OK "(result IN ('ok','confirmed') OR result GLOB '2[0-9][0-9]')"
+/* the table and the JSON array a listing fills at once */
+struct out {
+	struct table *t;
+	struct jw *w;
+};
 
-static const char history_sql[] =
-    "SELECT at, ev, detail FROM ("
-    " SELECT at, id, 'fetch' AS ev, source || ' commit ' ||"
-    "  CASE commit_id WHEN '' THEN '-' ELSE substr(commit_id, 1, 12) END ||"
-    "  ' tree ' || substr(tree_hash, 1, 12) AS detail"
-    "  FROM fetches WHERE ns=?1 AND name=?2"
-    " UNION ALL SELECT at, id, 'render', 'hash ' || substr(content_hash, 1, 12) ||"
-    "  ' format ' || format || ' size ' || size FROM renders WHERE ns=?1 AND name=?2"
-    " UNION ALL SELECT at, id, 'publish', target || ' ' || location || ' hash ' ||"
-    "  substr(content_hash, 1, 12) || ' timestamp ' || timestamp"
-    "  FROM publishes WHERE ns=?1 AND name=?2"
-    " UNION ALL SELECT at, id, 'condition', type || '=' || status || ' ' || reason ||"
-    "  CASE message WHEN '' THEN '' ELSE ': ' || message END"
-    "  FROM conditions WHERE ns=?1 AND name=?2"
-    "  AND kind IN ('decofiles', 'decofile', 'Decofile')"
-    " UNION ALL SELECT MAX(at), MAX(id), 'acks', 'hash ' || substr(content_hash, 1, 12) ||"
-    "  ': ' || COUNT(DISTINCT CASE WHEN " ACK_OK " THEN replica END) || ' of ' ||"
-    "  COUNT(DISTINCT replica) || ' replicas confirmed' ||"
-    "  CASE WHEN SUM(NOT " ACK_OK ") > 0 THEN ', ' || SUM(NOT " ACK_OK ") ||"
-    "  ' failed answers' ELSE '' END"
-    "  FROM acks WHERE ns=?1 AND name=?2 GROUP BY content_hash"
-    " UNION ALL SELECT at, id, 'drift', location || ': ' || detail"
-    "  FROM drift WHERE ns=?1 AND name=?2"
-    " ORDER BY at DESC, id DESC LIMIT ?3"
-    ") ORDER BY at, id";
-
-static const char *
-col(sqlite3_stmt *st, int i)
+static void
+history_row(void *arg, const char *at, const char *event, const char *detail)
 {
-	const unsigned char *s = sqlite3_column_text(st, i);
+	struct out *o = arg;
+	char when[40];
 
-	return s ? (const char *)s : "";
+	cli_sql_time(at, when, sizeof(when));
+	table_row(o->t, when, event, detail);
+	jw_obj(o->w);
+	jw_key(o->w, "at");
+	jw_str(o->w, at);
+	jw_key(o->w, "event");
+	jw_str(o->w, event);
+	jw_key(o->w, "detail");
+	jw_str(o->w, detail);
+	jw_end_obj(o->w);
 }
 
 int
 cli_history_rows(struct journal *j, const char *ns, const char *name, int limit,
     struct table *t, struct jw *w)
 {
-	sqlite3_stmt *st;
-	int n = 0, rc;
+	struct out o = { t, w };
+	int n;
 
-	if (sqlite3_prepare_v2(journal_db(j), history_sql, -1, &st, NULL) != SQLITE_OK) {
-		cli_error("journal: %s", sqlite3_errmsg(journal_db(j)));
-		return -1;
-	}
-	sqlite3_bind_text(st, 1, ns, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 2, name, -1, SQLITE_STATIC);
-	sqlite3_bind_int(st, 3, limit);
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		char when[40];
-
-		cli_sql_time(col(st, 0), when, sizeof(when));
-		table_row(t, when, col(st, 1), col(st, 2));
-		jw_obj(w);
-		jw_key(w, "at");
-		jw_str(w, col(st, 0));
-		jw_key(w, "event");
-		jw_str(w, col(st, 1));
-		jw_key(w, "detail");
-		jw_str(w, col(st, 2));
-		jw_end_obj(w);
-		n++;
-	}
-	if (rc != SQLITE_DONE) {
-		cli_error("journal: %s", sqlite3_errmsg(journal_db(j)));
-		n = -1;
-	}
-	sqlite3_finalize(st);
+	if ((n = journal_history_each(j, ns, name, limit, history_row, &o)) < 0)
+		cli_error("journal: %s", journal_error(j));
 	return n;
 }
 
@@ -141,16 +102,39 @@ cli_history(struct cli *c)
 	return rc;
 }
 
+static void
+audit_row(void *arg, const struct journal_audit_row *r)
+{
+	struct out *o = arg;
+	char when[40];
+
+	cli_sql_time(r->at, when, sizeof(when));
+	table_row(o->t, when, r->stage, r->object, r->action, r->detail);
+	jw_obj(o->w);
+	jw_key(o->w, "at");
+	jw_str(o->w, r->at);
+	jw_key(o->w, "stage");
+	jw_str(o->w, r->stage);
+	jw_key(o->w, "object");
+	jw_str(o->w, r->object);
+	jw_key(o->w, "action");
+	jw_str(o->w, r->action);
+	jw_key(o->w, "detail");
+	jw_str(o->w, r->detail);
+	jw_end_obj(o->w);
+}
+
 int
 cli_journal(struct cli *c)
 {
 	struct journal *j;
-	sqlite3_stmt *st;
 	struct table t;
 	struct buf b;
 	struct jw w;
+	struct out o = { &t, &w };
 	char since[40] = "", obj1[600] = "", obj2[600] = "";
-	int n = 0, rc;
+	const char *objs[3] = { obj1, obj2, c->decofile };
+	int n, rc;
 
 	if ((j = cli_journal_open(c, 0)) == NULL)
 		return CLI_FAIL;
@@ -165,41 +149,15 @@ cli_journal(struct cli *c)
 		snprintf(obj1, sizeof(obj1), "decofile/%s/%s", c->ns, c->decofile);
 		snprintf(obj2, sizeof(obj2), "%s/%s", c->ns, c->decofile);
 	}
-	if (sqlite3_prepare_v2(journal_db(j), "SELECT at, stage, object, action, detail FROM"
-	    " (SELECT * FROM audit WHERE at >= ?1 AND (?2 = '' OR object IN (?2, ?3, ?4))"
-	    " ORDER BY id DESC LIMIT ?5) ORDER BY id", -1, &st, NULL) != SQLITE_OK)
-		return cli_error("journal: %s", sqlite3_errmsg(journal_db(j)));
-	sqlite3_bind_text(st, 1, since, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 2, obj1, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 3, obj2, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 4, c->decofile ? c->decofile : "", -1, SQLITE_STATIC);
-	sqlite3_bind_int(st, 5, c->limit > 0 ? c->limit : 500);
 	table_init(&t, 5, "TIME", "STAGE", "OBJECT", "ACTION", "DETAIL");
 	buf_init(&b);
 	jw_init(&w, &b);
 	jw_arr(&w);
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		char when[40];
-
-		cli_sql_time(col(st, 0), when, sizeof(when));
-		table_row(&t, when, col(st, 1), col(st, 2), col(st, 3), col(st, 4));
-		jw_obj(&w);
-		jw_key(&w, "at");
-		jw_str(&w, col(st, 0));
-		jw_key(&w, "stage");
-		jw_str(&w, col(st, 1));
-		jw_key(&w, "object");
-		jw_str(&w, col(st, 2));
-		jw_key(&w, "action");
-		jw_str(&w, col(st, 3));
-		jw_key(&w, "detail");
-		jw_str(&w, col(st, 4));
-		jw_end_obj(&w);
-		n++;
-	}
+	n = journal_audit_each(j, since, objs, c->decofile != NULL ? 3 : 0,
+	    c->limit > 0 ? c->limit : 500, audit_row, &o);
 	jw_end_arr(&w);
-	if (rc != SQLITE_DONE) {
-		rc = cli_error("journal: %s", sqlite3_errmsg(journal_db(j)));
+	if (n < 0) {
+		rc = cli_error("journal: %s", journal_error(j));
 	} else if (c->out == OUT_JSON || c->out == OUT_YAML) {
 		rc = cli_print_text(c, b.data, b.len);
 	} else {
@@ -210,7 +168,6 @@ cli_journal(struct cli *c)
 			table_print(&t, stdout);
 		rc = CLI_OK;
 	}
-	sqlite3_finalize(st);
 	table_free(&t);
 	buf_free(&b);
 	return rc;

@@ -17,8 +17,6 @@
 #include <strings.h>
 #include <unistd.h>
 
-#include <sqlite3.h>
-
 #include "cli/cli.h"
 #include "common/journal.h"
 #include "common/json.h"
@@ -116,23 +114,9 @@ static void
 count_acks(struct journal *j, const char *ns, const char *name, const char *hash,
     int *done, int *total)
 {
-	sqlite3_stmt *st;
-
 	*done = *total = 0;
-	if (j == NULL || sqlite3_prepare_v2(journal_db(j),
-	    "SELECT COUNT(DISTINCT CASE WHEN content_hash=?3 AND (result IN ('ok','confirmed')"
-	    " OR result GLOB '2[0-9][0-9]') THEN replica END), COUNT(DISTINCT replica)"
-	    " FROM acks WHERE ns=?1 AND name=?2 AND (content_hash=?3 OR"
-	    " at >= strftime('%Y-%m-%dT%H:%M:%fZ', 'now', '-1 day'))", -1, &st, NULL) != SQLITE_OK)
-		return;
-	sqlite3_bind_text(st, 1, ns, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 2, name, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 3, hash ? hash : "", -1, SQLITE_STATIC);
-	if (sqlite3_step(st) == SQLITE_ROW) {
-		*done = sqlite3_column_int(st, 0);
-		*total = sqlite3_column_int(st, 1);
-	}
-	sqlite3_finalize(st);
+	if (j != NULL)
+		(void)journal_acks_count(j, ns, name, hash, done, total);
 }
 
 /* has_id - message names the change: "...for commit:<sha>..." or "timestamp:<n>" */

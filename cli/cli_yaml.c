@@ -343,6 +343,11 @@ key_text(struct yconv *c, yaml_event_t *ev, struct buf *key)
 			    (const char *)ev->data.alias.anchor);
 			return -1;
 		}
+		if (++c->aliases > YAML_MAX_ALIASES) {
+			set_error(c->e, &ev->start_mark, "more than %d aliases in one document",
+			    YAML_MAX_ALIASES);
+			return -1;
+		}
 		if (a[0] == '"')
 			buf_adds(key, a);
 		else if (a[0] != '{' && a[0] != '[')

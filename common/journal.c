@@ -19,14 +19,9 @@
 #include <unistd.h>
 
 #include "common/journal.h"
+#include "common/journal_impl.h"
 #include "common/util.h"
 
-struct journal {
-	sqlite3 *db;
-	char err[512];
-};
-
-#define NOW "strftime('%Y-%m-%dT%H:%M:%fZ','now')"
 
 /* migrations[v] takes the schema from version v to v + 1 */
 static const char *const migrations[] = {
@@ -103,30 +98,44 @@ static const char *const migrations[] = {
 	"  stage TEXT NOT NULL, object TEXT NOT NULL,"
 	"  action TEXT NOT NULL, detail TEXT NOT NULL);"
 	"CREATE INDEX audit_at ON audit (at);",
+	/*
+	 * 1 -> 2: the deletion policy of each inventoried object gets its own
+	 * column ('' = unknown), filled from the last policy the publisher
+	 * wrote to the audit log, which retention would prune.
+	 */
+	"ALTER TABLE inventory ADD COLUMN deletion TEXT NOT NULL DEFAULT ''"
+	"  CHECK (deletion IN ('', 'delete', 'detach'));"
+	"UPDATE inventory SET deletion = COALESCE((SELECT CASE"
+	"  WHEN a.detail GLOB '*deletion=detach*' THEN 'detach'"
+	"  WHEN a.detail GLOB '*deletion=delete*' THEN 'delete' ELSE '' END"
+	"  FROM audit a WHERE a.stage='publisher'"
+	"  AND a.object='decofile/' || inventory.ns || '/' || inventory.name"
+	"  AND a.action IN ('publish', 'deletion-policy') ORDER BY a.id DESC LIMIT 1), '');",
 };
 
 #define NMIGRATIONS ((int)(sizeof(migrations) / sizeof(migrations[0])))
 
-static void
-jerr(struct journal *j, const char *what)
+const char *
+journal_migration(int v)
+{
+	return v >= 0 && v < NMIGRATIONS ? migrations[v] : NULL;
+}
+
+void
+journal_jerr(struct journal *j, const char *what)
 {
 	snprintf(j->err, sizeof(j->err), "%s: %s", what, sqlite3_errmsg(j->db));
 }
 
-/*
- * run - prepare sql, bind args by types ('s' text, 'i' int64, 'z' size_t),
- * step once.  With out non-NULL the statement is handed back (caller
- * finalizes) positioned on its first row; returns SQLITE_ROW/DONE or -1.
- */
-static int
-run(struct journal *j, sqlite3_stmt **out, const char *sql, const char *types, ...)
+int
+journal_run(struct journal *j, sqlite3_stmt **out, const char *sql, const char *types, ...)
 {
 	sqlite3_stmt *st;
 	va_list ap;
 	int rc;
 
 	if (sqlite3_prepare_v2(j->db, sql, -1, &st, NULL) != SQLITE_OK) {
-		jerr(j, "prepare");
+		journal_jerr(j, "prepare");
 		return -1;
 	}
 	va_start(ap, types);
@@ -144,7 +153,7 @@ run(struct journal *j, sqlite3_stmt **out, const char *sql, const char *types, .
 	va_end(ap);
 	rc = sqlite3_step(st);
 	if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
-		jerr(j, "step");
+		journal_jerr(j, "step");
 		sqlite3_finalize(st);
 		return -1;
 	}
@@ -162,7 +171,7 @@ migrate(struct journal *j)
 	int version;
 	char *msg = NULL;
 
-	if (run(j, &st, "PRAGMA user_version", "") < 0)
+	if (journal_run(j, &st, "PRAGMA user_version", "") < 0)
 		return -1;
 	version = sqlite3_column_int(st, 0);
 	sqlite3_finalize(st);
@@ -177,7 +186,7 @@ migrate(struct journal *j)
 	if (journal_begin(j) < 0)
 		return -1;
 	/* another process may have migrated while we waited for the lock */
-	if (run(j, &st, "PRAGMA user_version", "") < 0)
+	if (journal_run(j, &st, "PRAGMA user_version", "") < 0)
 		goto fail;
 	version = sqlite3_column_int(st, 0);
 	sqlite3_finalize(st);
@@ -192,7 +201,7 @@ migrate(struct journal *j)
 		}
 		snprintf(pragma, sizeof(pragma), "PRAGMA user_version = %d", v + 1);
 		if (sqlite3_exec(j->db, pragma, NULL, NULL, NULL) != SQLITE_OK) {
-			jerr(j, "user_version");
+			journal_jerr(j, "user_version");
 			goto fail;
 		}
 	}
@@ -290,7 +299,7 @@ int
 journal_begin(struct journal *j)
 {
 	if (sqlite3_exec(j->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK) {
-		jerr(j, "begin");
+		journal_jerr(j, "begin");
 		return -1;
 	}
 	return 0;
@@ -300,7 +309,7 @@ int
 journal_commit(struct journal *j)
 {
 	if (sqlite3_exec(j->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
-		jerr(j, "commit");
+		journal_jerr(j, "commit");
 		journal_rollback(j);
 		return -1;
 	}
@@ -314,15 +323,54 @@ journal_rollback(struct journal *j)
 		sqlite3_exec(j->db, "ROLLBACK", NULL, NULL, NULL);
 }
 
+/* savepoint_sql - "<verb> <name>" with a checked name; 0 or -1 */
+static int
+savepoint_sql(struct journal *j, const char *verb, const char *name)
+{
+	char sql[96];
+
+	if (name == NULL || *name == '\0' || strlen(name) > 40 ||
+	    strspn(name, "abcdefghijklmnopqrstuvwxyz_") != strlen(name)) {
+		snprintf(j->err, sizeof(j->err), "savepoint name \"%.40s\" is not a-z and _",
+		    name ? name : "");
+		return -1;
+	}
+	snprintf(sql, sizeof(sql), "%s %s", verb, name);
+	if (sqlite3_exec(j->db, sql, NULL, NULL, NULL) != SQLITE_OK) {
+		journal_jerr(j, verb);
+		return -1;
+	}
+	return 0;
+}
+
+int
+journal_savepoint(struct journal *j, const char *name)
+{
+	return savepoint_sql(j, "SAVEPOINT", name);
+}
+
+int
+journal_savepoint_release(struct journal *j, const char *name)
+{
+	return savepoint_sql(j, "RELEASE", name);
+}
+
+void
+journal_savepoint_rollback(struct journal *j, const char *name)
+{
+	if (savepoint_sql(j, "ROLLBACK TO", name) == 0)
+		(void)savepoint_sql(j, "RELEASE", name);
+}
+
 int64_t
 journal_item_add(struct journal *j, const char *stage, const char *kind, const char *ns,
     const char *name, const char *hash, const char *detail)
 {
-	if (run(j, NULL, "UPDATE items SET state='superseded', updated_at=" NOW
+	if (journal_run(j, NULL, "UPDATE items SET state='superseded', updated_at=" NOW
 	    " WHERE stage=? AND kind=? AND ns=? AND name=? AND state='pending'",
 	    "ssss", stage, kind, ns, name) < 0)
 		return -1;
-	if (run(j, NULL, "INSERT INTO items (stage, kind, ns, name, hash, detail, created_ms)"
+	if (journal_run(j, NULL, "INSERT INTO items (stage, kind, ns, name, hash, detail, created_ms)"
 	    " VALUES (?, ?, ?, ?, ?, ?, ?)", "ssssssi", stage, kind, ns, name, hash,
 	    detail, wall_ms()) < 0)
 		return -1;
@@ -332,7 +380,7 @@ journal_item_add(struct journal *j, const char *stage, const char *kind, const c
 static int
 item_set(struct journal *j, int64_t id, const char *state, const char *result)
 {
-	return run(j, NULL, "UPDATE items SET state=?, result=?, updated_at=" NOW
+	return journal_run(j, NULL, "UPDATE items SET state=?, result=?, updated_at=" NOW
 	    " WHERE id=?", "ssi", state, result, id) < 0 ? -1 : 0;
 }
 
@@ -351,35 +399,33 @@ journal_item_fail(struct journal *j, int64_t id, const char *error)
 int
 journal_item_retry(struct journal *j, int64_t id, int64_t delay_ms, const char *error)
 {
-	return run(j, NULL, "UPDATE items SET attempts=attempts+1, not_before=?, result=?,"
+	return journal_run(j, NULL, "UPDATE items SET attempts=attempts+1, not_before=?, result=?,"
 	    " updated_at=" NOW " WHERE id=? AND state='pending'", "isi",
 	    wall_ms() + delay_ms, error ? error : "", id) < 0 ? -1 : 0;
 }
 
-#define ITEM_COLS "id, stage, kind, ns, name, hash, detail, attempts, not_before," \
-	" created_ms, state"
 
-static void
-copy_col(sqlite3_stmt *st, int col, char *dst, size_t len)
+void
+journal_copy_col(sqlite3_stmt *st, int col, char *dst, size_t len)
 {
 	const unsigned char *s = sqlite3_column_text(st, col);
 
 	snprintf(dst, len, "%s", s ? (const char *)s : "");
 }
 
-static void
-row_to_item(sqlite3_stmt *st, struct journal_item *it)
+void
+journal_row_to_item(sqlite3_stmt *st, struct journal_item *it)
 {
 	const char *state;
 
 	memset(it, 0, sizeof(*it));
 	it->id = sqlite3_column_int64(st, 0);
-	copy_col(st, 1, it->stage, sizeof(it->stage));
-	copy_col(st, 2, it->kind, sizeof(it->kind));
-	copy_col(st, 3, it->ns, sizeof(it->ns));
-	copy_col(st, 4, it->name, sizeof(it->name));
-	copy_col(st, 5, it->hash, sizeof(it->hash));
-	copy_col(st, 6, it->detail, sizeof(it->detail));
+	journal_copy_col(st, 1, it->stage, sizeof(it->stage));
+	journal_copy_col(st, 2, it->kind, sizeof(it->kind));
+	journal_copy_col(st, 3, it->ns, sizeof(it->ns));
+	journal_copy_col(st, 4, it->name, sizeof(it->name));
+	journal_copy_col(st, 5, it->hash, sizeof(it->hash));
+	journal_copy_col(st, 6, it->detail, sizeof(it->detail));
 	it->attempts = sqlite3_column_int(st, 7);
 	it->not_before = sqlite3_column_int64(st, 8);
 	it->created = sqlite3_column_int64(st, 9);
@@ -395,17 +441,23 @@ row_to_item(sqlite3_stmt *st, struct journal_item *it)
 }
 
 int
-journal_item_get(struct journal *j, int64_t id, struct journal_item *it)
+journal_item_first(int rc, sqlite3_stmt *st, struct journal_item *it)
 {
-	sqlite3_stmt *st;
-	int rc;
-
-	if ((rc = run(j, &st, "SELECT " ITEM_COLS " FROM items WHERE id=?", "i", id)) < 0)
+	if (rc < 0)
 		return -1;
 	if (rc == SQLITE_ROW)
-		row_to_item(st, it);
+		journal_row_to_item(st, it);
 	sqlite3_finalize(st);
 	return rc == SQLITE_ROW ? 0 : 1;
+}
+
+int
+journal_item_get(struct journal *j, int64_t id, struct journal_item *it)
+{
+	sqlite3_stmt *st = NULL;
+	int rc = journal_run(j, &st, "SELECT " ITEM_COLS " FROM items WHERE id=?", "i", id);
+
+	return journal_item_first(rc, st, it);
 }
 
 int
@@ -418,7 +470,7 @@ journal_items_due(struct journal *j, const char *stage, size_t max,
 	int rc;
 
 	*items = xcalloc(max ? max : 1, sizeof(**items));
-	if ((rc = run(j, &st, "SELECT " ITEM_COLS " FROM items WHERE stage=? AND"
+	if ((rc = journal_run(j, &st, "SELECT " ITEM_COLS " FROM items WHERE stage=? AND"
 	    " state='pending' AND not_before<=? ORDER BY id LIMIT ?", "siz", stage, now,
 	    max)) < 0) {
 		free(*items);
@@ -426,19 +478,19 @@ journal_items_due(struct journal *j, const char *stage, size_t max,
 		return -1;
 	}
 	while (rc == SQLITE_ROW && n < max) {
-		row_to_item(st, &(*items)[n++]);
+		journal_row_to_item(st, &(*items)[n++]);
 		rc = sqlite3_step(st);
 	}
 	sqlite3_finalize(st);
 	if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
-		jerr(j, "items_due");
+		journal_jerr(j, "items_due");
 		free(*items);
 		*items = NULL;
 		return -1;
 	}
 	if (next_due != NULL) {
 		*next_due = 0;
-		if (run(j, &st, "SELECT MIN(not_before) FROM items WHERE stage=? AND"
+		if (journal_run(j, &st, "SELECT MIN(not_before) FROM items WHERE stage=? AND"
 		    " state='pending' AND not_before>?", "si", stage, now) == SQLITE_ROW) {
 			*next_due = sqlite3_column_int64(st, 0);
 			sqlite3_finalize(st);
@@ -451,7 +503,7 @@ int
 journal_record_fetch(struct journal *j, const char *ns, const char *name,
     const char *source, const char *commit, const char *tree_hash)
 {
-	return run(j, NULL, "INSERT INTO fetches (ns, name, source, commit_id, tree_hash)"
+	return journal_run(j, NULL, "INSERT INTO fetches (ns, name, source, commit_id, tree_hash)"
 	    " VALUES (?, ?, ?, ?, ?)", "sssss", ns, name, source, commit, tree_hash) < 0 ? -1 : 0;
 }
 
@@ -460,7 +512,7 @@ journal_record_render(struct journal *j, const char *ns, const char *name,
     const char *content_hash, const char *format, size_t size, const char *tree_hash,
     const char *bin_hash)
 {
-	return run(j, NULL, "INSERT INTO renders (ns, name, content_hash, format, size,"
+	return journal_run(j, NULL, "INSERT INTO renders (ns, name, content_hash, format, size,"
 	    " tree_hash, bin_hash) VALUES (?, ?, ?, ?, ?, ?, ?)", "sssszss", ns, name,
 	    content_hash, format, size, tree_hash, bin_hash) < 0 ? -1 : 0;
 }
@@ -469,7 +521,7 @@ int
 journal_record_publish(struct journal *j, const char *ns, const char *name,
     const char *target, const char *location, const char *content_hash, int64_t timestamp)
 {
-	return run(j, NULL, "INSERT INTO publishes (ns, name, target, location, content_hash,"
+	return journal_run(j, NULL, "INSERT INTO publishes (ns, name, target, location, content_hash,"
 	    " timestamp) VALUES (?, ?, ?, ?, ?, ?)", "sssssi", ns, name, target, location,
 	    content_hash, timestamp) < 0 ? -1 : 0;
 }
@@ -479,7 +531,7 @@ journal_record_condition(struct journal *j, const char *kind, const char *ns,
     const char *name, const char *type, const char *status, const char *reason,
     const char *message)
 {
-	return run(j, NULL, "INSERT INTO conditions (kind, ns, name, type, status, reason,"
+	return journal_run(j, NULL, "INSERT INTO conditions (kind, ns, name, type, status, reason,"
 	    " message) VALUES (?, ?, ?, ?, ?, ?, ?)", "sssssss", kind, ns, name, type,
 	    status, reason, message) < 0 ? -1 : 0;
 }
@@ -488,7 +540,7 @@ int
 journal_record_ack(struct journal *j, const char *ns, const char *name,
     const char *replica, const char *content_hash, int64_t timestamp, const char *result)
 {
-	return run(j, NULL, "INSERT INTO acks (ns, name, replica, content_hash, timestamp,"
+	return journal_run(j, NULL, "INSERT INTO acks (ns, name, replica, content_hash, timestamp,"
 	    " result) VALUES (?, ?, ?, ?, ?, ?)", "ssssis", ns, name, replica, content_hash,
 	    timestamp, result) < 0 ? -1 : 0;
 }
@@ -497,7 +549,7 @@ int
 journal_record_drift(struct journal *j, const char *ns, const char *name,
     const char *location, const char *detail)
 {
-	return run(j, NULL, "INSERT INTO drift (ns, name, location, detail) VALUES"
+	return journal_run(j, NULL, "INSERT INTO drift (ns, name, location, detail) VALUES"
 	    " (?, ?, ?, ?)", "ssss", ns, name, location, detail) < 0 ? -1 : 0;
 }
 
@@ -505,7 +557,7 @@ int
 journal_inventory_put(struct journal *j, const char *ns, const char *name,
     const char *target, const char *location, const char *content_hash)
 {
-	return run(j, NULL, "INSERT INTO inventory (ns, name, target, location, content_hash)"
+	return journal_run(j, NULL, "INSERT INTO inventory (ns, name, target, location, content_hash)"
 	    " VALUES (?, ?, ?, ?, ?) ON CONFLICT (ns, name, location) DO UPDATE SET"
 	    " target=excluded.target, content_hash=excluded.content_hash, updated_at=" NOW,
 	    "sssss", ns, name, target, location, content_hash) < 0 ? -1 : 0;
@@ -515,7 +567,7 @@ int
 journal_inventory_del(struct journal *j, const char *ns, const char *name,
     const char *location)
 {
-	return run(j, NULL, "DELETE FROM inventory WHERE ns=? AND name=? AND location=?",
+	return journal_run(j, NULL, "DELETE FROM inventory WHERE ns=? AND name=? AND location=?",
 	    "sss", ns, name, location) < 0 ? -1 : 0;
 }
 
@@ -523,7 +575,7 @@ int
 journal_audit(struct journal *j, const char *stage, const char *object,
     const char *action, const char *detail)
 {
-	return run(j, NULL, "INSERT INTO audit (stage, object, action, detail) VALUES"
+	return journal_run(j, NULL, "INSERT INTO audit (stage, object, action, detail) VALUES"
 	    " (?, ?, ?, ?)", "ssss", stage, object, action, detail ? detail : "") < 0 ? -1 : 0;
 }
 
@@ -534,11 +586,11 @@ journal_last_publish(struct journal *j, const char *ns, const char *name,
 	sqlite3_stmt *st;
 	int rc;
 
-	if ((rc = run(j, &st, "SELECT content_hash, timestamp FROM publishes WHERE ns=? AND"
+	if ((rc = journal_run(j, &st, "SELECT content_hash, timestamp FROM publishes WHERE ns=? AND"
 	    " name=? AND target=? ORDER BY id DESC LIMIT 1", "sss", ns, name, target)) < 0)
 		return -1;
 	if (rc == SQLITE_ROW) {
-		copy_col(st, 0, hash, 65);
+		journal_copy_col(st, 0, hash, 65);
 		if (timestamp != NULL)
 			*timestamp = sqlite3_column_int64(st, 1);
 	}
@@ -553,15 +605,15 @@ journal_last_render(struct journal *j, const char *ns, const char *name, char *h
 	sqlite3_stmt *st;
 	int rc;
 
-	if ((rc = run(j, &st, "SELECT content_hash, format, bin_hash FROM renders WHERE ns=?"
+	if ((rc = journal_run(j, &st, "SELECT content_hash, format, bin_hash FROM renders WHERE ns=?"
 	    " AND name=? ORDER BY id DESC LIMIT 1", "ss", ns, name)) < 0)
 		return -1;
 	if (rc == SQLITE_ROW) {
-		copy_col(st, 0, hash, 65);
+		journal_copy_col(st, 0, hash, 65);
 		if (format != NULL)
-			copy_col(st, 1, format, 8);
+			journal_copy_col(st, 1, format, 8);
 		if (bin_hash != NULL)
-			copy_col(st, 2, bin_hash, 65);
+			journal_copy_col(st, 2, bin_hash, 65);
 	}
 	sqlite3_finalize(st);
 	return rc == SQLITE_ROW ? 0 : 1;
@@ -614,7 +666,7 @@ journal_referenced(struct journal *j, void (*fn)(void *arg, const char *hash), v
 	int rc;
 
 	for (size_t q = 0; q < sizeof(queries) / sizeof(queries[0]); q++) {
-		if ((rc = run(j, &st, queries[q], "")) < 0)
+		if ((rc = journal_run(j, &st, queries[q], "")) < 0)
 			return -1;
 		while (rc == SQLITE_ROW) {
 			const unsigned char *h = sqlite3_column_text(st, 0);
@@ -638,7 +690,7 @@ journal_prune(struct journal *j, int64_t age_ms)
 	rfc3339_from((wall_ms() - age_ms) / 1000, cutoff, sizeof(cutoff));
 	if (journal_begin(j) < 0)
 		return -1;
-	if (run(j, NULL, "DELETE FROM items WHERE state<>'pending' AND updated_at<?", "s",
+	if (journal_run(j, NULL, "DELETE FROM items WHERE state<>'pending' AND updated_at<?", "s",
 	    cutoff) < 0)
 		goto fail;
 	for (size_t i = 0; i < sizeof(tables) / sizeof(tables[0]); i++) {
@@ -648,7 +700,7 @@ journal_prune(struct journal *j, int64_t age_ms)
 		else
 			snprintf(sql, sizeof(sql), "DELETE FROM %s WHERE at<? AND id NOT IN"
 			    " (SELECT MAX(id) FROM %s GROUP BY ns, name)", tables[i], tables[i]);
-		if (run(j, NULL, sql, "s", cutoff) < 0)
+		if (journal_run(j, NULL, sql, "s", cutoff) < 0)
 			goto fail;
 	}
 	return journal_commit(j);

@@ -18,10 +18,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-struct sqlite3;
 struct journal;
 
-#define JOURNAL_SCHEMA_VERSION 1
+#define JOURNAL_SCHEMA_VERSION 2
 
 enum item_state { ITEM_PENDING, ITEM_DONE, ITEM_FAILED, ITEM_SUPERSEDED };
 
@@ -42,13 +41,24 @@ struct journal_item {
 /* journal_open - open (create, migrate) path; NULL with a message in err */
 struct journal *journal_open(const char *path, char *err, size_t errlen);
 void journal_close(struct journal *j);
-struct sqlite3 *journal_db(struct journal *j);
+/* journal_error - the last failure's message (static to j) */
 const char *journal_error(struct journal *j);
 
 /* transactions: BEGIN IMMEDIATE / COMMIT / ROLLBACK; 0 or -1 */
 int journal_begin(struct journal *j);
 int journal_commit(struct journal *j);
 void journal_rollback(struct journal *j);
+
+/*
+ * Savepoints: a nested unit inside an open transaction, so that one part of
+ * a batch can fail and leave nothing while the rest commits.
+ * journal_savepoint opens one named name (a-z and _ only); release keeps
+ * its work in the enclosing transaction; rollback undoes it and releases
+ * it.  0 or -1 with journal_error set (rollback cannot fail usefully).
+ */
+int journal_savepoint(struct journal *j, const char *name);
+int journal_savepoint_release(struct journal *j, const char *name);
+void journal_savepoint_rollback(struct journal *j, const char *name);
 
 /*
  * journal_item_add - a new pending item for stage.  Older pending items of
@@ -90,6 +100,10 @@ int journal_record_ack(struct journal *j, const char *ns, const char *name,
     const char *result);
 int journal_record_drift(struct journal *j, const char *ns, const char *name,
     const char *location, const char *detail);
+/*
+ * journal_inventory_put - record (or update) one object decod manages at
+ * location; its deletion policy is kept (a new row starts unknown, '').
+ */
 int journal_inventory_put(struct journal *j, const char *ns, const char *name,
     const char *target, const char *location, const char *content_hash);
 int journal_inventory_del(struct journal *j, const char *ns, const char *name,
@@ -125,5 +139,100 @@ int journal_detail_get(const char *detail, const char *key, char *out, size_t ou
 
 /* journal_prune - delete history older than age_ms (never pending items) */
 int journal_prune(struct journal *j, int64_t age_ms);
+
+/* ---- reads for stages and decoctl (journal_query.c) ---- */
+
+/*
+ * journal_last_item - the newest item (any state) for stage, kind, ns and
+ * name into *it.  0 found, 1 none, -1 error.
+ */
+int journal_last_item(struct journal *j, const char *stage, const char *kind,
+    const char *ns, const char *name, struct journal_item *it);
+/*
+ * journal_pending_for - whether an item for ns/name is still pending,
+ * addressed to stage (NULL: to any stage).  1 yes, 0 no, -1 error.
+ */
+int journal_pending_for(struct journal *j, const char *stage, const char *ns,
+    const char *name);
+/*
+ * journal_last_fetch - the tree hash (65 bytes) of the newest fetch of
+ * ns/name.  0 found, 1 none, -1 error.
+ */
+int journal_last_fetch(struct journal *j, const char *ns, const char *name, char *tree_hash);
+/*
+ * journal_render_bin - the bin blob hash (65 bytes) of the newest render of
+ * ns/name with content hash content_hash.  0 found, 1 none, -1 error.
+ */
+int journal_render_bin(struct journal *j, const char *ns, const char *name,
+    const char *content_hash, char *bin_hash);
+
+/* one inventory row, as journal_inventory_each hands it out (valid during the call) */
+struct journal_inventory_row {
+	const char *ns, *name, *target, *location, *content_hash;
+	const char *deletion;	/* "delete", "detach" or "" (unknown) */
+	const char *updated_at;	/* RFC 3339 */
+};
+/*
+ * journal_inventory_each - fn for every inventory row with the given target
+ * (NULL: any) and, if ns and name are non-NULL, of that object; ordered by
+ * ns, name, location.  The count, or -1.
+ */
+int journal_inventory_each(struct journal *j, const char *target, const char *ns,
+    const char *name, void (*fn)(void *arg, const struct journal_inventory_row *r),
+    void *arg);
+/*
+ * journal_inventory_set_deletion - the deletion policy ("delete" or
+ * "detach") of every inventory row of ns/name.  0 or -1.
+ */
+int journal_inventory_set_deletion(struct journal *j, const char *ns, const char *name,
+    const char *policy);
+/*
+ * journal_inventory_deletion - the recorded deletion policy of ns/name:
+ * 1 detach, 0 delete, -1 unknown (no row, no policy recorded, or error).
+ */
+int journal_inventory_deletion(struct journal *j, const char *ns, const char *name);
+
+/*
+ * journal_acks_count - replicas of ns/name that confirmed content hash
+ * (*done), and replicas heard from for that hash or within a day (*total).
+ * A confirmation is a result of ok, confirmed or 2xx.  0 or -1.
+ */
+int journal_acks_count(struct journal *j, const char *ns, const char *name,
+    const char *content_hash, int *done, int *total);
+/* the newest acknowledgement of one replica */
+struct journal_ack_row {
+	const char *replica, *content_hash, *result, *at;
+	int64_t timestamp;
+	int confirmed;		/* result is ok, confirmed or 2xx */
+};
+/*
+ * journal_acks_each - fn for the newest ack of each replica of ns/name,
+ * ordered by replica.  The count, or -1.
+ */
+int journal_acks_each(struct journal *j, const char *ns, const char *name,
+    void (*fn)(void *arg, const struct journal_ack_row *r), void *arg);
+
+/*
+ * journal_history_each - the newest limit events of decofile ns/name
+ * (fetches, renders, publishes, condition changes, confirmations summed
+ * per content hash, drift), oldest first: fn gets the time, the event name
+ * and a one-line detail.  The count, or -1.
+ */
+int journal_history_each(struct journal *j, const char *ns, const char *name, int limit,
+    void (*fn)(void *arg, const char *at, const char *event, const char *detail),
+    void *arg);
+
+/* one audit log row */
+struct journal_audit_row {
+	const char *at, *stage, *object, *action, *detail;
+};
+/*
+ * journal_audit_each - the newest limit audit rows at or after since (an
+ * RFC 3339 prefix; "" for all) whose object is one of objects[0..nobj)
+ * (nobj 0: any object), oldest first.  The count, or -1.
+ */
+int journal_audit_each(struct journal *j, const char *since, const char *const *objects,
+    size_t nobj, int limit, void (*fn)(void *arg, const struct journal_audit_row *r),
+    void *arg);
 
 #endif

@@ -281,6 +281,22 @@ json_validate_depth(const char *text, size_t len, int max_depth, struct json_err
 	unsigned char *msg;
 	int at_end = 0;
 
+	/*
+	 * yajl takes form feed and vertical tab for white space; JSON does not
+	 * (nor do Go and JavaScript), and json_compact would copy them into a
+	 * published document.  Neither may appear raw inside a string either,
+	 * so any of them is an error (found by fuzz_site).
+	 */
+	for (size_t i = 0; i < len; i++) {
+		if (text[i] != '\f' && text[i] != '\v')
+			continue;
+		if (e != NULL) {
+			offset_to_linecol(text, i, e);
+			snprintf(e->msg, sizeof(e->msg), "invalid character (%s) in JSON",
+			    text[i] == '\f' ? "form feed" : "vertical tab");
+		}
+		return -1;
+	}
 	memset(&s, 0, sizeof(s));
 	s.text = text;
 	s.len = len;

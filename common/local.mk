@@ -7,7 +7,7 @@ libdecod_a_SOURCES = \
 	common/json.c common/json.h \
 	common/conf.c common/conf.h \
 	common/spool.c common/spool.h \
-	common/journal.c common/journal.h \
+	common/journal.c common/journal.h common/journal_impl.h common/journal_query.c \
 	common/stage.c common/stage.h \
 	common/housekeeping.c common/housekeeping.h \
 	common/store.c common/store.h common/store_impl.h \

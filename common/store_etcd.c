@@ -19,6 +19,18 @@
 
 /* ---- the operations ---- */
 
+/* etcd_free_mem - e's clients, lock, condition and settings, and e */
+static void
+etcd_free_mem(struct etcd *e)
+{
+	etcd_client_free(&e->cl);
+	etcd_client_free(&e->kacl);
+	pthread_mutex_destroy(&e->mu);
+	pthread_cond_destroy(&e->cv);
+	etcd_cfg_free(&e->cfg);
+	free(e);
+}
+
 static void *
 etcd_open(struct store *s, const char *spec, const struct conf *cf)
 {
@@ -47,12 +59,7 @@ etcd_open(struct store *s, const char *spec, const struct conf *cf)
 	if (etcd_client_call(&e->cl, "/v3/maintenance/status", &b, e->cfg.timeout_ms, &v) < 0) {
 		store_set_error(s, "%s", e->cl.err);
 		buf_free(&b);
-		etcd_client_free(&e->cl);
-		etcd_client_free(&e->kacl);
-		pthread_mutex_destroy(&e->mu);
-		pthread_cond_destroy(&e->cv);
-		etcd_cfg_free(&e->cfg);
-		free(e);
+		etcd_free_mem(e);
 		return NULL;
 	}
 	buf_free(&b);
@@ -76,12 +83,7 @@ etcd_close(void *be)
 	    e->cfg.timeout_ms < 3000 ? e->cfg.timeout_ms : 3000) < 0)
 		log_kv(LOG_WARN, "etcd: could not revoke the session lease; its locks expire by themselves",
 		    "error", e->cl.err, NULL);
-	etcd_client_free(&e->cl);
-	etcd_client_free(&e->kacl);
-	pthread_mutex_destroy(&e->mu);
-	pthread_cond_destroy(&e->cv);
-	etcd_cfg_free(&e->cfg);
-	free(e);
+	etcd_free_mem(e);
 }
 
 /*

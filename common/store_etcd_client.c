@@ -404,10 +404,10 @@ etcd_prefix_end(const char *p, size_t n, size_t *outn)
 }
 
 /*
- * prange - the etcd range a store prefix covers.  A prefix is a path (the
- * store's rule): "/a/b" names the key "/a/b" and the keys under "/a/b/",
- * never "/a/bc"; "/a/b/" names only the keys under it; "" and "/" every
- * key.  For "/a/b" the range ["/a/b", "/a/b0") also holds keys like
+ * etcd_prange_init - the etcd range a store prefix covers.  A prefix is a
+ * path (the store's rule): "/a/b" names the key "/a/b" and the keys under
+ * "/a/b/", never "/a/bc"; "/a/b/" names only the keys under it; "" and "/"
+ * every key.  For "/a/b" the range ["/a/b", "/a/b0") also holds keys like
  * "/a/b-c", so those are filtered out by etcd_prange_match.
  */
 void

@@ -121,8 +121,11 @@ watch_line(struct ewatch *w, const char *s, size_t n)
 	}
 	if (json_get_bool(r, 0, "created", NULL)) {
 		w->live = 1;
-		if (w->next_rev == 0)
-			w->next_rev = json_get_int(r, 0, "header", "revision", NULL) + 1;
+		int64_t hrev = json_get_int(r, 0, "header", "revision", NULL);
+
+		/* a revision etcd cannot have (found by fuzz_etcd) is ignored */
+		if (w->next_rev == 0 && hrev >= 0 && hrev < INT64_MAX)
+			w->next_rev = hrev + 1;
 	}
 	evs = json_get(r, "events", NULL);
 	for (size_t i = 0; evs != NULL && YAJL_IS_ARRAY(evs) && i < evs->u.array.len; i++) {
@@ -135,7 +138,7 @@ watch_line(struct ewatch *w, const char *s, size_t n)
 
 		if (kv == NULL || (rev > 0 && rev < w->next_rev))
 			continue;	/* seen already */
-		if (rev > maxrev)
+		if (rev > maxrev && rev < INT64_MAX)
 			maxrev = rev;
 		k = etcd_b64_field(kv, "key", &kn);
 		if (!etcd_prange_match(&w->r, k, kn)) {

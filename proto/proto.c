@@ -33,6 +33,17 @@ text_ok(const unsigned char *p, size_t n)
 }
 
 int
+proto_word_ok(const char *s, size_t max)
+{
+	size_t n = 0;
+
+	for (; s[n]; n++)
+		if ((unsigned char)s[n] <= 0x20 || (unsigned char)s[n] >= 0x7f)
+			return 0;
+	return n > 0 && (max == 0 || n < max);
+}
+
+int
 proto_encode(const struct proto_msg *m, unsigned char *out, size_t outlen)
 {
 	size_t lk = strlen(m->kind), ln = strlen(m->ns), lm = strlen(m->name);

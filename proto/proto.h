@@ -60,6 +60,13 @@ int proto_encode(const struct proto_msg *m, unsigned char *out, size_t outlen);
 int proto_decode(const void *buf, size_t len, struct proto_msg *m, char *err, size_t errlen);
 
 /*
+ * proto_word_ok - s is one word as item details and tree manifests carry
+ * it: non-empty, printable ASCII, no space, shorter than max bytes (0: any
+ * length).  1 or 0.
+ */
+int proto_word_ok(const char *s, size_t max);
+
+/*
  * Item details (PROTOCOL.md §2): the `detail` column of a work item, typed
  * per receiving stage.  Text is "key=value" words joined by single spaces,
  * at most PROTO_MAX_DETAIL bytes (the journal_item buffer); a word "v=1"

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/hash.h"
 #include "proto/proto.h"
 
 enum dtype {
@@ -50,28 +51,6 @@ static const struct dfield notify_fields[] = {
 
 #define N(a) (sizeof(a) / sizeof((a)[0]))
 
-static int
-word_ok(const char *s)
-{
-	if (*s == '\0')
-		return 0;
-	for (; *s; s++)
-		if ((unsigned char)*s <= 0x20 || (unsigned char)*s >= 0x7f)
-			return 0;
-	return 1;
-}
-
-static int
-hex64_ok(const char *s)
-{
-	size_t n = 0;
-
-	for (; s[n]; n++)
-		if (!((s[n] >= '0' && s[n] <= '9') || (s[n] >= 'a' && s[n] <= 'f')))
-			return 0;
-	return n == 64;
-}
-
 /*
  * value_check - whether v is a good value of f; 0, or -1 with err.  *n gets
  * a D_INT's number.
@@ -91,7 +70,7 @@ value_check(const struct dfield *f, const char *v, long long *n, char *err, size
 		}
 		return 0;
 	case D_HEX64:
-		if (!hex64_ok(v)) {
+		if (!is_sha256_hex(v)) {
 			snprintf(err, errlen, "%s=%.80s is not a sha256 (64 lowercase hex)", f->key,
 			    v);
 			return -1;
@@ -105,7 +84,7 @@ value_check(const struct dfield *f, const char *v, long long *n, char *err, size
 		break;
 	case D_WORD:
 	case D_COMMIT:
-		if (!word_ok(v)) {
+		if (!proto_word_ok(v, 0)) {
 			snprintf(err, errlen, "%s has a space or control byte", f->key);
 			return -1;
 		}

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/hash.h"
 #include "common/json.h"
 #include "common/util.h"
 #include "proto/proto.h"
@@ -27,18 +28,6 @@ proto_tree_free(struct proto_tree *t)
 	memset(t, 0, sizeof(*t));
 }
 
-/* word_ok - non-empty, printable ASCII, no space, shorter than max */
-static int
-word_ok(const char *s, size_t max)
-{
-	size_t n = 0;
-
-	for (; s[n]; n++)
-		if ((unsigned char)s[n] <= 0x20 || (unsigned char)s[n] >= 0x7f)
-			return 0;
-	return n > 0 && n < max;
-}
-
 /*
  * text_ok - non-empty and at most max bytes.  Control bytes are allowed:
  * a key is a file's name as the source has it, and JSON escapes them.
@@ -49,17 +38,6 @@ text_ok(const char *s, size_t max)
 	size_t n = strlen(s);
 
 	return n > 0 && n <= max;
-}
-
-static int
-hex64_ok(const char *s)
-{
-	size_t n = 0;
-
-	for (; s[n]; n++)
-		if (!((s[n] >= '0' && s[n] <= '9') || (s[n] >= 'a' && s[n] <= 'f')))
-			return 0;
-	return n == 64;
 }
 
 /* entry_cmp - the manifest's order: by key, then path */
@@ -87,7 +65,7 @@ check_entry(const struct proto_tree *t, size_t i, char *err, size_t errlen)
 		    PROTO_MAX_TREE_TEXT);
 		return -1;
 	}
-	if (!hex64_ok(e->blob)) {
+	if (!is_sha256_hex(e->blob)) {
 		snprintf(err, errlen, "entry %zu (%.80s): blob is not a sha256", i, e->path);
 		return -1;
 	}
@@ -104,11 +82,11 @@ proto_tree_encode(const struct proto_tree *t, struct buf *out, char *err, size_t
 {
 	struct jw w;
 
-	if (!word_ok(t->source, sizeof(t->source))) {
+	if (!proto_word_ok(t->source, sizeof(t->source))) {
 		snprintf(err, errlen, "source \"%.40s\" is not a word", t->source);
 		return -1;
 	}
-	if (t->commit[0] != '\0' && !word_ok(t->commit, sizeof(t->commit))) {
+	if (t->commit[0] != '\0' && !proto_word_ok(t->commit, sizeof(t->commit))) {
 		snprintf(err, errlen, "commit \"%.80s\" is not a word", t->commit);
 		return -1;
 	}
@@ -236,13 +214,13 @@ proto_tree_decode(const char *text, size_t len, struct proto_tree *t, char *err,
 		goto out;
 	}
 	if (string_field(doc, "source", &source) < 0 ||
-	    (source != NULL && !word_ok(source, sizeof(t->source)))) {
+	    (source != NULL && !proto_word_ok(source, sizeof(t->source)))) {
 		snprintf(err, errlen, "tree manifest: source is not a word of at most %zu bytes",
 		    sizeof(t->source) - 1);
 		goto out;
 	}
 	if (string_field(doc, "commit", &commit) < 0 ||
-	    (commit != NULL && !word_ok(commit, sizeof(t->commit)))) {
+	    (commit != NULL && !proto_word_ok(commit, sizeof(t->commit)))) {
 		snprintf(err, errlen, "tree manifest: commit is not a word of at most %zu bytes",
 		    sizeof(t->commit) - 1);
 		goto out;

@@ -4,12 +4,13 @@
 # (make check replays every seed and regression input), and with clang's
 # libFuzzer by `make fuzz` (skipped when configure found no such clang).
 TESTS += t/integration/hostile_depth.sh t/integration/hostile_apply.sh \
-	t/integration/hostile_replica.sh t/fuzz/replay.sh
+	t/integration/hostile_replica.sh t/integration/secrets.sh t/fuzz/replay.sh
 EXTRA_DIST += t/integration/hostile_depth.sh t/integration/hostile_apply.sh \
-	t/integration/hostile_replica.sh t/hostile.mk t/fuzz/replay.sh \
+	t/integration/hostile_replica.sh t/integration/secrets.sh t/lib/git_http.py t/hostile.mk t/fuzz/replay.sh \
 	t/fuzz/build.sh t/fuzz/run.sh t/fuzz/seeds t/fuzz/regress
 
-FUZZ_TARGETS = json render apply proto manifest store etcd site conf
+# admit: the webhook's harness (its replay is in daemons/webhook/local.mk)
+FUZZ_TARGETS = json render apply proto manifest store etcd site conf admit
 FUZZ_REPLAY = t/fuzz/fuzz_json_replay t/fuzz/fuzz_render_replay \
 	t/fuzz/fuzz_apply_replay t/fuzz/fuzz_proto_replay t/fuzz/fuzz_manifest_replay \
 	t/fuzz/fuzz_store_replay t/fuzz/fuzz_etcd_replay t/fuzz/fuzz_site_replay \

@@ -22,8 +22,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <sqlite3.h>
-
 #include "common/conf.h"
 #include "common/hash.h"
 #include "common/journal.h"
@@ -41,17 +39,13 @@
 #include "daemons/fetcher/fetch_kube.h"
 #include "daemons/fetcher/fetch_lock.h"
 #include "daemons/fetcher/fetch_run.h"
+#include "daemons/fetcher/fetcher.h"
 #include "proto/proto.h"
 
-#define STAGE "fetcher"
 #define BACKOFF_MIN_MS 1000
 #define BACKOFF_MAX_MS (5 * 60 * 1000)
 #define MAX_FILE ((uint64_t)32 << 20)
-#define NBUCKET 16384		/* sources hash: 10,000 decofiles at start-up */
 #define HAND_BATCH 200		/* finished fetches recorded per journal transaction */
-#define FLUSH_BATCH 127		/* status fragments per store_put_many call (one etcd txn) */
-#define FLUSH_MS 100		/* a status change waits at most this long for its batch */
-#define FLUSH_ROUNDS 4		/* batches per timer callback: the loop stays responsive */
 
 /* one fetch for the worker: everything copied, nothing shared */
 struct job {
@@ -70,65 +64,6 @@ struct job {
 	int skip;		/* finished in the first phase */
 	int handed;		/* 1: record + item written in the open transaction, -1 failed */
 	struct job *next;
-};
-
-/* one Decofile's schedule */
-struct src {
-	char ns[254], name[254];
-	char source[16];
-	int64_t generation;
-	char spec_hash[65];	/* sha256 of the spec: a change means fetch now */
-	char *doc;		/* resource text */
-	int64_t period_ms;
-	int64_t timer;
-	int busy, again, again_force, gone, failures;
-	char last_id[41];
-	char last_status[512];
-	char last_sync[640];	/* the Syncing condition we wrote last */
-	/*
-	 * our status fragment: frag is its text (NULL: none) in the state
-	 * FRAG_*; pend is a newer text waiting for the next flush
-	 */
-	char *frag, *pend;
-	int frag_state;
-	int listed;		/* seen by the current relist */
-	struct src *next, *hnext;
-};
-
-struct fetcher {
-	struct fetch_kube *kube;	/* Decofile CRs as a front door; NULL: no cluster */
-	struct src *srcs;
-	struct src *htab[NBUCKET];
-	struct store_watch *watch, *sync_watch;
-	int64_t watch_timer;
-	char *df_prefix, *sync_prefix;
-	char askpass[PATH_MAX];
-	char cache_root[PATH_MAX];
-	char secrets_dir[PATH_MAX];
-	struct fetch_limits lim;
-	int64_t timeout_ms, poll_ms;
-	/* worker */
-	pthread_t thread;
-	int thread_up;
-	pthread_mutex_t mu;
-	pthread_cond_t cv;
-	struct job *todo, *done, **todo_tail, **done_tail;
-	int stop;
-	struct spool *sp;
-	struct stage *st;
-	struct fetch_lock *locks;
-	/* status fragments waiting for a batch write */
-	size_t npend;
-	int64_t flush_timer;
-};
-
-#define F(st) ((struct fetcher *)stage_data(st))
-
-/* what a src's cached status fragment is worth */
-enum {
-	FRAG_UNKNOWN,	/* not read: read it before building on it */
-	FRAG_LISTED,	/* read at start-up, before the lock was ours: build on it, write anyway */
-	FRAG_OURS,	/* written (or read) by us while holding the lock: equal means no write */
 };
 
 static void schedule(struct stage *st, struct src *s, int64_t after_ms, int force);
@@ -213,225 +148,7 @@ worker(void *arg)
 	return NULL;
 }
 
-/* ---- status and journal (loop thread) ---- */
-
-/*
- * Status writes: every change is built on the cached fragment
- * (status_fragment_build) and waits in s->pend; flush() writes the waiting
- * ones FLUSH_BATCH per store_put_many (one etcd txn) at most FLUSH_MS later,
- * so the first pass over 10,000 decofiles costs ~80 round trips, not
- * 20,000 gets and 20,000 puts.
- */
-static void flush_cb(struct stage *st, void *arg);
-static struct src *src_find(struct fetcher *f, const char *ns, const char *name);
-
-/* flush - write up to rounds batches of waiting fragments; 0, or -1 (kept for a retry) */
-static int
-flush(struct stage *st, int rounds)
-{
-	struct fetcher *f = F(st);
-	struct src *batch[FLUSH_BATCH];
-	char *keys[FLUSH_BATCH];
-	const char *vals[FLUSH_BATCH];
-	size_t lens[FLUSH_BATCH];
-	struct src *s = f->srcs;
-
-	while (f->npend > 0 && rounds-- > 0) {
-		size_t n = 0;
-		int rc;
-
-		for (; s != NULL && n < FLUSH_BATCH; s = s->next) {
-			if (s->pend == NULL)
-				continue;
-			batch[n] = s;
-			keys[n] = key_status("decofiles", s->ns, s->name, STAGE);
-			vals[n] = s->pend;
-			lens[n] = strlen(s->pend);
-			n++;
-		}
-		if (n == 0) {
-			log_kv(LOG_ERROR, "status: waiting count out of step (a bug)", NULL);
-			f->npend = 0;
-			break;
-		}
-		rc = store_put_many(stage_store(st), (const char *const *)keys, vals, lens, n);
-		for (size_t i = 0; i < n; i++)
-			free(keys[i]);
-		if (rc < 0) {
-			log_kv(LOG_WARN, "cannot write status; retrying", "error",
-			    store_error(stage_store(st)), NULL);
-			return -1;
-		}
-		for (size_t i = 0; i < n; i++) {
-			free(batch[i]->frag);
-			batch[i]->frag = batch[i]->pend;
-			batch[i]->pend = NULL;
-			batch[i]->frag_state = FRAG_OURS;
-		}
-		f->npend -= n;
-	}
-	return 0;
-}
-
-static void
-flush_cb(struct stage *st, void *arg)
-{
-	struct fetcher *f = F(st);
-	int rc;
-
-	(void)arg;
-	f->flush_timer = 0;
-	rc = flush(st, FLUSH_ROUNDS);
-	if (f->npend > 0)
-		f->flush_timer = stage_add_timer(st, rc < 0 ? 1000 : 0, flush_cb, NULL);
-}
-
-/* unpend - forget s's waiting fragment (the src goes, or the lock did) */
-static void
-unpend(struct fetcher *f, struct src *s)
-{
-	if (s->pend == NULL)
-		return;
-	free(s->pend);
-	s->pend = NULL;
-	f->npend--;
-}
-
-/*
- * status_update - fields (JSON object, or NULL) and, with status non-NULL,
- * the Syncing condition, into s's fragment; the write waits for a batch.
- * 1 queued, 0 nothing changed, -1 error (logged).
- */
-static int
-status_update(struct stage *st, struct src *s, const char *fields, const char *status,
-    const char *reason, const char *msg)
-{
-	struct fetcher *f = F(st);
-	const char *base;
-	char *text;
-	int changed, moved;
-
-	if (s->frag_state == FRAG_UNKNOWN && s->pend == NULL) {
-		char *key = key_status("decofiles", s->ns, s->name, STAGE), *v = NULL;
-		size_t len;
-		int rc = store_get(stage_store(st), key, &v, &len);
-
-		free(key);
-		if (rc < 0) {
-			log_kv(LOG_WARN, "cannot read status", "ns", s->ns, "name", s->name,
-			    "error", store_error(stage_store(st)), NULL);
-			return -1;
-		}
-		free(s->frag);
-		s->frag = rc == 0 ? v : NULL;
-		s->frag_state = FRAG_OURS;
-	}
-	base = s->pend != NULL ? s->pend : s->frag;
-	text = status_fragment_build(base, base != NULL ? strlen(base) : 0, fields,
-	    status != NULL ? "Syncing" : NULL, status, reason, msg, &changed, &moved);
-	if (text == NULL)
-		return -1;
-	if (!changed && (s->pend != NULL || s->frag_state == FRAG_OURS)) {
-		free(text);
-		return 0;
-	}
-	if (moved && journal_record_condition(stage_journal(st), "decofiles", s->ns, s->name,
-	    "Syncing", status, reason, msg) < 0)
-		log_kv(LOG_WARN, "journal: cannot record condition", "error",
-		    journal_error(stage_journal(st)), NULL);
-	if (s->pend == NULL)
-		f->npend++;
-	free(s->pend);
-	s->pend = text;
-	if (f->npend >= FLUSH_BATCH) {
-		if (f->flush_timer > 0)
-			stage_cancel_timer(st, f->flush_timer);
-		f->flush_timer = 0;
-		flush_cb(st, NULL);
-	} else if (f->flush_timer == 0) {
-		f->flush_timer = stage_add_timer(st, FLUSH_MS, flush_cb, NULL);
-	}
-	return 1;
-}
-
-/*
- * status_load - every "fetcher" fragment under the status prefix with one
- * list, so the first pass builds on what is there without a get each
- */
-static void
-status_load(struct stage *st)
-{
-	struct fetcher *f = F(st);
-	char *prefix = xasprintf("%s/status/decofiles/", keys_prefix());
-	char ns[254], name[254], stage[64];
-	struct store_list l;
-	size_t n = 0;
-	char c[32];
-
-	if (store_list(stage_store(st), prefix, &l) < 0) {
-		log_kv(LOG_WARN, "cannot list status; reading it one by one", "error",
-		    store_error(stage_store(st)), NULL);
-		free(prefix);
-		return;
-	}
-	for (struct src *s = f->srcs; s != NULL; s = s->next) {
-		if (s->frag_state == FRAG_UNKNOWN && s->pend == NULL)
-			s->frag_state = FRAG_LISTED;	/* none: known absent */
-	}
-	for (size_t i = 0; i < l.n; i++) {
-		struct src *s;
-
-		if (sscanf(l.kvs[i].key + strlen(prefix), "%253[^/]/%253[^/]/%63s", ns, name,
-		    stage) != 3 || strcmp(stage, STAGE) != 0 ||
-		    (s = src_find(f, ns, name)) == NULL || s->frag_state != FRAG_LISTED)
-			continue;
-		free(s->frag);
-		s->frag = xstrndup(l.kvs[i].value, l.kvs[i].vlen);
-		n++;
-	}
-	snprintf(c, sizeof(c), "%zu", n);
-	log_kv(LOG_INFO, "status fragments read", "fetcher", c, NULL);
-	store_list_free(&l);
-	free(prefix);
-}
-
-/* set_syncing - the Syncing condition; nothing at all when it is what we set last */
-static void
-set_syncing(struct stage *st, struct src *s, const char *status, const char *reason,
-    const char *msg)
-{
-	char cur[sizeof(s->last_sync)];
-
-	snprintf(cur, sizeof(cur), "%s|%s|%s", status, reason, msg);
-	if (strcmp(cur, s->last_sync) == 0)
-		return;
-	if (status_update(st, s, NULL, status, reason, msg) >= 0)
-		memcpy(s->last_sync, cur, sizeof(cur));
-}
-
-static void
-set_fields(struct stage *st, struct src *s, const char *commit, int64_t generation)
-{
-	struct buf b;
-	struct jw w;
-
-	buf_init(&b);
-	jw_init(&w, &b);
-	jw_obj(&w);
-	jw_key(&w, "sourceType");
-	jw_str(&w, s->source);
-	if (commit != NULL && commit[0] != '\0') {
-		jw_key(&w, "githubCommit");
-		jw_str(&w, commit);
-	}
-	jw_key(&w, "observedGeneration");
-	jw_int(&w, generation);
-	jw_end_obj(&w);
-	if (strcmp(b.data, s->last_status) != 0 &&
-	    status_update(st, s, b.data, NULL, NULL, NULL) >= 0)
-		snprintf(s->last_status, sizeof(s->last_status), "%s", b.data);
-	buf_free(&b);
-}
+/* ---- journal (loop thread) ---- */
 
 /*
  * last_handed - the newest renderer item for ns/name: its tree hash and
@@ -441,37 +158,23 @@ static int
 last_handed(struct stage *st, const char *ns, const char *name, char *hash,
     char *commit, int64_t *generation)
 {
-	sqlite3 *db = journal_db(stage_journal(st));
-	sqlite3_stmt *q;
+	struct journal_item it;
 	struct proto_render_detail rd;
 	char err[256];
 	int rc;
 
-	if (sqlite3_prepare_v2(db, "SELECT hash, detail FROM items WHERE stage='renderer'"
-	    " AND kind='decofile' AND ns=? AND name=? ORDER BY id DESC LIMIT 1", -1, &q,
-	    NULL) != SQLITE_OK)
-		return -1;
-	sqlite3_bind_text(q, 1, ns, -1, SQLITE_TRANSIENT);
-	sqlite3_bind_text(q, 2, name, -1, SQLITE_TRANSIENT);
-	rc = sqlite3_step(q);
-	if (rc == SQLITE_ROW) {
-		const char *h = (const char *)sqlite3_column_text(q, 0);
-		const char *d = (const char *)sqlite3_column_text(q, 1);
-
-		snprintf(hash, 65, "%s", h ? h : "");
-		/* one we cannot read counts as different: the fetch is handed on again */
-		if (d == NULL || proto_render_detail_decode(d, &rd, err, sizeof(err)) < 0) {
-			rd.commit[0] = '\0';
-			rd.generation = -1;
-		}
-		snprintf(commit, 65, "%.64s", rd.commit);
-		*generation = rd.generation;
-		rc = 0;
-	} else {
-		rc = rc == SQLITE_DONE ? 1 : -1;
+	if ((rc = journal_last_item(stage_journal(st), "renderer", "decofile", ns, name,
+	    &it)) != 0)
+		return rc;
+	snprintf(hash, 65, "%s", it.hash);
+	/* one we cannot read counts as different: the fetch is handed on again */
+	if (proto_render_detail_decode(it.detail, &rd, err, sizeof(err)) < 0) {
+		rd.commit[0] = '\0';
+		rd.generation = -1;
 	}
-	sqlite3_finalize(q);
-	return rc;
+	snprintf(commit, 65, "%.64s", rd.commit);
+	*generation = rd.generation;
+	return 0;
 }
 
 /*
@@ -484,7 +187,7 @@ last_handed(struct stage *st, const char *ns, const char *name, char *hash,
 static int
 hand_on(struct stage *st, struct src *s, struct job *j)
 {
-	sqlite3 *db = journal_db(stage_journal(st));
+	struct journal *jl = stage_journal(st);
 	char hash[65], commit[65], detail[PROTO_MAX_DETAIL + 1];
 	struct proto_render_detail rd;
 	int64_t generation;
@@ -493,7 +196,7 @@ hand_on(struct stage *st, struct src *s, struct job *j)
 	rc = last_handed(st, s->ns, s->name, hash, commit, &generation);
 	if (rc < 0)
 		log_kv(LOG_WARN, "journal: cannot read the last fetch", "error",
-		    sqlite3_errmsg(db), NULL);
+		    journal_error(jl), NULL);
 	if (rc == 0 && strcmp(hash, j->res.tree_hash) == 0 &&
 	    strcmp(commit, j->res.commit) == 0 && generation == j->generation) {
 		log_kv(LOG_DEBUG, "unchanged", "ns", s->ns, "name", s->name, "tree",
@@ -509,19 +212,21 @@ hand_on(struct stage *st, struct src *s, struct job *j)
 		    s->name, "source", s->source, NULL);
 		return -1;
 	}
-	if (sqlite3_exec(db, "SAVEPOINT hand_on", NULL, NULL, NULL) != SQLITE_OK)
+	if (journal_savepoint(jl, "hand_on") < 0)
 		return -1;
-	if (journal_record_fetch(stage_journal(st), s->ns, s->name, s->source,
-	    j->res.commit, j->res.tree_hash) < 0 ||
+	if (journal_record_fetch(jl, s->ns, s->name, s->source, j->res.commit,
+	    j->res.tree_hash) < 0 ||
 	    stage_push(st, "renderer", "decofile", s->ns, s->name, j->res.tree_hash,
 	    detail) < 0) {
 		log_kv(LOG_ERROR, "journal: cannot record the fetch", "ns", s->ns, "name",
-		    s->name, "error", journal_error(stage_journal(st)), NULL);
-		sqlite3_exec(db, "ROLLBACK TO hand_on", NULL, NULL, NULL);
-		sqlite3_exec(db, "RELEASE hand_on", NULL, NULL, NULL);
+		    s->name, "error", journal_error(jl), NULL);
+		journal_savepoint_rollback(jl, "hand_on");
 		return -1;
 	}
-	sqlite3_exec(db, "RELEASE hand_on", NULL, NULL, NULL);
+	if (journal_savepoint_release(jl, "hand_on") < 0) {
+		journal_savepoint_rollback(jl, "hand_on");
+		return -1;
+	}
 	return 1;
 }
 
@@ -541,8 +246,8 @@ src_hash(const char *ns, const char *name)
 	return fetch_obj_hash(ns, name) % NBUCKET;
 }
 
-static struct src *
-src_find(struct fetcher *f, const char *ns, const char *name)
+struct src *
+fetcher_src_find(struct fetcher *f, const char *ns, const char *name)
 {
 	for (struct src *s = f->htab[src_hash(ns, name)]; s != NULL; s = s->hnext)
 		if (strcmp(s->ns, ns) == 0 && strcmp(s->name, name) == 0)
@@ -570,7 +275,7 @@ src_free(struct stage *st, struct src *s)
 	}
 	if (s->timer > 0)
 		stage_cancel_timer(st, s->timer);
-	unpend(f, s);
+	fetch_status_unpend(f, s);
 	free(s->frag);
 	free(s->doc);
 	free(s);
@@ -585,7 +290,7 @@ static void
 finish_first(struct stage *st, struct job *j, int in_txn)
 {
 	struct fetcher *f = F(st);
-	struct src *s = src_find(f, j->ns, j->name);
+	struct src *s = fetcher_src_find(f, j->ns, j->name);
 	char n[32];
 
 	j->skip = 1;
@@ -602,7 +307,7 @@ finish_first(struct stage *st, struct job *j, int in_txn)
 		log_kv(LOG_WARN, "fetch failed", "ns", s->ns, "name", s->name, "source",
 		    s->source, "reason", j->res.reason, "error", j->res.error, "retry_ms", n,
 		    NULL);
-		set_syncing(st, s, "False", j->res.reason, j->res.error);
+		fetch_status_syncing(st, s, "False", j->res.reason, j->res.error);
 		if (s->again)
 			schedule(st, s, 0, s->again_force);
 		else
@@ -630,7 +335,7 @@ finish_second(struct stage *st, struct job *j, int committed)
 	struct src *s;
 	char ms[32], gen[32];
 
-	if (j->skip || (s = src_find(f, j->ns, j->name)) == NULL)
+	if (j->skip || (s = fetcher_src_find(f, j->ns, j->name)) == NULL)
 		return;
 	if (j->handed == 1 && !committed)
 		j->handed = -1;
@@ -646,10 +351,10 @@ finish_second(struct stage *st, struct job *j, int committed)
 	if (!j->unchanged && j->handed >= 0) {
 		if (j->remote_id[0] != '\0')
 			snprintf(s->last_id, sizeof(s->last_id), "%s", j->remote_id);
-		set_fields(st, s, j->res.commit, j->generation);
+		fetch_status_fields(st, s, j->res.commit, j->generation);
 	}
 	if (s->failures == 0) {
-		set_syncing(st, s, "True", "Fetched", "Fetched from the source");
+		fetch_status_syncing(st, s, "True", "Fetched", "Fetched from the source");
 		log_kv(LOG_DEBUG, "poll done", "ns", s->ns, "name", s->name, "took_ms", ms,
 		    "unchanged", j->unchanged ? "1" : "0", NULL);
 	}
@@ -776,7 +481,7 @@ make_job(struct stage *st, struct src *s, int force)
 	yajl_tree_free(doc);
 	if (msg[0] != '\0') {
 		log_kv(LOG_WARN, "cannot fetch", "ns", s->ns, "name", s->name, "error", msg, NULL);
-		set_syncing(st, s, "False", "FetchError", msg);
+		fetch_status_syncing(st, s, "False", "FetchError", msg);
 		job_free(j);
 		return NULL;
 	}
@@ -859,7 +564,7 @@ static void
 upsert(struct stage *st, const char *ns, const char *name, const char *val, size_t len)
 {
 	struct fetcher *f = F(st);
-	struct src *s = src_find(f, ns, name);
+	struct src *s = fetcher_src_find(f, ns, name);
 	char h[65];
 	yajl_val doc;
 	struct buf b;
@@ -908,7 +613,7 @@ upsert(struct stage *st, const char *ns, const char *name, const char *val, size
 static void
 drop(struct stage *st, const char *ns, const char *name)
 {
-	struct src *s = src_find(F(st), ns, name);
+	struct src *s = fetcher_src_find(F(st), ns, name);
 
 	if (s == NULL)
 		return;
@@ -940,7 +645,7 @@ relist(struct stage *st)
 		if (key_parse_resource(l.kvs[i].key, kind, ns, name) < 0)
 			continue;
 		upsert(st, ns, name, l.kvs[i].value, l.kvs[i].vlen);
-		if ((s = src_find(f, ns, name)) != NULL)
+		if ((s = fetcher_src_find(f, ns, name)) != NULL)
 			s->listed = 1;
 	}
 	/* sweep what is no longer listed */
@@ -985,7 +690,7 @@ on_sync_event(void *arg, const struct store_event *ev)
 		return;
 	rest = ev->key + strlen(f->sync_prefix);
 	if (sscanf(rest, "%253[^/]/%253[^/]", ns, name) != 2 ||
-	    (s = src_find(f, ns, name)) == NULL)
+	    (s = fetcher_src_find(f, ns, name)) == NULL)
 		return;
 	log_kv(LOG_INFO, "sync requested", "ns", ns, "name", name, NULL);
 	s->failures = 0;
@@ -1033,7 +738,7 @@ watch_timer_cb(struct stage *st, void *arg)
 static void
 lock_gained(struct stage *st, const char *ns, const char *name)
 {
-	struct src *s = src_find(F(st), ns, name);
+	struct src *s = fetcher_src_find(F(st), ns, name);
 
 	if (s == NULL || s->gone)
 		return;
@@ -1046,7 +751,7 @@ lock_gained(struct stage *st, const char *ns, const char *name)
 static void
 lock_lost(struct stage *st, const char *ns, const char *name)
 {
-	struct src *s = src_find(F(st), ns, name);
+	struct src *s = fetcher_src_find(F(st), ns, name);
 
 	if (s == NULL)
 		return;
@@ -1058,7 +763,7 @@ lock_lost(struct stage *st, const char *ns, const char *name)
 	s->last_id[0] = '\0';
 	s->last_status[0] = '\0';
 	s->last_sync[0] = '\0';
-	unpend(F(st), s);
+	fetch_status_unpend(F(st), s);
 	free(s->frag);
 	s->frag = NULL;
 	s->frag_state = FRAG_UNKNOWN;
@@ -1068,21 +773,12 @@ lock_lost(struct stage *st, const char *ns, const char *name)
 static int
 lock_settled(struct stage *st, const char *ns, const char *name)
 {
-	struct src *s = src_find(F(st), ns, name);
-	sqlite3 *db = journal_db(stage_journal(st));
-	sqlite3_stmt *q;
-	int busy;
+	struct src *s = fetcher_src_find(F(st), ns, name);
 
 	if (s != NULL && (s->busy || s->again))
 		return 0;
-	if (sqlite3_prepare_v2(db, "SELECT 1 FROM items WHERE state='pending' AND ns=? AND"
-	    " name=? LIMIT 1", -1, &q, NULL) != SQLITE_OK)
-		return 0;
-	sqlite3_bind_text(q, 1, ns, -1, SQLITE_TRANSIENT);
-	sqlite3_bind_text(q, 2, name, -1, SQLITE_TRANSIENT);
-	busy = sqlite3_step(q) != SQLITE_DONE;
-	sqlite3_finalize(q);
-	return !busy;
+	/* an error counts as busy: the lock is kept until the journal can say */
+	return journal_pending_for(stage_journal(st), NULL, ns, name) == 0;
 }
 
 static const struct fetch_lock_ops lock_ops = {
@@ -1154,7 +850,7 @@ fetcher_init(struct stage *st)
 		return -1;
 	if (relist(st) < 0)
 		return -1;
-	status_load(st);
+	fetch_status_load(st);
 	{
 		char kerr[512];
 
@@ -1202,7 +898,7 @@ fetcher_shutdown(struct stage *st)
 	}
 	if (f->flush_timer > 0)
 		stage_cancel_timer(st, f->flush_timer);
-	if (f->npend > 0 && flush(st, (int)(f->npend / FLUSH_BATCH) + 1) < 0)
+	if (f->npend > 0 && fetch_status_flush(st, (int)(f->npend / FLUSH_BATCH) + 1) < 0)
 		log_kv(LOG_WARN, "status changes lost at shutdown", NULL);
 	fetch_kube_free(f->kube);
 	while (f->srcs != NULL)

@@ -13,7 +13,8 @@ daemons_fetcher_libfetch_a_SOURCES = \
 FETCH_LIBS = daemons/fetcher/libfetch.a
 
 decodlibexec_PROGRAMS += daemons/fetcher/fetcher
-daemons_fetcher_fetcher_SOURCES = daemons/fetcher/fetcher.c \
+daemons_fetcher_fetcher_SOURCES = daemons/fetcher/fetcher.c daemons/fetcher/fetcher.h \
+	daemons/fetcher/fetch_status.c \
 	daemons/fetcher/fetch_lock.c daemons/fetcher/fetch_lock.h
 daemons_fetcher_fetcher_LDADD = $(FETCH_LIBS) $(DECOD_LIBS) -lpthread
 

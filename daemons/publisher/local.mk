@@ -9,7 +9,8 @@ daemons_publisher_libpublish_a_SOURCES = \
 PUBLISH_LIBS = daemons/publisher/libpublish.a
 
 decodlibexec_PROGRAMS += daemons/publisher/publisher
-daemons_publisher_publisher_SOURCES = daemons/publisher/publisher.c
+daemons_publisher_publisher_SOURCES = daemons/publisher/publisher.c \
+	daemons/publisher/publisher.h daemons/publisher/publish_drift.c
 daemons_publisher_publisher_LDADD = $(PUBLISH_LIBS) $(DECOD_LIBS)
 
 check_PROGRAMS += t/unit/publish_file_test

@@ -22,8 +22,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <sqlite3.h>
-
 #include "common/conf.h"
 #include "common/hash.h"
 #include "common/journal.h"
@@ -103,35 +101,6 @@ renderer_shutdown(struct stage *st)
 {
 	free(stage_data(st));
 	stage_set_data(st, NULL);
-}
-
-/*
- * latest_tree - the tree hash of the newest fetch of ns/name (a Decofile
- * or a DecofileTemplate: the fetcher records both in `fetches`).
- * 0 found, 1 none, -1 error.
- */
-static int
-latest_tree(struct journal *j, const char *ns, const char *name, char *hash)
-{
-	sqlite3_stmt *q;
-	const unsigned char *h;
-	int rc, found = 1;
-
-	if (sqlite3_prepare_v2(journal_db(j), "SELECT tree_hash FROM fetches WHERE ns=?"
-	    " AND name=? ORDER BY id DESC LIMIT 1", -1, &q, NULL) != SQLITE_OK)
-		return -1;
-	sqlite3_bind_text(q, 1, ns, -1, SQLITE_TRANSIENT);
-	sqlite3_bind_text(q, 2, name, -1, SQLITE_TRANSIENT);
-	rc = sqlite3_step(q);
-	if (rc == SQLITE_ROW) {
-		h = sqlite3_column_text(q, 0);
-		snprintf(hash, 65, "%s", h ? (const char *)h : "");
-		found = 0;
-	} else if (rc != SQLITE_DONE) {
-		found = -1;
-	}
-	sqlite3_finalize(q);
-	return found;
 }
 
 static void
@@ -323,7 +292,7 @@ render(struct stage *st, const struct journal_item *it, yajl_val doc)
 			return STAGE_FAIL;
 		}
 		snprintf(tree, sizeof(tree), "%s", it->hash);
-	} else if ((rv = latest_tree(j, it->ns, it->name, tree)) != 0) {
+	} else if ((rv = journal_last_fetch(j, it->ns, it->name, tree)) != 0) {
 		if (rv < 0)
 			return STAGE_RETRY;
 		log_kv(LOG_INFO, "nothing fetched yet; the fetcher will ask again", "ns",
@@ -340,7 +309,7 @@ render(struct stage *st, const struct journal_item *it, yajl_val doc)
 		char th[65];
 
 		if (i < ntpl) {
-			if ((rv = latest_tree(j, it->ns, names[i], th)) != 0) {
+			if ((rv = journal_last_fetch(j, it->ns, names[i], th)) != 0) {
 				if (rv < 0) {
 					res = STAGE_RETRY;
 					goto out;

@@ -18,6 +18,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	yajl_val v, kvs;
 	char *copy;
 
+	log_init("fuzz_etcd", LOG_ERROR, LOG_FMT_KV);	/* every bad line warns */
 	pthread_mutex_init(&w->mu, NULL);
 	pthread_cond_init(&w->cv, NULL);
 	w->pfd[0] = w->pfd[1] = -1;

@@ -64,7 +64,10 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	(void)url_has_credentials(key);
 	(void)path_clean_rel(key, rel, sizeof(rel));
 	free(key);
-	/* the input as a value file */
+	/* the input as a value file (an expired one removes its folder) */
+	*strrchr(vfile, '/') = '\0';
+	(void)mkdir_p(vfile, 0700);
+	vfile[strlen(vfile)] = '/';
 	if (write_file_atomic(vfile, data, size, 0600) < 0)
 		abort();
 	key = key_resource("decofiles", "ns", "x");

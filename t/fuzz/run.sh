@@ -12,7 +12,7 @@ secs=${1:-60}
 here=$(cd "$(dirname "$0")" && pwd)
 bld=${BUILDDIR:-$(pwd)}
 bin=$bld/t/fuzz/bin
-targets=${*:-"json render apply proto manifest store etcd site conf"}
+targets=${*:-"json render apply proto manifest store etcd site conf admit"}
 [ -d "$bin" ] || { echo "run.sh: no $bin (make fuzz first)"; exit 2; }
 fail=0
 printf '%-9s %10s %8s %6s %6s %s\n' target execs exec/s cov ft result
@@ -23,9 +23,12 @@ for t in $targets; do
 	mkdir -p "$corpus" "$crashes"
 	log=$bld/t/fuzz/$t.log
 	# -rss_limit_mb: the limits under test keep every input far below it
+	dirs="$corpus"
+	for d in "$here/seeds/$t" "$here/regress/$t"; do [ -d "$d" ] && dirs="$dirs $d"; done
+	# shellcheck disable=SC2086
 	"$bin/fuzz_$t" -max_total_time="$secs" -rss_limit_mb=1024 -timeout=10 \
 	    -max_len=1048576 -print_final_stats=1 -artifact_prefix="$crashes/" \
-	    "$corpus" "$here/seeds/$t" "$here/regress/$t" > "$log" 2>&1
+	    $dirs > "$log" 2>&1
 	rc=$?
 	execs=$(awk '/stat::number_of_executed_units/ {print $2}' "$log")
 	rate=$(awk '/stat::average_exec_per_sec/ {print $2}' "$log")

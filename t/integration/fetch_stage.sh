@@ -24,7 +24,7 @@ log_level = debug
 CONF
 C="-c $T/conf"
 DB="$T/state/journal.db"
-sql() { sqlite3 -cmd '.timeout 5000' "$DB" "$1"; }
+sql() { db_read "$DB" "$1"; }
 items() { sql "SELECT count(*) FROM items WHERE stage='renderer' AND name='$1'" 2>/dev/null; }
 items_are() { [ "$(items "$1")" = "$2" ]; }
 last() { sql "SELECT $2 FROM items WHERE stage='renderer' AND name='$1' ORDER BY id DESC LIMIT 1"; }

@@ -75,7 +75,10 @@ case "$msg" in
 esac
 is "$(condition Syncing status)" False "Syncing status is False"
 check "the replica still serves the good version" sh -c "[ \"\$(curl -s http://127.0.0.1:$PORT/.decofile | grep -o $want)\" ]"
-sleep 1 # a push, had one been wrongly made, would have arrived by now
+# the renderer refused before recording a render, so nothing downstream
+# (publisher, then notifier) was ever asked: the published file is the good one
+is "$(cat "$T/state/published/sites-deep/deep/decofile.json")" '{"Header":{"title":"good"}}' \
+    "the published document is still the good one"
 is "$(grep -c 'decofile reloaded' "$T/r1.err")" "$pushes" "the replica was never pushed the deep block"
 check "every stage is alive" ready4
 check "the replica is alive" alive $SITEPID

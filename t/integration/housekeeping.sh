@@ -35,7 +35,7 @@ track_pid $RP
 wait_for 10 grep -q 'msg=ready' "$T/r.log"
 ok $? "renderer started"
 kill $RP; wait $RP 2>/dev/null
-sqlite3 "$S/journal.db" "INSERT INTO fetches (ns, name, source, commit_id, tree_hash) VALUES ('ns', 'a', 'dir', '', '$manifest')"
+db_write "$S/journal.db" "INSERT INTO fetches (ns, name, source, commit_id, tree_hash) VALUES ('ns', 'a', 'dir', '', '$manifest')"
 "$R" -c "$T/decod.conf" 2>"$T/r2.log" &
 RP=$!
 track_pid $RP

@@ -29,7 +29,7 @@ reload_token_file = $T/token
 CONF
 C="-c $T/conf"
 DB="$T/state/journal.db"
-sql() { sqlite3 -cmd '.timeout 5000' "$DB" "$1"; }
+sql() { db_read "$DB" "$1"; }
 item_is() { [ "$(sql "SELECT state FROM items WHERE id=$1")" = "$2" ]; }
 
 # site NAME ARGS...: start a replica; sets PORT, PORT_<name>, PID_<name>
@@ -143,7 +143,7 @@ is "$(cond slow reason)" NotificationInProgress "PodsNotified=Unknown while in f
 is "$(cond slow message)" "Notifying pods for commit:old111" "in-progress message"
 ID7=$("$TOOL" $C enqueue notifier sites-loja slow "$H2" "timestamp=1731598500 commit=new222")
 check "the old rollout is superseded" wait_for 10 sh -c \
-    "[ \"\$(sqlite3 -cmd '.timeout 5000' '$DB' 'SELECT result FROM items WHERE id=$ID6')\" = superseded ]"
+    "[ \"\$(sqlite3 -readonly -cmd '.timeout 5000' '$DB' 'SELECT result FROM items WHERE id=$ID6')\" = superseded ]"
 check "the new one runs" wait_for 10 grep -q 'change=commit:new222' "$T/notifier.log"
 check "and ends when the hanging replica times out" wait_for 20 item_is "$ID7" done
 case "$(cond slow message)" in

@@ -26,7 +26,14 @@ EOF
 C="-c $T/conf"
 DB="$T/state/journal.db"
 D="$T/pub/sites-loja/loja"
-sql() { sqlite3 -cmd '.timeout 5000' "$DB" "$1"; }
+sql() { db_read "$DB" "$1"; }
+DECOCTL=$(bin decoctl)
+audited() { # audited OBJECT ACTION: decoctl journal lists that audit row
+	"$DECOCTL" $C journal -o json 2>/dev/null | python3 -c '
+import json, sys
+sys.exit(0 if any(r["object"] == sys.argv[1] and r["action"] == sys.argv[2]
+                  for r in json.load(sys.stdin)) else 1)' "$1" "$2"
+}
 
 decofile() { # decofile NAME [ANNOTATIONS_JSON] [TARGET]
 	ann=${2:-'{}'}
@@ -61,7 +68,7 @@ TS=$(cat "$D/timestamp.txt")
 case $TS in *[!0-9]*|'') ok 1 "timestamp.txt is unix seconds ($TS)" ;;
 	*) ok 0 "timestamp.txt is unix seconds" ;; esac
 is "$(wc -c <"$D/timestamp.txt" | tr -d ' ')" "${#TS}" "timestamp.txt has no newline"
-check "publisher item done" wait_for 5 sh -c "[ \"\$(sqlite3 '$DB' \"SELECT state FROM items WHERE stage='publisher'\")\" = done ]"
+check "publisher item done" wait_for 5 sh -c "[ \"\$(sqlite3 -readonly -cmd '.timeout 5000' '$DB' \"SELECT state FROM items WHERE stage='publisher'\")\" = done ]"
 is "$(sql "SELECT kind||' '||hash||' '||detail FROM items WHERE stage='notifier'")" \
     "decofile $H timestamp=$TS commit=abc123" "one notifier item with timestamp and commit"
 is "$(sql "SELECT location||' '||content_hash||' '||timestamp FROM publishes")" \
@@ -75,7 +82,7 @@ check "status fields" grep -q "\"contentHash\":\"$H\",\"timestamp\":$TS,\"lastUp
 # --- the same hash again publishes nothing ---------------------------------
 INO=$(stat -c %i "$D/decofile.json")
 "$TOOL" $C enqueue publisher sites-loja loja "$H" "format=json commit=abc123" >/dev/null
-check "second item done" wait_for 5 sh -c "[ \"\$(sqlite3 '$DB' \"SELECT count(*) FROM items WHERE stage='publisher' AND state='done'\")\" = 2 ]"
+check "second item done" wait_for 5 sh -c "[ \"\$(sqlite3 -readonly -cmd '.timeout 5000' '$DB' \"SELECT count(*) FROM items WHERE stage='publisher' AND state='done'\")\" = 2 ]"
 is "$(sql "SELECT count(*) FROM publishes")" 1 "exactly one publish per content hash"
 is "$(sql "SELECT count(*) FROM items WHERE stage='notifier'")" 1 "no second notifier item"
 is "$(stat -c %i "$D/decofile.json")" "$INO" "file not rewritten"
@@ -83,8 +90,8 @@ is "$(stat -c %i "$D/decofile.json")" "$INO" "file not rewritten"
 # --- drift ---------------------------------------------------------------
 printf 'hand edit' >"$D/decofile.json"
 check "edited file put back within 1 s" wait_for 1 cmp -s "$T/doc.json" "$D/decofile.json"
-check "drift row" wait_for 2 sh -c "[ \"\$(sqlite3 '$DB' 'SELECT count(*) FROM drift')\" -ge 1 ]"
-check "drift audited" wait_for 2 sh -c "sqlite3 '$DB' \"SELECT action FROM audit\" | grep -q drift-repaired"
+check "drift row" wait_for 2 sh -c "[ \"\$(sqlite3 -readonly -cmd '.timeout 5000' '$DB' 'SELECT count(*) FROM drift')\" -ge 1 ]"
+check "drift audited" wait_for 2 audited decofile/sites-loja/loja drift-repaired
 check "Drifted=True Repaired" wait_for 2 grep -q '"type":"Drifted","status":"True","reason":"Repaired"' "$STATUS"
 rm -f "$D/decofile.json"
 check "deleted file put back within 1 s" wait_for 1 cmp -s "$T/doc.json" "$D/decofile.json"
@@ -111,7 +118,7 @@ check "bin drift put back" wait_for 1 cmp -s "$T/doc.bin" "$D/decofile.bin"
 # --- unsupported target parks the item ------------------------------------
 check "apply s3 Decofile" decofile other '{}' s3
 "$TOOL" $C enqueue publisher sites-loja other "$H" "format=json" >/dev/null
-check "item parked" wait_for 5 sh -c "[ \"\$(sqlite3 '$DB' \"SELECT state FROM items WHERE name='other'\")\" = failed ]"
+check "item parked" wait_for 5 sh -c "[ \"\$(sqlite3 -readonly -cmd '.timeout 5000' '$DB' \"SELECT state FROM items WHERE name='other'\")\" = failed ]"
 check "Ready=False UnsupportedTarget" wait_for 2 grep -q '"reason":"UnsupportedTarget"' \
     "$T/store/kv/decod.d/status.d/decofiles.d/sites-loja.d/other.d/publisher.v"
 check "nothing published for it" test ! -e "$T/pub/sites-loja/other"
@@ -125,18 +132,20 @@ is "$(sql "SELECT count(*) FROM inventory WHERE name='loja'")" 0 "inventory row 
 check "apply detached Decofile" decofile kept '{"deco.sites/deletion":"detach"}'
 "$TOOL" $C enqueue publisher sites-loja kept "$H" "format=json" >/dev/null
 check "kept published" wait_for 5 test -s "$T/pub/sites-loja/kept/timestamp.txt"
+is "$(sql "SELECT deletion FROM inventory WHERE name='kept'")" detach \
+	"the inventory records its deletion policy (schema 2)"
 "$TOOL" $C delete sites-loja kept
-check "detach audited" wait_for 5 sh -c "sqlite3 '$DB' \"SELECT action FROM audit WHERE object='decofile/sites-loja/kept'\" | grep -q '^detach$'"
+check "detach audited" wait_for 5 audited decofile/sites-loja/kept detach
 check "detached folder stays" cmp -s "$T/doc.json" "$T/pub/sites-loja/kept/decofile.json"
 printf 'edited after detach' >"$T/pub/sites-loja/kept/decofile.json"
 "$TOOL" $C enqueue publisher sites-loja loja "$H" "format=json" >/dev/null	# a sync point
-check "later item handled" wait_for 5 sh -c "[ \"\$(sqlite3 '$DB' \"SELECT state FROM items WHERE name='loja' ORDER BY id DESC LIMIT 1\")\" = done ]"
+check "later item handled" wait_for 5 sh -c "[ \"\$(sqlite3 -readonly -cmd '.timeout 5000' '$DB' \"SELECT state FROM items WHERE name='loja' ORDER BY id DESC LIMIT 1\")\" = done ]"
 is "$(cat "$T/pub/sites-loja/kept/decofile.json")" "edited after detach" "detached files are no longer managed"
 
 # --- restart: repair and prune what changed while down -----------------------
 check "apply again" decofile loja
 "$TOOL" $C enqueue publisher sites-loja loja "$H" "format=json" >/dev/null
-check "republished after re-create" wait_for 5 sh -c "[ \"\$(sqlite3 '$DB' \"SELECT count(*) FROM inventory WHERE name='loja'\")\" = 1 ]"
+check "republished after re-create" wait_for 5 sh -c "[ \"\$(sqlite3 -readonly -cmd '.timeout 5000' '$DB' \"SELECT count(*) FROM inventory WHERE name='loja'\")\" = 1 ]"
 check "apply another" decofile gone
 "$TOOL" $C enqueue publisher sites-loja gone "$H" "format=json" >/dev/null
 check "gone published" wait_for 5 test -s "$T/pub/sites-loja/gone/timestamp.txt"
@@ -158,7 +167,7 @@ printf '%s' $((OLD_TS + 5)) >"$D/timestamp.txt"
 INO=$(stat -c %i "$D/decofile.json")
 "$TOOL" $C enqueue publisher sites-loja loja "$H3" "format=json commit=redo" >/dev/null
 start_pub
-check "redo recorded the publish" wait_for 5 sh -c "[ \"\$(sqlite3 '$DB' \"SELECT timestamp FROM publishes WHERE content_hash='$H3'\")\" = $((OLD_TS + 5)) ]"
+check "redo recorded the publish" wait_for 5 sh -c "[ \"\$(sqlite3 -readonly -cmd '.timeout 5000' '$DB' \"SELECT timestamp FROM publishes WHERE content_hash='$H3'\")\" = $((OLD_TS + 5)) ]"
 is "$(stat -c %i "$D/decofile.json")" "$INO" "redo did not rewrite the document"
 is "$(cat "$D/timestamp.txt")" "$((OLD_TS + 5))" "redo kept the timestamp already published"
 is "$(sql "SELECT detail FROM items WHERE stage='notifier' AND hash='$H3'")" \

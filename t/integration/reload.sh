@@ -72,7 +72,7 @@ wait_for 20 ready4
 ok $? "four stages READY"
 
 # history two hours old: kept under the default retention (168h)
-sqlite3 -cmd '.timeout 5000' "$T/state/journal.db" "INSERT INTO audit (at, stage, object, action, detail)
+db_write "$T/state/journal.db" "INSERT INTO audit (at, stage, object, action, detail)
     VALUES (strftime('%Y-%m-%dT%H:%M:%fZ','now','-2 hours'), 'test', 'reload-fixture', 'old', ''),
            (strftime('%Y-%m-%dT%H:%M:%fZ','now','-2 hours'), 'test', 'reload-fixture', 'old', '')"
 wait_for 5 grep -q 'housekeeping done' "$T/decod.log"
@@ -90,6 +90,16 @@ restarted_exactly ""
 ok $? "no stage restarted for a live setting"
 grep -q 'stage=renderer.*telling stage to reload\|telling stage to reload.*stage=renderer' "$T/decod.log"
 ok $? "decod told the renderer to reload (SIGHUP), as the table marks it live"
+
+# the other live setting: housekeeping runs on at the new interval, no restart
+remember
+n=$(grep -c 'housekeeping done' "$T/decod.log")
+hup_with "housekeeping_interval = 150ms"
+ok $? "SIGHUP: decod reloads with housekeeping_interval = 150ms"
+wait_for 5 sh -c "[ \$(grep -c 'housekeeping done' \"$T/decod.log\") -gt $((n + 3)) ]"
+ok $? "housekeeping goes on at the new interval"
+restarted_exactly ""
+ok $? "no stage restarted for it either"
 
 # a setting that needs a restart: exactly its readers restart
 while read -r name value readers; do

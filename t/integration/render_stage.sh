@@ -24,7 +24,7 @@ EOF
 C="-c $T/conf"
 DB="$T/state/journal.db"
 NS=sites-loja
-sql() { sqlite3 -cmd '.timeout 5000' "$DB" "$1"; }
+sql() { db_read "$DB" "$1"; }
 
 start_ren() {
 	"$REN" $C "$@" >>"$T/ren.log" 2>&1 &
@@ -55,7 +55,7 @@ tree() {
 
 # enqueue NAME TREE DETAIL: a renderer item, as the fetcher writes it
 enqueue() {
-	sql "INSERT INTO items (stage, kind, ns, name, hash, detail, created_ms) VALUES ('renderer', 'decofile', '$NS', '$1', '$2', '$3', CAST(strftime('%s','now') AS INTEGER) * 1000)"
+	db_write "$DB" "INSERT INTO items (stage, kind, ns, name, hash, detail, created_ms) VALUES ('renderer', 'decofile', '$NS', '$1', '$2', '$3', CAST(strftime('%s','now') AS INTEGER) * 1000)"
 }
 item_state() { sql "SELECT state FROM items WHERE stage='renderer' AND name='$1' ORDER BY id DESC LIMIT 1"; }
 pub_count() { sql "SELECT count(*) FROM items WHERE stage='publisher' AND name='$1'"; }
@@ -89,7 +89,7 @@ check "journal created" test -s "$DB"
 
 # the template's newest fetch, as the fetcher records it
 TT=$(tree base t1 "Header=tpl/Header.json=$T/b/tHeader.json" "Promo=tpl/Promo.json=$T/b/tPromo.json")
-sql "INSERT INTO fetches (ns, name, source, commit_id, tree_hash) VALUES ('$NS', 'base', 'dir', 't1', '$TT')"
+db_write "$DB" "INSERT INTO fetches (ns, name, source, commit_id, tree_hash) VALUES ('$NS', 'base', 'dir', 't1', '$TT')"
 
 # --- render, publish item ----------------------------------------------
 T1=$(tree loja1 abc123 "Footer=blocks/Footer.json=$T/b/Footer.json" "Header=blocks/Header.json=$T/b/Header.json")
@@ -121,7 +121,7 @@ case $S in
 esac
 is "$(item_state loja)" done "invalid decofile: item done (fail-safe, not retried)"
 is "$(pub_count loja)" 1 "invalid decofile publishes nothing"
-check "condition transition journaled" sh -c "sqlite3 '$DB' \"SELECT reason FROM conditions WHERE name='loja' AND type='Syncing'\" | grep -q ValidationError"
+check "condition transition journaled" sh -c "sqlite3 -readonly -cmd '.timeout 5000' '$DB' \"SELECT reason FROM conditions WHERE name='loja' AND type='Syncing'\" | grep -q ValidationError"
 
 # --- duplicate key in one layer names both files --------------------------
 T3=$(tree loja3 ghi789 "Header=blocks/a/Header.json=$T/b/Header.json" "Header=blocks/b/Header.json=$T/b/Footer.json")
@@ -137,7 +137,7 @@ is "$(pub_count loja)" 1 "duplicate publishes nothing"
 # --- item without a tree: the newest fetch ---------------------------------
 printf '{"logo":"new"}' >"$T/b/Header2.json"
 T4=$(tree loja4 jkl012 "Header=blocks/Header.json=$T/b/Header2.json")
-sql "INSERT INTO fetches (ns, name, source, commit_id, tree_hash) VALUES ('$NS', 'loja', 'dir', 'jkl012', '$T4')"
+db_write "$DB" "INSERT INTO fetches (ns, name, source, commit_id, tree_hash) VALUES ('$NS', 'loja', 'dir', 'jkl012', '$T4')"
 enqueue loja "" "source=dir"
 printf '{"Header":{"logo":"new"},"Promo":{"promo":true}}' >"$T/want4.json"
 H4=$(sha256sum <"$T/want4.json" | cut -d' ' -f1)

@@ -34,7 +34,7 @@ notify_attempts = 2
 CONF
 export DECOD_CONFIG="$T/decod.conf"
 DB=$T/state/journal.db
-sql() { sqlite3 -cmd '.timeout 5000' "$DB" "$1"; }
+sql() { db_read "$DB" "$1"; }
 ctl() { "$DECOCTL" -n sites-loja "$@"; }
 pid_of() { "$DECOCTL" stages -o json | python3 -c '
 import json, sys
@@ -149,9 +149,9 @@ for s in fetcher renderer publisher notifier; do
 	C=$(git -C "$T/work" rev-parse HEAD)
 	case $s in
 	fetcher) ;;
-	renderer) wait_for 20 sh -c "[ \$(sqlite3 -cmd '.timeout 5000' $DB \"SELECT count(*) FROM fetches WHERE commit_id='$C'\") -ge 1 ]" ;;
-	publisher) wait_for 20 sh -c "[ \$(sqlite3 -cmd '.timeout 5000' $DB \"SELECT count(*) FROM items WHERE stage='publisher' AND detail LIKE '%$C%'\") -ge 1 ]" ;;
-	notifier) wait_for 20 sh -c "[ \$(sqlite3 -cmd '.timeout 5000' $DB \"SELECT count(*) FROM items WHERE stage='notifier' AND detail LIKE '%$C%'\") -ge 1 ]" ;;
+	renderer) wait_for 20 sh -c "[ \$(sqlite3 -readonly -cmd '.timeout 5000' $DB \"SELECT count(*) FROM fetches WHERE commit_id='$C'\") -ge 1 ]" ;;
+	publisher) wait_for 20 sh -c "[ \$(sqlite3 -readonly -cmd '.timeout 5000' $DB \"SELECT count(*) FROM items WHERE stage='publisher' AND detail LIKE '%$C%'\") -ge 1 ]" ;;
+	notifier) wait_for 20 sh -c "[ \$(sqlite3 -readonly -cmd '.timeout 5000' $DB \"SELECT count(*) FROM items WHERE stage='notifier' AND detail LIKE '%$C%'\") -ge 1 ]" ;;
 	esac
 	ctl sync loja >/dev/null
 	kill -9 "$(pid_of $s)"

@@ -56,7 +56,7 @@ CONF
 
 so_pid() { eval "echo \$SO_PID_$1"; }
 so_ctl() { n=$1; shift; "$CTL" -c "$T/$n/conf" "$@"; }
-so_db() { sqlite3 -cmd '.timeout 5000' "$T/$1/state/journal.db" "$2"; }
+so_db() { db_read "$T/$1/state/journal.db" "$2"; }
 so_stages() { so_ctl "$1" stages -o json 2>/dev/null; }
 so_all_ready() {
 	want=$(echo $SO_STAGES | wc -w)

@@ -49,8 +49,8 @@ is "$(ls "$T/published/$NS" | wc -l)" "$N" "$N published folders in the shared f
 
 # an edit is worked by the owner only
 so_decofiles $N df $NS y
-wait_for 60 sh -c "[ \$(sqlite3 -cmd '.timeout 5000' $T/a/state/journal.db 'SELECT count(*) FROM publishes' ) -ge 1 ] &&
-	[ \$( { sqlite3 -cmd '.timeout 5000' $T/a/state/journal.db 'SELECT content_hash FROM publishes'; sqlite3 -cmd '.timeout 5000' $T/b/state/journal.db 'SELECT content_hash FROM publishes'; } | sort -u | wc -l) -eq $((2 * N)) ]"
+wait_for 60 sh -c "[ \$(sqlite3 -readonly -cmd '.timeout 5000' $T/a/state/journal.db 'SELECT count(*) FROM publishes' ) -ge 1 ] &&
+	[ \$( { sqlite3 -readonly -cmd '.timeout 5000' $T/a/state/journal.db 'SELECT content_hash FROM publishes'; sqlite3 -readonly -cmd '.timeout 5000' $T/b/state/journal.db 'SELECT content_hash FROM publishes'; } | sort -u | wc -l) -eq $((2 * N)) ]"
 ok $? "after an edit of all $N, $((2 * N)) distinct hashes published"
 is "$(pubs | sort | uniq -d | wc -l)" 0 "still none twice"
 
@@ -61,6 +61,6 @@ t0=$(so_ms)
 wait_for 10 sh -c "[ \$(\"$CTL\" -c $T/a/conf status -n $NS -o json | jq -r '.[].owner' | grep -cx '$FA') -eq $N ]"
 ok $? "a owns all $N within $(( $(so_ms) - t0 )) ms of b's clean stop (b had $before)"
 is "$(pubs | sort | uniq -d | wc -l)" 0 "no content hash published twice after the hand-over"
-check "no drift repairs fought over the shared target" sh -c "[ \$(sqlite3 -cmd '.timeout 5000' $T/a/state/journal.db 'SELECT count(*) FROM drift') -eq 0 ]"
+check "no drift repairs fought over the shared target" sh -c "[ \$(sqlite3 -readonly -cmd '.timeout 5000' $T/a/state/journal.db 'SELECT count(*) FROM drift') -eq 0 ]"
 
 done_testing

@@ -53,7 +53,7 @@ fi
 
 # an edit of every decofile, and b killed while its rollouts run
 so_decofiles $N df $NS y
-wait_for 10 sh -c "[ \$(sqlite3 -cmd '.timeout 5000' $T/b/state/journal.db \"SELECT count(*) FROM items WHERE stage='renderer' AND detail LIKE '%generation=2%'\") -ge 1 ]"
+wait_for 10 sh -c "[ \$(sqlite3 -readonly -cmd '.timeout 5000' $T/b/state/journal.db \"SELECT count(*) FROM items WHERE stage='renderer' AND detail LIKE '%generation=2%'\") -ge 1 ]"
 ok $? "b started on the edit"
 had=$(count_owner "$FB")
 so_kill9 b
@@ -106,7 +106,7 @@ so_start b || bail "instance b again"
 FB="$SO_HOST:$(so_fetcher_pid b)"
 wait_for 20 sh -c "[ \$(\"$CTL\" -c $T/a/conf status -n $NS -o json | jq -r '.[].owner' | grep -cx '$FB') -ge 1 ]"
 ok $? "the restarted b owns some decofiles again ($(count_owner "$FB"))"
-wait_for 20 sh -c "[ \$(sqlite3 -cmd '.timeout 5000' $T/b/state/journal.db \"SELECT count(*) FROM items WHERE state='pending'\") -eq 0 ]"
+wait_for 20 sh -c "[ \$(sqlite3 -readonly -cmd '.timeout 5000' $T/b/state/journal.db \"SELECT count(*) FROM items WHERE state='pending'\") -eq 0 ]"
 is "$(pubs | sort | uniq -d | wc -l)" 0 "still no content hash published twice"
 check "every decofile still Ready" sh -c "[ \$(\"$CTL\" -c $T/a/conf status -n $NS -o json | jq '[.[] | select(.ready==\"True\")] | length') -eq $N ]"
 

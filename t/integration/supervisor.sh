@@ -31,13 +31,13 @@ ready_count() { stages | grep -o '"state":"READY"' | wc -l; }
 all_ready() { [ "$(ready_count)" -eq "$1" ]; }
 pid_of() { stages | sed -n "s/.*\"name\":\"$1\",\"pid\":\([0-9]*\).*/\1/p"; }
 ms() { echo $(( $(date +%s%N) / 1000000 )); }
-sql() { sqlite3 -cmd ".timeout 5000" "$DB" "$1"; }
+sql() { db_read "$DB" "$1"; }
 enqueue() { # enqueue FROM COUNT: items for alpha named job-N
 	i=$1; vals=""
 	while [ "$i" -lt $(( $1 + $2 )) ]; do
 		vals="$vals('alpha','test','t','job-$i',0),"; i=$((i + 1))
 	done
-	sql "INSERT INTO items (stage, kind, ns, name, created_ms) VALUES ${vals%,};"
+	db_write "$DB" "INSERT INTO items (stage, kind, ns, name, created_ms) VALUES ${vals%,};"
 }
 effects_ok() { # effects_ok STAGE N: exactly N distinct lines, none twice
 	f=$T/state/effects.$1
@@ -82,7 +82,7 @@ wait_for 3 sh -c "[ \"\$($CTL $ADDR stages | grep -o '\"name\":\"beta\",\"pid\":
 took=$(restart_ms beta)
 [ -n "$took" ] && [ "$took" -le "$(scaled 1500)" ]
 ok $? "beta READY again ${took} ms after kill -9 (<= $(scaled 1500), from the audit table)"
-wait_for 30 sh -c "[ \"\$(sqlite3 -cmd '.timeout 5000' $DB \"SELECT count(*) FROM items WHERE state='pending'\")\" = 0 ]"
+wait_for 30 sh -c "[ \"\$(sqlite3 -readonly -cmd '.timeout 5000' $DB \"SELECT count(*) FROM items WHERE state='pending'\")\" = 0 ]"
 ok $? "every item finished after the kills"
 effects_ok alpha 150
 ok $? "alpha: 150 effects, each exactly once"
@@ -105,7 +105,7 @@ enqueue 1000 40
 "$DECOD" -c "$T/decod.conf" 2>>"$T/decod.log" &
 SUP=$!
 track_pid $SUP
-wait_for 30 sh -c "[ \"\$(sqlite3 -cmd '.timeout 5000' $DB \"SELECT count(*) FROM items WHERE state='pending'\")\" = 0 ]"
+wait_for 30 sh -c "[ \"\$(sqlite3 -readonly -cmd '.timeout 5000' $DB \"SELECT count(*) FROM items WHERE state='pending'\")\" = 0 ]"
 ok $? "a new supervisor finishes the pending items"
 effects_ok alpha 190 && effects_ok beta 190
 ok $? "190 effects per stage, each exactly once"

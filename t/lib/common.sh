@@ -53,6 +53,12 @@ skip_all() { echo "1..0 # SKIP $*"; exit 0; }
 done_testing() { echo "1..$TAP_N"; [ "$TAP_FAILED" -eq 0 ]; }
 bail() { echo "Bail out! $*"; exit 1; }
 
+# db_read DB SQL: a read of the journal, read-only (a test never changes
+# state behind a stage's back by accident); db_write DB SQL: a fixture
+# written on purpose.  Prefer `decoctl ... -o json` where it can say it.
+db_read() { sqlite3 -readonly -cmd '.timeout 5000' "$1" "$2"; }
+db_write() { sqlite3 -cmd '.timeout 5000' "$1" "$2"; }
+
 # free_port - print a TCP port on 127.0.0.1 that nothing listens on now
 free_port() {
 	python3 - <<'PY' 2>/dev/null || echo $((20000 + RANDOM % 20000))

@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
-# t/lib/git_http.py ROOT PORTFILE USER TOKEN - a git smart-HTTP remote for
-# tests that need credentials: git http-backend (the real one) behind a
+# t/lib/git_http.py ROOT PORTFILE USER TOKENFILE - a git smart-HTTP remote
+# for tests that need credentials: git http-backend (the real one) behind a
 # server that answers 401 with a Basic challenge unless the request carries
-# USER:TOKEN.  Binds 127.0.0.1 on a free port and writes the port to
+# USER and the token in TOKENFILE (a file, so no ps listing shows it).  Binds 127.0.0.1 on a free port and writes the port to
 # PORTFILE once it listens.  Stopped by the test's kill of its PID.
 import base64, http.server, os, subprocess, sys
 
-root, portfile, user, token = sys.argv[1:5]
+root, portfile, user, tokenfile = sys.argv[1:5]
+token = open(tokenfile).read().strip()
 want = "Basic " + base64.b64encode(("%s:%s" % (user, token)).encode()).decode()
 
 

@@ -195,6 +195,51 @@ test_yaml_output(void)
 	}
 }
 
+/*
+ * test_alias_caps - alias expansion is bounded by count and by size (issue
+ * 13, defect 4): a 7x9 alias bomb, 10,001 small aliases (values and keys)
+ */
+static void
+test_alias_caps(void)
+{
+	struct cli_docs d = { NULL, 0 };
+	struct cli_input_error e;
+	struct buf b;
+
+	buf_init(&b);
+	buf_adds(&b, "a0: &a0 \"lol\"\n");
+	for (int i = 1; i < 8; i++) {
+		buf_printf(&b, "a%d: &a%d [", i, i);
+		for (int k = 0; k < 9; k++)
+			buf_printf(&b, "%s*a%d", k ? "," : "", i - 1);
+		buf_adds(&b, "]\n");
+	}
+	memset(&e, 0, sizeof(e));
+	is_int(cli_read_docs("in.yaml", b.data, b.len, &d, &e), -1, "a 7x9 alias bomb is refused");
+	ok(strstr(e.msg, "larger than 1 MiB") != NULL, "by the 1 MiB cap: %s", e.msg);
+	cli_docs_free(&d);
+
+	buf_reset(&b);
+	buf_adds(&b, "a: &a x\nb: [");
+	for (int i = 0; i < 10001; i++)
+		buf_adds(&b, i ? ",*a" : "*a");
+	buf_adds(&b, "]\n");
+	memset(&e, 0, sizeof(e));
+	is_int(cli_read_docs("in.yaml", b.data, b.len, &d, &e), -1, "10,001 aliases are refused");
+	ok(strstr(e.msg, "more than 10000 aliases") != NULL, "by the alias cap: %s", e.msg);
+	cli_docs_free(&d);
+
+	buf_reset(&b);
+	buf_adds(&b, "k: &k x\nm:\n");
+	for (int i = 0; i < 10001; i++)
+		buf_adds(&b, "  - {*k : 1}\n");
+	memset(&e, 0, sizeof(e));
+	is_int(cli_read_docs("in.yaml", b.data, b.len, &d, &e), -1, "10,001 aliases as keys are refused");
+	ok(strstr(e.msg, "more than 10000 aliases") != NULL, "by the alias cap: %s", e.msg);
+	cli_docs_free(&d);
+	buf_free(&b);
+}
+
 int
 main(void)
 {
@@ -203,5 +248,6 @@ main(void)
 	test_errors();
 	test_json_input();
 	test_yaml_output();
+	test_alias_caps();
 	return done_testing();
 }

@@ -1,4 +1,4 @@
-/* journal_test - migration, items lifecycle, supersede, records, corrupt rows */
+/* journal_test - migration (v1 to v2 too), items, supersede, records, reads, corrupt rows */
 #include "config.h"
 
 #include <stdlib.h>
@@ -6,8 +6,172 @@
 #include <sqlite3.h>
 
 #include "common/journal.h"
+#include "common/journal_impl.h"
 #include "common/util.h"
 #include "t/tap.h"
+
+/* inv_row - count inventory rows and keep the last one's deletion policy */
+static void
+inv_row(void *arg, const struct journal_inventory_row *r)
+{
+	char *last = arg;
+
+	snprintf(last, 16, "%s", r->deletion);
+}
+
+static void
+count_ack(void *arg, const struct journal_ack_row *r)
+{
+	int *n = arg;
+
+	*n += r->confirmed ? 100 : 1;
+}
+
+static void
+count_event(void *arg, const char *at, const char *event, const char *detail)
+{
+	char *seen = arg;
+
+	(void)at;
+	(void)detail;
+	strncat(seen, event, 200 - strlen(seen) - 2);
+	strcat(seen, " ");
+}
+
+static void
+count_audit(void *arg, const struct journal_audit_row *r)
+{
+	char *seen = arg;
+
+	strncat(seen, r->action, 200 - strlen(seen) - 2);
+	strcat(seen, " ");
+}
+
+/* test_reads - the questions stages and decoctl ask (journal_query.c), savepoints */
+static void
+test_reads(const char *dir)
+{
+	char path[256], err[512], h[65], seen[200] = "";
+	const char *objs[] = { "decofile/ns/a" };
+	struct journal *j;
+	struct journal_item it;
+	int64_t id;
+	int done, total, n = 0;
+
+	snprintf(path, sizeof(path), "%s/reads.db", dir);
+	if ((j = journal_open(path, err, sizeof(err))) == NULL) {
+		ok(0, "open: %s", err);
+		return;
+	}
+	is_int(journal_last_item(j, "renderer", "decofile", "ns", "a", &it), 1, "no item yet");
+	id = journal_item_add(j, "renderer", "decofile", "ns", "a", "", "source=dir");
+	journal_item_add(j, "renderer", "decofile", "ns", "a", "", "source=git");
+	ok(journal_last_item(j, "renderer", "decofile", "ns", "a", &it) == 0 &&
+	    it.id == id + 1 && strcmp(it.detail, "source=git") == 0, "the newest item");
+	is_int(journal_pending_for(j, NULL, "ns", "a"), 1, "pending for some stage");
+	is_int(journal_pending_for(j, "publisher", "ns", "a"), 0, "... not for the publisher");
+	journal_item_done(j, id + 1, "ok");
+	is_int(journal_pending_for(j, NULL, "ns", "a"), 0, "nothing pending once done");
+
+	is_int(journal_last_fetch(j, "ns", "a", h), 1, "no fetch yet");
+	journal_record_fetch(j, "ns", "a", "dir", "", "t1");
+	journal_record_fetch(j, "ns", "a", "dir", "", "t2");
+	ok(journal_last_fetch(j, "ns", "a", h) == 0 && strcmp(h, "t2") == 0, "newest fetch");
+	journal_record_render(j, "ns", "a", "c1", "bin", 10, "t2", "b1");
+	journal_record_render(j, "ns", "a", "c2", "json", 10, "t2", "");
+	ok(journal_render_bin(j, "ns", "a", "c1", h) == 0 && strcmp(h, "b1") == 0,
+	    "the bin blob of a content hash");
+	is_int(journal_render_bin(j, "ns", "a", "c2", h), 1, "a json render has none");
+
+	journal_record_ack(j, "ns", "a", "r1", "c1", 1, "200");
+	journal_record_ack(j, "ns", "a", "r2", "c1", 1, "500");
+	journal_record_ack(j, "ns", "a", "r2", "c1", 2, "ok");
+	journal_record_ack(j, "ns", "a", "r3", "c0", 1, "ok");
+	ok(journal_acks_count(j, "ns", "a", "c1", &done, &total) == 0 && done == 2 &&
+	    total == 3, "acks: 2 confirmed of 3 replicas heard from");
+	is_int(journal_acks_each(j, "ns", "a", count_ack, &n), 3, "one row per replica");
+	is_int(n, 300, "... each its newest answer (r2's ok, not its 500)");
+
+	is_int(journal_history_each(j, "ns", "a", 50, count_event, seen), 6,
+	    "history: 2 fetches, 2 renders, acks summed per content hash (2)");
+	ok(strstr(seen, "fetch") != NULL && strstr(seen, "render") != NULL &&
+	    strstr(seen, "acks") != NULL, "... each kind of event named (%s)", seen);
+	seen[0] = '\0';
+	journal_audit(j, "publisher", "decofile/ns/a", "publish", "");
+	journal_audit(j, "publisher", "decofile/ns/b", "publish", "");
+	journal_audit(j, "publisher", "decofile/ns/a", "drift-repaired", "");
+	is_int(journal_audit_each(j, "", objs, 1, 10, count_audit, seen), 2, "audit of one object");
+	is_str(seen, "publish drift-repaired ", "... oldest first");
+	is_int(journal_audit_each(j, "", NULL, 0, 1, count_audit, seen), 1, "limit 1");
+
+	/* savepoints: one part of a batch fails, the rest commits */
+	ok(journal_begin(j) == 0 && journal_savepoint(j, "one") == 0, "savepoint inside a txn");
+	journal_record_fetch(j, "ns", "sp", "dir", "", "kept");
+	ok(journal_savepoint_release(j, "one") == 0, "released");
+	journal_savepoint(j, "two");
+	journal_record_fetch(j, "ns", "sp2", "dir", "", "undone");
+	journal_savepoint_rollback(j, "two");
+	ok(journal_commit(j) == 0, "the batch commits");
+	ok(journal_last_fetch(j, "ns", "sp", h) == 0 && strcmp(h, "kept") == 0,
+	    "the released part is there");
+	is_int(journal_last_fetch(j, "ns", "sp2", h), 1, "the rolled-back part is not");
+	ok(journal_savepoint(j, "bad name;") == -1, "a savepoint name is checked");
+	journal_close(j);
+}
+
+/*
+ * test_v1 - a journal written by a version-1 build: inventory without the
+ * deletion column, the policy only in the audit log.  Opening it migrates
+ * to version 2 and fills the column from the audit log.
+ */
+static void
+test_v1(const char *dir)
+{
+	char path[256], err[512], last[16] = "?";
+	struct journal *j;
+	sqlite3 *db;
+	sqlite3_stmt *st;
+
+	snprintf(path, sizeof(path), "%s/v1.db", dir);
+	ok(sqlite3_open(path, &db) == SQLITE_OK &&
+	    sqlite3_exec(db, journal_migration(0), NULL, NULL, NULL) == SQLITE_OK &&
+	    sqlite3_exec(db, "PRAGMA user_version = 1;"
+	    "INSERT INTO inventory (ns, name, target, location, content_hash) VALUES"
+	    " ('ns', 'kept', 'file', 'file:///p/ns/kept/decofile.json', 'h1'),"
+	    " ('ns', 'gone', 'file', 'file:///p/ns/gone/decofile.json', 'h2'),"
+	    " ('ns', 'quiet', 'file', 'file:///p/ns/quiet/decofile.json', 'h3');"
+	    "INSERT INTO audit (stage, object, action, detail) VALUES"
+	    " ('publisher', 'decofile/ns/kept', 'publish', 'hash=h1 deletion=delete'),"
+	    " ('publisher', 'decofile/ns/kept', 'deletion-policy', 'deletion=detach'),"
+	    " ('publisher', 'decofile/ns/gone', 'publish', 'hash=h2 deletion=delete'),"
+	    " ('renderer', 'decofile/ns/quiet', 'publish', 'deletion=detach');",
+	    NULL, NULL, NULL) == SQLITE_OK, "a version-1 journal, as an old build left it");
+	sqlite3_close(db);
+	j = journal_open(path, err, sizeof(err));
+	ok(j != NULL, "it opens: %s", j ? "migrated" : err);
+	if (j == NULL)
+		return;
+	sqlite3_prepare_v2(journal_db(j), "PRAGMA user_version", -1, &st, NULL);
+	sqlite3_step(st);
+	is_int(sqlite3_column_int(st, 0), 2, "migrated to version 2");
+	sqlite3_finalize(st);
+	is_int(journal_inventory_deletion(j, "ns", "kept"), 1,
+	    "the newest policy in the audit log (detach) is in the column");
+	is_int(journal_inventory_deletion(j, "ns", "gone"), 0, "delete, likewise");
+	is_int(journal_inventory_deletion(j, "ns", "quiet"), -1,
+	    "no publisher row: unknown, not guessed from another stage's");
+	is_int(journal_inventory_each(j, "file", "ns", "kept", inv_row, last), 1,
+	    "the migrated row reads back");
+	is_str(last, "detach", "... with its policy");
+	ok(journal_inventory_set_deletion(j, "ns", "quiet", "delete") == 0 &&
+	    journal_inventory_deletion(j, "ns", "quiet") == 0, "a policy can be recorded");
+	ok(journal_inventory_set_deletion(j, "ns", "quiet", "maybe") == -1,
+	    "only delete or detach");
+	ok(journal_inventory_put(j, "ns", "kept", "file", "file:///p/ns/kept/decofile.json",
+	    "h9") == 0 && journal_inventory_deletion(j, "ns", "kept") == 1,
+	    "a new publish keeps the recorded policy");
+	journal_close(j);
+}
 
 int
 main(void)
@@ -112,6 +276,8 @@ main(void)
 	write_file_atomic(path, "this is not sqlite at all, not even close.......", 48, 0600);
 	j = journal_open(path, err, sizeof(err));
 	ok(j == NULL && strstr(err, "garbage.db") != NULL, "corrupt file refused: %s", err);
+	test_v1(dir);
+	test_reads(dir);
 	rm_rf(dir);
 	return done_testing();
 }

@@ -144,6 +144,9 @@ main(void)
 		{ "{} t", 1, 4 },
 		{ "[]\n \"", 2, 2 },
 		{ "\"a\" 1", 1, 5 },
+		/* yajl's extra white space, which JSON has not (found by fuzz_site) */
+		{ "{\"a\":\f1}", 1, 6 },
+		{ "[1,\v2]", 1, 4 },
 	};
 	static const struct { const char *in; const char *out; } compact[] = {
 		{ "{ \"a\" : [ 1 , 2 ] }", "{\"a\":[1,2]}" },

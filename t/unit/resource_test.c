@@ -8,6 +8,7 @@
 #include <sqlite3.h>
 
 #include "common/journal.h"
+#include "common/journal_impl.h"
 #include "common/json.h"
 #include "common/resource.h"
 #include "common/store.h"

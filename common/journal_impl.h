@@ -1,0 +1,56 @@
+/*
+ * journal_impl.h - the journal's inside, shared by common/journal*.c and
+ * by unit tests that check the schema itself.  No stage or CLI file
+ * includes this: they go through the functions of journal.h.
+ */
+#ifndef DECOD_JOURNAL_IMPL_H
+#define DECOD_JOURNAL_IMPL_H
+
+#include <sqlite3.h>
+
+#include "common/journal.h"
+
+struct journal {
+	sqlite3 *db;
+	char err[512];
+};
+
+#define NOW "strftime('%Y-%m-%dT%H:%M:%fZ','now')"
+#define ITEM_COLS "id, stage, kind, ns, name, hash, detail, attempts, not_before," \
+	" created_ms, state"
+
+/*
+ * journal_migration - the SQL that takes the schema from version v to
+ * v + 1, or NULL past the last; lets a test build an old database.
+ */
+const char *journal_migration(int v);
+
+/* journal_db - the raw handle, for journal*.c and schema tests only */
+sqlite3 *journal_db(struct journal *j);
+
+/* journal_jerr - j->err = "<what>: <sqlite's message>" */
+void journal_jerr(struct journal *j, const char *what);
+
+/*
+ * journal_run - prepare sql, bind args by types ('s' text, 'i' int64,
+ * 'z' size_t), step once.  With out non-NULL the statement is handed back
+ * (caller finalizes) positioned on its first row; returns SQLITE_ROW or
+ * SQLITE_DONE, or -1 with j->err set.
+ */
+int journal_run(struct journal *j, sqlite3_stmt **out, const char *sql, const char *types,
+    ...);
+
+/* journal_copy_col - column col as text into dst ("" for NULL) */
+void journal_copy_col(sqlite3_stmt *st, int col, char *dst, size_t len);
+
+/* journal_row_to_item - a row of ITEM_COLS into it */
+void journal_row_to_item(sqlite3_stmt *st, struct journal_item *it);
+
+/*
+ * journal_item_first - finish a journal_run of an ITEM_COLS query: its
+ * first row into it, st finalized.  rc is journal_run's.  0 found, 1 none,
+ * -1 error.
+ */
+int journal_item_first(int rc, sqlite3_stmt *st, struct journal_item *it);
+
+#endif

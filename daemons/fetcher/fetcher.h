@@ -1,0 +1,118 @@
+/*
+ * fetcher.h - the fetcher stage's own state, shared by fetcher.c (the
+ * stage: schedules, worker, journal) and fetch_status.c (its status
+ * fragment, written in batches).  Only daemons/fetcher/ includes this.
+ */
+#ifndef DECOD_FETCHER_H
+#define DECOD_FETCHER_H
+
+#include <limits.h>
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "daemons/fetcher/fetch_tree.h"
+
+#define STAGE "fetcher"
+#define NBUCKET 16384		/* sources hash: 10,000 decofiles at start-up */
+#define FLUSH_BATCH 127		/* status fragments per store_put_many call (one etcd txn) */
+
+struct stage;
+struct store_watch;
+struct fetch_lock;
+struct fetch_kube;
+struct spool;
+struct job;
+
+/* one Decofile's schedule */
+struct src {
+	char ns[254], name[254];
+	char source[16];
+	int64_t generation;
+	char spec_hash[65];	/* sha256 of the spec: a change means fetch now */
+	char *doc;		/* resource text */
+	int64_t period_ms;
+	int64_t timer;
+	int busy, again, again_force, gone, failures;
+	char last_id[41];
+	char last_status[512];
+	char last_sync[640];	/* the Syncing condition we wrote last */
+	/*
+	 * our status fragment: frag is its text (NULL: none) in the state
+	 * FRAG_*; pend is a newer text waiting for the next flush
+	 */
+	char *frag, *pend;
+	int frag_state;
+	int listed;		/* seen by the current relist */
+	struct src *next, *hnext;
+};
+
+struct fetcher {
+	struct fetch_kube *kube;	/* Decofile CRs as a front door; NULL: no cluster */
+	struct src *srcs;
+	struct src *htab[NBUCKET];
+	struct store_watch *watch, *sync_watch;
+	int64_t watch_timer;
+	char *df_prefix, *sync_prefix;
+	char askpass[PATH_MAX];
+	char cache_root[PATH_MAX];
+	char secrets_dir[PATH_MAX];
+	struct fetch_limits lim;
+	int64_t timeout_ms, poll_ms;
+	/* worker */
+	pthread_t thread;
+	int thread_up;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	struct job *todo, *done, **todo_tail, **done_tail;
+	int stop;
+	struct spool *sp;
+	struct stage *st;
+	struct fetch_lock *locks;
+	/* status fragments waiting for a batch write */
+	size_t npend;
+	int64_t flush_timer;
+};
+
+#define F(st) ((struct fetcher *)stage_data(st))
+
+/* what a src's cached status fragment is worth */
+enum {
+	FRAG_UNKNOWN,	/* not read: read it before building on it */
+	FRAG_LISTED,	/* read at start-up, before the lock was ours: build on it, write anyway */
+	FRAG_OURS,	/* written (or read) by us while holding the lock: equal means no write */
+};
+
+/* fetcher_src_find - the schedule of ns/name, or NULL (fetcher.c) */
+struct src *fetcher_src_find(struct fetcher *f, const char *ns, const char *name);
+
+/* ---- fetch_status.c ---- */
+
+/*
+ * fetch_status_update - fields (JSON object, or NULL) and, with status
+ * non-NULL, the Syncing condition, into s's fragment; the write waits for a
+ * batch (a full batch is written at once).  A Syncing transition is also
+ * recorded in the journal.  1 queued, 0 nothing changed, -1 error (logged).
+ */
+int fetch_status_update(struct stage *st, struct src *s, const char *fields,
+    const char *status, const char *reason, const char *msg);
+/*
+ * fetch_status_flush - write up to rounds batches of waiting fragments;
+ * 0, or -1 with the rest kept for a retry (logged).
+ */
+int fetch_status_flush(struct stage *st, int rounds);
+/* fetch_status_unpend - forget s's waiting fragment (the src goes, or the lock did) */
+void fetch_status_unpend(struct fetcher *f, struct src *s);
+/*
+ * fetch_status_load - every "fetcher" fragment under the status prefix with
+ * one list, so the first pass builds on what is there without a get each
+ */
+void fetch_status_load(struct stage *st);
+/* fetch_status_syncing - the Syncing condition; nothing when it is what we set last */
+void fetch_status_syncing(struct stage *st, struct src *s, const char *status,
+    const char *reason, const char *msg);
+/* fetch_status_fields - sourceType, githubCommit and observedGeneration, if changed */
+void fetch_status_fields(struct stage *st, struct src *s, const char *commit,
+    int64_t generation);
+
+#endif
