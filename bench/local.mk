@@ -37,6 +37,12 @@ EXTRA_DIST += bench/bench_kube.sh bench/bench_kube.py
 bench-kube: decod examples/site/decod-site
 	$(SHELL) $(srcdir)/bench/bench_kube.sh $(abs_top_builddir) 40
 .PHONY: bench-kube
+# GitHub source benchmark (the stand-in, fetcher + renderer + publisher)
+EXTRA_DIST += bench/bench_github.sh
+bench-github: decod decoctl bench/gen daemons/fetcher/fetcher
+	$(SHELL) $(srcdir)/bench/bench_github.sh $(abs_top_builddir)
+.PHONY: bench-github
+# --- end of GitHub source benchmark
 # webhook benchmark: `make bench-webhook` (200 keep-alive HTTPS clients)
 noinst_PROGRAMS += bench/bench_webhook
 bench_bench_webhook_LDADD = $(DECOD_LIBS)

@@ -9,6 +9,7 @@ libssl-dev libhiredis-dev libsqlite3-dev libyaml-dev libarchive-dev
 sqlite3 git curl jq brotli python3 python3-yaml groff-base etcd-server etcd-client"
 PKGS="$PKGS libgnutls28-dev"
 PKGS="$PKGS python3-jsonpatch openssl"
+PKGS="$PKGS docker-registry apache2-utils python3-cryptography"
 PKGS="$PKGS python3-kubernetes"
 missing=""
 for p in $PKGS; do
@@ -27,4 +28,6 @@ apt-get install -y -qq -o DPkg::Lock::Timeout=600 $missing >/dev/null
 # the etcd package starts a system etcd on :2379; decod's tests start their own
 if command -v systemctl >/dev/null 2>&1; then
 	systemctl disable --now etcd >/dev/null 2>&1 || true
+	# likewise docker-registry (:5000): the OCI tests start their own
+	systemctl disable --now docker-registry >/dev/null 2>&1 || true
 fi

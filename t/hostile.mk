@@ -9,8 +9,9 @@ EXTRA_DIST += t/integration/hostile_depth.sh t/integration/hostile_apply.sh \
 	t/integration/hostile_replica.sh t/integration/secrets.sh t/lib/git_http.py t/hostile.mk t/fuzz/replay.sh \
 	t/fuzz/build.sh t/fuzz/run.sh t/fuzz/seeds t/fuzz/regress
 
-# admit: the webhook's harness (its replay is in daemons/webhook/local.mk)
-FUZZ_TARGETS = json render apply proto manifest store etcd site conf admit
+# admit: the webhook's harness (its replay is in daemons/webhook/local.mk);
+# archive: the fetcher's (daemons/fetcher/local.mk)
+FUZZ_TARGETS = json render apply proto manifest store etcd site conf admit archive
 FUZZ_REPLAY = t/fuzz/fuzz_json_replay t/fuzz/fuzz_render_replay \
 	t/fuzz/fuzz_apply_replay t/fuzz/fuzz_proto_replay t/fuzz/fuzz_manifest_replay \
 	t/fuzz/fuzz_store_replay t/fuzz/fuzz_etcd_replay t/fuzz/fuzz_site_replay \
@@ -43,8 +44,8 @@ fuzz:
 		exit 0; \
 	fi; \
 	FUZZ_CC='$(FUZZ_CC)' FUZZ_TARGETS='$(FUZZ_TARGETS)' \
-	FUZZ_CFLAGS='$(CURL_CFLAGS) $(YAJL_CFLAGS) $(BROTLI_CFLAGS) $(MHD_CFLAGS) $(CRYPTO_CFLAGS) $(SQLITE_CFLAGS) $(YAML_CFLAGS)' \
-	FUZZ_LIBS='$(CURL_LIBS) $(YAJL_LIBS) $(BROTLI_LIBS) $(CRYPTO_LIBS) $(SQLITE_LIBS) $(NNG_LIBS) $(MHD_LIBS) $(YAML_LIBS)' \
+	FUZZ_CFLAGS='$(CURL_CFLAGS) $(YAJL_CFLAGS) $(BROTLI_CFLAGS) $(MHD_CFLAGS) $(CRYPTO_CFLAGS) $(SQLITE_CFLAGS) $(YAML_CFLAGS) $(ARCHIVE_CFLAGS)' \
+	FUZZ_LIBS='$(CURL_LIBS) $(YAJL_LIBS) $(BROTLI_LIBS) $(CRYPTO_LIBS) $(SQLITE_LIBS) $(NNG_LIBS) $(MHD_LIBS) $(YAML_LIBS) $(ARCHIVE_LIBS)' \
 	FUZZ_DEFS='$(DEFS) -DDECOD_SYSCONFDIR="\"$(sysconfdir)\"" -DDECOD_LIBEXECDIR="\"$(libexecdir)/decod\"" -DDECOD_LOCALSTATEDIR="\"$(localstatedir)\"" -DDECOD_RUNSTATEDIR="\"$(runstatedir)\""' \
 	$(SHELL) $(srcdir)/t/fuzz/build.sh '$(abs_top_srcdir)' '$(abs_top_builddir)'
 .PHONY: fuzz

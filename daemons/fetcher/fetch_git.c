@@ -196,6 +196,8 @@ call_run(struct gitcall *g, const char *cwd, int in, struct buf *out, size_t max
 	c.cwd = cwd;
 	c.stdin_fd = in;
 	c.timeout_ms = g->req->timeout_ms > 0 ? g->req->timeout_ms : 60000;
+	if (g->req->deadline > 0 && g->req->deadline - now_ms() < c.timeout_ms)
+		c.timeout_ms = g->req->deadline - now_ms() > 1 ? g->req->deadline - now_ms() : 1;
 	c.max_out = max_out;
 	buf_init(&e);
 	why[0] = '\0';

@@ -21,6 +21,7 @@ struct fetch_git_req {
 	const char *secret_file;	/* "user:password" or a token; NULL: none */
 	const char *askpass;	/* program git runs as GIT_ASKPASS (the fetcher) */
 	int64_t timeout_ms;	/* deadline of every git call */
+	int64_t deadline;	/* > 0: now_ms() value every call must also end by */
 	struct fetch_limits lim;
 };
 

@@ -33,6 +33,12 @@ fetch_run_abort(void)
 	__atomic_store_n(&aborted, 1, __ATOMIC_SEQ_CST);
 }
 
+int
+fetch_run_aborted(void)
+{
+	return __atomic_load_n(&aborted, __ATOMIC_SEQ_CST);
+}
+
 void
 fetch_run_trace(void (*fn)(void *arg, char *const *argv, char *const *envp), void *arg)
 {

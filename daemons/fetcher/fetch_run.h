@@ -45,6 +45,9 @@ void fetch_run_trace(void (*fn)(void *arg, char *const *argv, char *const *envp)
  */
 void fetch_run_abort(void);
 
+/* fetch_run_aborted - nonzero once fetch_run_abort was called (HTTP transfers stop too) */
+int fetch_run_aborted(void);
+
 /* fetch_find_program - absolute path of name found on PATH (static buffer), or NULL */
 const char *fetch_find_program(const char *name);
 

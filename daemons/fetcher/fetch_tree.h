@@ -22,11 +22,12 @@ struct fetch_limits {
 /* what one fetch produced: a tree (and commit), or an error with a reason */
 struct fetch_result {
 	char tree_hash[65];	/* "" on error */
-	char commit[65];	/* "" where the source has none */
+	char commit[96];	/* "" where the source has none; oci: "sha256:<hex>" */
 	size_t entries;
 	uint64_t bytes;
 	const char *reason;	/* static: "FetchError", "TooLarge"; NULL when ok */
 	char error[1024];	/* message naming the file or remote */
+	int64_t retry_after_ms;	/* > 0: the remote asked us to wait this long (rate limit) */
 };
 
 /* fetch_tree_new - an empty tree writing blobs into sp (borrowed) */

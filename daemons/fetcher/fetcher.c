@@ -1,8 +1,10 @@
 /*
  * fetcher - the first stage: level-triggered from the store, it keeps one
- * schedule per Decofile (git: spec.git.period, jittered; dir: poll_period;
- * inline: on spec changes), fetches on one worker thread (git calls block
- * for up to fetch_timeout, never the loop), and, when the tree, commit or
+ * schedule per Decofile (git, github, oci: spec.<source>.period, jittered;
+ * dir: poll_period; inline: on spec changes), fetches on a bounded pool of
+ * fetch_concurrency workers, each fetch with its own fetch_timeout deadline
+ * (so one hung remote holds one worker, never the loop or another
+ * source), and, when the tree, commit or
  * generation differs from what it last handed on, records the fetch and
  * the renderer item in one transaction.  It owns the "fetcher" status
  * fragment: sourceType, githubCommit, observedGeneration and Syncing for
@@ -35,10 +37,15 @@
 #include "common/util.h"
 #include "daemons/fetcher/fetch_dir.h"
 #include "daemons/fetcher/fetch_git.h"
+#include "daemons/fetcher/fetch_github.h"
+#include "daemons/fetcher/fetch_http.h"
 #include "daemons/fetcher/fetch_inline.h"
 #include "daemons/fetcher/fetch_kube.h"
 #include "daemons/fetcher/fetch_lock.h"
+#include "daemons/fetcher/fetch_oci.h"
+#include "daemons/fetcher/fetch_poll.h"
 #include "daemons/fetcher/fetch_run.h"
+#include "daemons/fetcher/fetch_secret.h"
 #include "daemons/fetcher/fetcher.h"
 #include "proto/proto.h"
 
@@ -53,12 +60,18 @@ struct job {
 	char source[16];
 	int64_t generation;
 	int force;		/* read the tree even if the remote id did not move */
-	char last_id[41];	/* git: remote id of the last good fetch */
+	char last_id[96];	/* git, github, oci: remote id of the last good fetch */
 	char *url, *ref, *dir, *secret_file, *path, *inline_json;
+	char *org, *repo, *image;	/* github, oci */
+	char etag[256];		/* github: ETag of last_id's answer; out: the new one */
+	char known_sha[41];	/* github: the sha the loop's poll saw move */
+	char *oci_auth;		/* oci: Authorization line in, the one that worked out */
+	struct stage *st;	/* set while a poll on the loop is in flight */
+	int64_t t0;
 	/* results */
 	struct fetch_result res;
-	char remote_id[41];
-	int unchanged;		/* git: same remote id, tree not read */
+	char remote_id[96];
+	int unchanged;		/* same remote id, tree not read */
 	int64_t took_ms;
 	/* finishing (loop thread) */
 	int skip;		/* finished in the first phase */
@@ -82,13 +95,95 @@ job_free(struct job *j)
 	free(j->secret_file);
 	free(j->path);
 	free(j->inline_json);
+	fetch_secret_free(j->oci_auth);
+	free(j->org);
+	free(j->repo);
+	free(j->image);
 	free(j);
 }
 
+/* github_token - the token for j (secret, github_token_file, GITHUB_TOKEN) or NULL */
+static char *
+github_token(struct fetcher *f, const struct job *j)
+{
+	return j->secret_file != NULL ? fetch_secret_read(j->secret_file, "token") :
+	    f->github_token_file != NULL ? fetch_secret_read(f->github_token_file, "token") :
+	    f->github_env_token != NULL ? xstrdup(f->github_env_token) : NULL;
+}
+
+/* run_github - the github source on a worker; the token is read now and wiped after */
+static void
+run_github(struct fetcher *f, struct job *j, int64_t deadline)
+{
+	struct fetch_github_req req;
+	struct fetch_github_out out;
+	char *token = github_token(f, j);
+
+	memset(&req, 0, sizeof(req));
+	req.api_url = f->github_api;
+	req.allow_http = strncmp(f->github_api, "http://", 7) == 0;
+	req.org = j->org;
+	req.repo = j->repo;
+	req.commit = j->ref;
+	req.path = j->path;
+	req.token = token;
+	req.last_sha = j->last_id;
+	req.etag = j->etag;
+	req.force = j->force;
+	req.known_sha = j->known_sha[0] != '\0' ? j->known_sha : NULL;
+	req.known_etag = j->etag;
+	req.deadline = deadline;
+	req.lim = f->lim;
+	req.alim = f->alim;
+	if (token == NULL && (j->secret_file != NULL || f->github_token_file != NULL))
+		fetch_result_error(&j->res, "FetchError", "cannot read the GitHub token (%s)",
+		    j->secret_file != NULL ? "spec.github.secret" : "github_token_file");
+	else if (fetch_github(f->sp, &req, &out, &j->res) == 0) {
+		snprintf(j->remote_id, sizeof(j->remote_id), "%s", out.sha);
+		snprintf(j->etag, sizeof(j->etag), "%s", out.etag);
+		j->unchanged = out.unchanged;
+	}
+	fetch_secret_free(token);
+}
+
+/* run_oci - the oci source on a worker; credentials are read now and wiped after */
+static void
+run_oci(struct fetcher *f, struct job *j, int64_t deadline)
+{
+	struct fetch_oci_req req;
+	struct fetch_oci_out out;
+	char *creds = j->secret_file != NULL ?
+	    fetch_secret_read(j->secret_file, "credentials") : NULL;
+
+	memset(&req, 0, sizeof(req));
+	req.image = j->image;
+	req.dir = j->dir;
+	req.creds = creds;
+	req.insecure = f->oci_insecure;
+	req.auth = j->oci_auth;
+	req.last_digest = j->last_id;
+	req.force = j->force;
+	req.deadline = deadline;
+	req.lim = f->lim;
+	req.alim = f->alim;
+	if (j->secret_file != NULL && creds == NULL)
+		fetch_result_error(&j->res, "FetchError", "cannot read the secret of spec.oci");
+	else if (fetch_oci(f->sp, &req, &out, &j->res) == 0) {
+		snprintf(j->remote_id, sizeof(j->remote_id), "%s", out.digest);
+		j->unchanged = out.unchanged;
+		fetch_secret_free(j->oci_auth);
+		j->oci_auth = out.auth[0] != '\0' ? xstrdup(out.auth) : NULL;
+	}
+	explicit_bzero(out.auth, sizeof(out.auth));
+	fetch_secret_free(creds);
+}
+
+/* run_job - one fetch on a pool worker, within its own deadline */
 static void
 run_job(struct fetcher *f, struct job *j)
 {
 	int64_t t0 = now_ms();
+	int64_t deadline = t0 + f->timeout_ms;
 
 	if (strcmp(j->source, "inline") == 0) {
 		yajl_val v = j->inline_json ? json_parse(j->inline_json,
@@ -109,6 +204,7 @@ run_job(struct fetcher *f, struct job *j)
 		req.secret_file = j->secret_file;
 		req.askpass = f->askpass;
 		req.timeout_ms = f->timeout_ms;
+		req.deadline = deadline;
 		req.lim = f->lim;
 		if (fetch_git_resolve(&req, j->remote_id, &j->res) == 0) {
 			if (!j->force && strcmp(j->remote_id, j->last_id) == 0)
@@ -116,8 +212,46 @@ run_job(struct fetcher *f, struct job *j)
 			else
 				fetch_git_tree(f->sp, &req, j->remote_id, &j->res);
 		}
+	} else if (strcmp(j->source, "github") == 0) {
+		run_github(f, j, deadline);
+	} else if (strcmp(j->source, "oci") == 0) {
+		run_oci(f, j, deadline);
 	}
 	j->took_ms = now_ms() - t0;
+}
+
+/* a fetch that waits on a remote (git, github, oci), not on local work */
+static int
+remote_job(const struct job *j)
+{
+	return strcmp(j->source, "inline") != 0 && strcmp(j->source, "dir") != 0;
+}
+
+/*
+ * take - the first queued job this worker may run, off the queue (mutex
+ * held), or NULL.  Remote fetches may hold every worker but one: that one
+ * is kept for inline and dir sources, so however many remotes hang, a
+ * local source never waits behind them.
+ */
+static struct job *
+take(struct fetcher *f)
+{
+	int remote_ok = f->nthreads < 2 || f->remote_busy < f->nthreads - 1;
+
+	for (struct job **pp = &f->todo; *pp != NULL; pp = &(*pp)->next) {
+		struct job *j = *pp;
+
+		if (remote_job(j) && !remote_ok)
+			continue;
+		*pp = j->next;
+		if (f->todo_tail == &j->next)
+			f->todo_tail = pp;
+		j->next = NULL;
+		if (remote_job(j))
+			f->remote_busy++;
+		return j;
+	}
+	return NULL;
 }
 
 static void *
@@ -128,18 +262,25 @@ worker(void *arg)
 
 	pthread_mutex_lock(&f->mu);
 	for (;;) {
-		while (!f->stop && f->todo == NULL)
+		j = NULL;
+		while (!f->stop && (j = take(f)) == NULL)
 			pthread_cond_wait(&f->cv, &f->mu);
-		if (f->stop)
+		if (f->stop) {
+			if (j != NULL) {	/* back on the queue: shutdown frees it */
+				j->next = f->todo;
+				f->todo = j;
+				if (f->todo_tail == &f->todo)
+					f->todo_tail = &j->next;
+			}
 			break;
-		j = f->todo;
-		f->todo = j->next;
-		if (f->todo == NULL)
-			f->todo_tail = &f->todo;
-		j->next = NULL;
+		}
 		pthread_mutex_unlock(&f->mu);
 		run_job(f, j);
 		pthread_mutex_lock(&f->mu);
+		if (remote_job(j)) {
+			f->remote_busy--;
+			pthread_cond_broadcast(&f->cv);	/* a held-back remote job may go */
+		}
 		*f->done_tail = j;
 		f->done_tail = &j->next;
 		stage_wake(f->st);
@@ -172,7 +313,7 @@ last_handed(struct stage *st, const char *ns, const char *name, char *hash,
 		rd.commit[0] = '\0';
 		rd.generation = -1;
 	}
-	snprintf(commit, 65, "%.64s", rd.commit);
+	snprintf(commit, 96, "%.95s", rd.commit);
 	*generation = rd.generation;
 	return 0;
 }
@@ -188,7 +329,7 @@ static int
 hand_on(struct stage *st, struct src *s, struct job *j)
 {
 	struct journal *jl = stage_journal(st);
-	char hash[65], commit[65], detail[PROTO_MAX_DETAIL + 1];
+	char hash[65], commit[96], detail[PROTO_MAX_DETAIL + 1];
 	struct proto_render_detail rd;
 	int64_t generation;
 	int rc;
@@ -278,6 +419,7 @@ src_free(struct stage *st, struct src *s)
 	fetch_status_unpend(f, s);
 	free(s->frag);
 	free(s->doc);
+	fetch_secret_free(s->oci_auth);
 	free(s);
 }
 
@@ -302,16 +444,20 @@ finish_first(struct stage *st, struct job *j, int in_txn)
 		return;
 	}
 	if (j->res.reason != NULL) {
+		/* a rate limit's own wait replaces the backoff */
+		int64_t wait = j->res.retry_after_ms > 0 ? j->res.retry_after_ms :
+		    backoff_ms(s->failures + 1);
+
 		s->failures++;
-		snprintf(n, sizeof(n), "%lld", (long long)backoff_ms(s->failures));
+		snprintf(n, sizeof(n), "%lld", (long long)wait);
 		log_kv(LOG_WARN, "fetch failed", "ns", s->ns, "name", s->name, "source",
 		    s->source, "reason", j->res.reason, "error", j->res.error, "retry_ms", n,
 		    NULL);
 		fetch_status_syncing(st, s, "False", j->res.reason, j->res.error);
-		if (s->again)
+		if (s->again && j->res.retry_after_ms == 0)
 			schedule(st, s, 0, s->again_force);
 		else
-			schedule(st, s, backoff_ms(s->failures), 0);
+			schedule(st, s, wait, 0);
 		return;
 	}
 	s->failures = 0;
@@ -348,6 +494,13 @@ finish_second(struct stage *st, struct job *j, int committed)
 		    "commit", j->res.commit, "tree", j->res.tree_hash, "generation", gen, NULL);
 	}
 	snprintf(ms, sizeof(ms), "%lld", (long long)j->took_ms);
+	if (j->handed >= 0 && j->etag[0] != '\0')
+		snprintf(s->etag, sizeof(s->etag), "%s", j->etag);
+	if (j->handed >= 0 && j->oci_auth != NULL) {
+		fetch_secret_free(s->oci_auth);
+		s->oci_auth = j->oci_auth;
+		j->oci_auth = NULL;
+	}
 	if (!j->unchanged && j->handed >= 0) {
 		if (j->remote_id[0] != '\0')
 			snprintf(s->last_id, sizeof(s->last_id), "%s", j->remote_id);
@@ -356,7 +509,8 @@ finish_second(struct stage *st, struct job *j, int committed)
 	if (s->failures == 0) {
 		fetch_status_syncing(st, s, "True", "Fetched", "Fetched from the source");
 		log_kv(LOG_DEBUG, "poll done", "ns", s->ns, "name", s->name, "took_ms", ms,
-		    "unchanged", j->unchanged ? "1" : "0", NULL);
+		    "unchanged", j->unchanged ? "1" : "0", "on",
+		    j->st != NULL && j->unchanged ? "loop" : "worker", NULL);
 	}
 	if (s->again)
 		schedule(st, s, 0, s->again_force);
@@ -434,6 +588,8 @@ make_job(struct stage *st, struct src *s, int force)
 	snprintf(j->name, sizeof(j->name), "%s", s->name);
 	snprintf(j->source, sizeof(j->source), "%s", s->source);
 	snprintf(j->last_id, sizeof(j->last_id), "%s", s->last_id);
+	snprintf(j->etag, sizeof(j->etag), "%s", s->etag);
+	j->oci_auth = s->oci_auth != NULL ? xstrdup(s->oci_auth) : NULL;
 	j->generation = s->generation;
 	j->force = force;
 	msg[0] = '\0';
@@ -460,23 +616,44 @@ make_job(struct stage *st, struct src *s, int force)
 		j->url = u ? xstrdup(u) : NULL;
 		j->ref = r ? xstrdup(r) : NULL;
 		j->dir = d ? xstrdup(d) : NULL;
-		secret = json_get_str(doc, "spec", "git", "secret", NULL);
-		if (secret != NULL && *secret != '\0') {
-			if (strchr(secret, '/') != NULL || secret[0] == '.')
-				snprintf(msg, sizeof(msg),
-				    "spec.git.secret '%s' must be a file name in secrets_dir", secret);
-			else if (access((j->secret_file = xasprintf("%s/%s", f->secrets_dir,
-			    secret)), R_OK) < 0)
-				snprintf(msg, sizeof(msg),
-				    "secret '%s' not found in secrets_dir (%s)", secret,
-				    strerror(errno));
-		}
-	} else if (strcmp(s->source, "github") == 0 || strcmp(s->source, "oci") == 0) {
-		snprintf(msg, sizeof(msg), "source %s is not supported by this build yet",
-		    s->source);
+	} else if (strcmp(s->source, "github") == 0) {
+		const char *o = json_get_str(doc, "spec", "github", "org", NULL);
+		const char *r = json_get_str(doc, "spec", "github", "repo", NULL);
+		const char *c = json_get_str(doc, "spec", "github", "commit", NULL);
+		const char *p = json_get_str(doc, "spec", "github", "path", NULL);
+
+		j->org = o ? xstrdup(o) : NULL;
+		j->repo = r ? xstrdup(r) : NULL;
+		j->ref = c ? xstrdup(c) : NULL;
+		j->path = p ? xstrdup(p) : NULL;
+		if (o == NULL || r == NULL)
+			snprintf(msg, sizeof(msg), "source github: spec.github.org and "
+			    "spec.github.repo are required");
+	} else if (strcmp(s->source, "oci") == 0) {
+		const char *i = json_get_str(doc, "spec", "oci", "image", NULL);
+		const char *d = json_get_str(doc, "spec", "oci", "dir", NULL);
+
+		j->image = i ? xstrdup(i) : NULL;
+		j->dir = d ? xstrdup(d) : NULL;
+		if (i == NULL)
+			snprintf(msg, sizeof(msg), "source oci: spec.oci.image is required");
 	} else {
 		snprintf(msg, sizeof(msg), "unknown source '%s' (inline, git, dir, github, oci)",
 		    s->source);
+	}
+	secret = json_get(doc, "spec", s->source, NULL) != NULL ?
+	    json_get_str(doc, "spec", s->source, "secret", NULL) : NULL;
+	if (msg[0] == '\0' && secret != NULL && *secret != '\0' &&
+	    strcmp(s->source, "inline") != 0 && strcmp(s->source, "dir") != 0) {
+		if (strchr(secret, '/') != NULL || secret[0] == '.')
+			snprintf(msg, sizeof(msg),
+			    "spec.%s.secret '%s' must be a file name in secrets_dir", s->source,
+			    secret);
+		else if (access((j->secret_file = xasprintf("%s/%s", f->secrets_dir,
+		    secret)), R_OK) < 0)
+			snprintf(msg, sizeof(msg),
+			    "secret '%s' not found in secrets_dir (%s)", secret,
+			    strerror(errno));
 	}
 	yajl_tree_free(doc);
 	if (msg[0] != '\0') {
@@ -486,6 +663,109 @@ make_job(struct stage *st, struct src *s, int force)
 		return NULL;
 	}
 	return j;
+}
+
+/* enqueue - hand j to the worker pool */
+static void
+enqueue(struct fetcher *f, struct job *j)
+{
+	pthread_mutex_lock(&f->mu);
+	*f->todo_tail = j;
+	f->todo_tail = &j->next;
+	pthread_cond_signal(&f->cv);
+	pthread_mutex_unlock(&f->mu);
+}
+
+/*
+ * poll_done - the loop's conditional request came back: an unchanged ref
+ * is finished here like a worker's unchanged fetch; anything else (a new
+ * sha, an error, a rate limit) goes to the pool, which says why or fetches
+ */
+static void
+poll_done(void *arg, const struct fetch_poll_answer *a)
+{
+	struct job *j = arg;
+	struct fetcher *f = F(j->st);
+	char sha[41];
+
+	for (struct job **pp = &f->polling; *pp != NULL; pp = &(*pp)->next) {
+		if (*pp == j) {
+			*pp = j->next;
+			break;
+		}
+	}
+	j->next = NULL;
+
+	if (a->err == NULL && a->status == 200 && fetch_github_poll_sha(a->body, a->len,
+	    sha) == 0) {
+		if (a->etag != NULL && a->etag[0] != '\0')
+			snprintf(j->etag, sizeof(j->etag), "%s", a->etag);
+		if (strcmp(sha, j->last_id) != 0) {
+			memcpy(j->known_sha, sha, sizeof(sha));
+			enqueue(f, j);
+			return;
+		}
+	} else if (a->err != NULL || a->status != 304) {
+		enqueue(f, j);
+		return;
+	}
+	j->unchanged = 1;
+	snprintf(j->remote_id, sizeof(j->remote_id), "%s", j->last_id);
+	j->took_ms = now_ms() - j->t0;
+	pthread_mutex_lock(&f->mu);
+	*f->done_tail = j;
+	f->done_tail = &j->next;
+	pthread_mutex_unlock(&f->mu);
+	stage_wake(j->st);
+}
+
+/*
+ * poll_on_loop - a github ref whose sha and ETag are known is polled with
+ * one conditional request on the loop (curl multi), not on a worker; 0
+ * started, -1 not this kind of poll (the caller hands j to the pool)
+ */
+static int
+poll_on_loop(struct stage *st, struct job *j)
+{
+	struct fetcher *f = F(st);
+	struct fetch_github_req req;
+	char url[2048], inm[300], auth[4200];
+	const char *hdrs[4];
+	char *token;
+	int rc;
+
+	if (f->poll == NULL || strcmp(j->source, "github") != 0)
+		return -1;
+	memset(&req, 0, sizeof(req));
+	req.api_url = f->github_api;
+	req.org = j->org;
+	req.repo = j->repo;
+	req.commit = j->ref;
+	req.last_sha = j->last_id;
+	req.etag = j->etag;
+	req.force = j->force;
+	if (fetch_github_poll_request(&req, url, sizeof(url), inm, sizeof(inm)) < 0)
+		return -1;
+	token = github_token(f, j);
+	if (token == NULL && (j->secret_file != NULL || f->github_token_file != NULL))
+		return -1;	/* the worker says it cannot read the token */
+	hdrs[0] = fetch_github_poll_headers[0];
+	hdrs[1] = fetch_github_poll_headers[1];
+	hdrs[2] = inm;
+	hdrs[3] = NULL;
+	if (token != NULL)
+		snprintf(auth, sizeof(auth), "Authorization: token %s", token);
+	j->st = st;
+	j->t0 = now_ms();
+	rc = fetch_poll_get(f->poll, url, hdrs, token != NULL ? auth : NULL,
+	    strncmp(f->github_api, "http://", 7) == 0, f->timeout_ms, poll_done, j);
+	explicit_bzero(auth, sizeof(auth));
+	fetch_secret_free(token);
+	if (rc == 0) {
+		j->next = f->polling;
+		f->polling = j;
+	}
+	return rc;
 }
 
 static void
@@ -512,11 +792,9 @@ poll_cb(struct stage *st, void *arg)
 		return;
 	}
 	s->busy = 1;
-	pthread_mutex_lock(&f->mu);
-	*f->todo_tail = j;
-	f->todo_tail = &j->next;
-	pthread_cond_signal(&f->cv);
-	pthread_mutex_unlock(&f->mu);
+	if (poll_on_loop(st, j) == 0)
+		return;
+	enqueue(f, j);
 }
 
 /* schedule - poll s after after_ms (jitter is the caller's); force reads the tree */
@@ -552,6 +830,14 @@ period_of(struct fetcher *f, yajl_val doc, const char *source)
 	int64_t ms;
 
 	if (strcmp(source, "inline") == 0)
+		return 0;
+	/* a full sha or a digest never moves: fetched once, not polled */
+	p = json_get_str(doc, "spec", "github", "commit", NULL);
+	if (strcmp(source, "github") == 0 && p != NULL && strlen(p) == 40 &&
+	    strspn(p, "0123456789abcdefABCDEF") == 40)
+		return 0;
+	p = json_get_str(doc, "spec", "oci", "image", NULL);
+	if (strcmp(source, "oci") == 0 && p != NULL && strstr(p, "@sha256:") != NULL)
 		return 0;
 	p = json_get_str(doc, "spec", source, "period", NULL);
 	if (p != NULL && parse_duration_ms(p, &ms) == 0 && ms >= 1000)
@@ -819,6 +1105,21 @@ fetcher_init(struct stage *st)
 	f->lim.max_file = max_tree > 0 && max_tree < MAX_FILE ? max_tree : MAX_FILE;
 	f->timeout_ms = conf_get_ms(cf, "fetch_timeout");
 	f->poll_ms = conf_get_ms(cf, "poll_period");
+	f->alim.max_entries = (uint64_t)conf_get_int(cf, "max_archive_entries");
+	f->alim.max_ratio = (uint64_t)conf_get_int(cf, "max_archive_ratio");
+	f->alim.max_bytes = max_tree;
+	f->nthreads = (int)conf_get_int(cf, "fetch_concurrency");
+	f->github_api = xstrdup(conf_get(cf, "github_api_url"));
+	if (conf_get(cf, "github_token_file")[0] != '\0')
+		f->github_token_file = xstrdup(conf_get(cf, "github_token_file"));
+	if (getenv("GITHUB_TOKEN") != NULL && getenv("GITHUB_TOKEN")[0] != '\0')
+		f->github_env_token = xstrdup(getenv("GITHUB_TOKEN"));
+	f->oci_insecure = xstrdup(conf_get(cf, "oci_insecure_registries"));
+	if (strncmp(f->github_api, "https://", 8) != 0 &&
+	    strncmp(f->github_api, "http://", 7) != 0) {
+		log_kv(LOG_ERROR, "github_api_url must be an http(s) URL", NULL);
+		return -1;
+	}
 	snprintf(f->cache_root, sizeof(f->cache_root), "%s/git", conf_get(cf, "state_dir"));
 	snprintf(f->secrets_dir, sizeof(f->secrets_dir), "%s", conf_get(cf, "secrets_dir"));
 	if (realpath("/proc/self/exe", f->askpass) == NULL) {
@@ -833,11 +1134,18 @@ fetcher_init(struct stage *st)
 	pthread_mutex_init(&f->mu, NULL);
 	pthread_cond_init(&f->cv, NULL);
 	stage_set_wake_cb(st, on_wake, NULL);
-	if (pthread_create(&f->thread, NULL, worker, f) != 0) {
-		log_kv(LOG_ERROR, "cannot start the fetch worker", NULL);
-		return -1;
+	fetch_http_global_init();
+	if ((f->poll = fetch_poll_new(st)) == NULL)
+		log_kv(LOG_WARN, "cannot make a curl multi handle: github polls use the workers",
+		    NULL);
+	f->threads = xcalloc((size_t)f->nthreads, sizeof(*f->threads));
+	for (int i = 0; i < f->nthreads; i++) {
+		if (pthread_create(&f->threads[i], NULL, worker, f) != 0) {
+			log_kv(LOG_ERROR, "cannot start a fetch worker", NULL);
+			f->nthreads = i;
+			return -1;
+		}
 	}
-	f->thread_up = 1;
 
 	/* watch first, then list: nothing put in between is missed */
 	f->df_prefix = key_resource_prefix("decofiles", NULL);
@@ -880,14 +1188,26 @@ fetcher_shutdown(struct stage *st)
 
 	if (f == NULL)
 		return;
-	if (f->thread_up) {
+	if (f->nthreads > 0) {
 		fetch_run_abort();
 		pthread_mutex_lock(&f->mu);
 		f->stop = 1;
-		pthread_cond_signal(&f->cv);
+		pthread_cond_broadcast(&f->cv);
 		pthread_mutex_unlock(&f->mu);
-		pthread_join(f->thread, NULL);
+		for (int i = 0; i < f->nthreads; i++)
+			pthread_join(f->threads[i], NULL);
 	}
+	/* polls still in flight: their callbacks will not run, their jobs go here */
+	fetch_poll_free(f->poll);
+	while ((j = f->polling) != NULL) {
+		f->polling = j->next;
+		job_free(j);
+	}
+	free(f->threads);
+	free(f->github_api);
+	free(f->github_token_file);
+	fetch_secret_free(f->github_env_token);
+	free(f->oci_insecure);
 	while ((j = f->todo) != NULL) {
 		f->todo = j->next;
 		job_free(j);

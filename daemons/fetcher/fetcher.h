@@ -1,6 +1,6 @@
 /*
  * fetcher.h - the fetcher stage's own state, shared by fetcher.c (the
- * stage: schedules, worker, journal) and fetch_status.c (its status
+ * stage: schedules, worker pool, loop polls, journal) and fetch_status.c (its status
  * fragment, written in batches).  Only daemons/fetcher/ includes this.
  */
 #ifndef DECOD_FETCHER_H
@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "daemons/fetcher/fetch_archive.h"
 #include "daemons/fetcher/fetch_tree.h"
 
 #define STAGE "fetcher"
@@ -23,6 +24,7 @@ struct fetch_lock;
 struct fetch_kube;
 struct spool;
 struct job;
+struct fetch_poll;
 
 /* one Decofile's schedule */
 struct src {
@@ -34,7 +36,9 @@ struct src {
 	int64_t period_ms;
 	int64_t timer;
 	int busy, again, again_force, gone, failures;
-	char last_id[41];
+	char last_id[96];	/* remote id of the last good fetch (oci: "sha256:...") */
+	char etag[256];		/* github: ETag that goes with last_id */
+	char *oci_auth;		/* oci: the registry's bearer token, kept between polls */
 	char last_status[512];
 	char last_sync[640];	/* the Syncing condition we wrote last */
 	/*
@@ -58,10 +62,13 @@ struct fetcher {
 	char cache_root[PATH_MAX];
 	char secrets_dir[PATH_MAX];
 	struct fetch_limits lim;
+	struct fetch_archive_limits alim;
 	int64_t timeout_ms, poll_ms;
-	/* worker */
-	pthread_t thread;
-	int thread_up;
+	char *github_api, *github_token_file, *github_env_token, *oci_insecure;
+	/* the worker pool */
+	pthread_t *threads;
+	int nthreads;
+	int remote_busy;	/* workers on a remote fetch (at most nthreads - 1) */
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	struct job *todo, *done, **todo_tail, **done_tail;
@@ -69,6 +76,8 @@ struct fetcher {
 	struct spool *sp;
 	struct stage *st;
 	struct fetch_lock *locks;
+	struct fetch_poll *poll;	/* conditional polls on the loop (github) */
+	struct job *polling;		/* their jobs, linked by next */
 	/* status fragments waiting for a batch write */
 	size_t npend;
 	int64_t flush_timer;

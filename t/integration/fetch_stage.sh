@@ -4,7 +4,7 @@
 # identical re-apply gives nothing; a spec edit (new generation) with the
 # same blocks gives a new item with the same tree; new blocks give a new
 # tree; a dir source is polled and sees a changed file; a link out of the
-# folder and an unsupported source give Syncing=False FetchError; a
+# folder and an unknown source give Syncing=False FetchError; a
 # deleted Decofile is dropped; a restart hands on nothing already handed.
 . "$top_srcdir/t/lib/common.sh"
 
@@ -21,6 +21,8 @@ store = local:$T/store
 rescan_interval = 100ms
 poll_period = 1s
 log_level = debug
+# one worker: the marker below relies on fetches finishing in the order asked
+fetch_concurrency = 1
 CONF
 C="-c $T/conf"
 DB="$T/state/journal.db"
@@ -42,8 +44,8 @@ other() { # other NAME SOURCE SPEC_FIELDS_JSON
 	    "$1" "$2" "$3" >"$T/df-$1.json"
 	"$TOOL" $C apply "$T/df-$1.json"
 }
-# marker: apply a fresh inline Decofile and wait for its item; the worker
-# is FIFO, so everything asked for before it has been handled
+# marker: apply a fresh inline Decofile and wait for its item; with one
+# worker the queue is FIFO, so everything asked for before it has been handled
 M=0
 marker() {
 	M=$((M + 1))
@@ -106,11 +108,11 @@ is "$(items site)" 2 "and hands nothing on"
 rm "$T/blocks/Evil.json"
 check "dir: fixed, Syncing=True again" wait_for 10 status_has site '"type":"Syncing","status":"True"'
 
-# --- unsupported sources -----------------------------------------------------
-check "apply github Decofile" other gh github ',"github":{"org":"acme","repo":"loja","commit":"main"}'
-check "github: FetchError, not supported yet" wait_for 10 status_has gh \
-    '"reason":"FetchError","message":"source github is not supported by this build yet"'
-is "$(items gh)" 0 "github: no item"
+# --- unknown sources -----------------------------------------------------------
+check "apply svn Decofile" other sv svn ',"svn":{"url":"svn://x"}'
+check "svn: FetchError, unknown source" wait_for 10 status_has sv \
+    '"reason":"FetchError","message":"unknown source '"'"'svn'"'"' (inline, git, dir, github, oci)"'
+is "$(items sv)" 0 "svn: no item"
 
 # --- delete -----------------------------------------------------------------
 check "delete Decofile" "$TOOL" $C delete sites-loja loja
