@@ -32,6 +32,11 @@ bench-scaleout: decod decoctl daemons/fetcher/fetcher
 	$(SHELL) $(srcdir)/bench/bench_scaleout.sh $(abs_top_builddir)
 .PHONY: bench-scaleout
 # --- end of scale-out benchmarks
+# decod in a cluster (real API server from KUBEBUILDER_ASSETS): `make bench-kube`
+EXTRA_DIST += bench/bench_kube.sh bench/bench_kube.py
+bench-kube: decod examples/site/decod-site
+	$(SHELL) $(srcdir)/bench/bench_kube.sh $(abs_top_builddir) 40
+.PHONY: bench-kube
 # GitHub source benchmark (the stand-in, fetcher + renderer + publisher)
 EXTRA_DIST += bench/bench_github.sh
 bench-github: decod decoctl bench/gen daemons/fetcher/fetcher

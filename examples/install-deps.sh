@@ -11,6 +11,7 @@ sqlite3 git curl jq brotli python3 python3-yaml groff-base etcd-server etcd-clie
 PKGS="$PKGS libgnutls28-dev"
 PKGS="$PKGS python3-jsonpatch openssl"
 PKGS="$PKGS docker-registry apache2-utils python3-cryptography"
+PKGS="$PKGS python3-kubernetes"
 missing=""
 for p in $PKGS; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' ||

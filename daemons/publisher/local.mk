@@ -7,7 +7,8 @@ daemons_publisher_libpublish_a_SOURCES = \
 	daemons/publisher/publish_file.c daemons/publisher/publish_file.h \
 	daemons/publisher/sigv4.c daemons/publisher/sigv4.h \
 	daemons/publisher/s3.c daemons/publisher/s3.h \
-	daemons/publisher/publish_s3.c daemons/publisher/publish_target.h
+	daemons/publisher/publish_s3.c daemons/publisher/publish_target.h \
+	daemons/publisher/publish_configmap.c daemons/publisher/publish_configmap.h
 PUBLISH_LIBS = daemons/publisher/libpublish.a
 
 decodlibexec_PROGRAMS += daemons/publisher/publisher
@@ -31,3 +32,9 @@ TESTS += t/integration/publish_s3.sh
 EXTRA_DIST += t/integration/publish_s3.sh t/stand-in/s3/package.json \
 	t/stand-in/s3/package-lock.json t/stand-in/s3/setup.sh \
 	t/stand-in/s3/s3-stand-in.js t/stand-in/s3/s3-client.js
+
+# the configmap target against a real API server (t/lib/kube.sh)
+check_PROGRAMS += t/unit/publish_configmap_test
+t_unit_publish_configmap_test_LDADD = $(PUBLISH_LIBS) $(DECOD_LIBS)
+TESTS += t/unit/publish_configmap_test t/integration/publish_configmap.sh
+EXTRA_DIST += t/integration/publish_configmap.sh

@@ -36,6 +36,7 @@
 #include "common/store.h"
 #include "common/store_keys.h"
 #include "common/util.h"
+#include "daemons/publisher/publish_configmap.h"
 #include "daemons/publisher/publish_file.h"
 #include "daemons/publisher/publish_target.h"
 #include "daemons/publisher/publisher.h"
@@ -304,6 +305,12 @@ on_store_event(void *arg, const struct store_event *ev)
 		for (size_t i = 0; i < NTARGETS; i++)
 			targets[i]->decofile(st, p->tstate[i], ns, name, doc);
 	yajl_tree_free(doc);
+	if (p->cm != NULL) {
+		doc = ev->type == STORE_EV_DELETE ? NULL : json_parse(ev->value, ev->vlen, NULL);
+		if (ev->type == STORE_EV_DELETE || doc != NULL)
+			publish_configmap_decofile(p->cm, ns, name, doc);
+		yajl_tree_free(doc);
+	}
 	if ((o = publisher_obj_find(p, ns, name)) == NULL)
 		return;
 	if (ev->type == STORE_EV_DELETE) {
@@ -407,6 +414,14 @@ on_item(struct stage *st, const struct journal_item *it)
 		return STAGE_DONE;
 	}
 	target = decofile_target(doc, conf_get(stage_conf(st), "default_target"));
+	if (strcmp(target, "configmap") == 0 && p->cm != NULL) {
+		enum stage_result r = publish_configmap_item(p->cm, it, doc, bin, commit, why,
+		    sizeof(why));
+
+		yajl_tree_free(doc);
+		return r == STAGE_DONE || r == STAGE_ASYNC ? r :
+		    publisher_finish_later(st, it, r, why);
+	}
 	for (size_t i = 0; i < NTARGETS; i++) {
 		if (strcmp(target, targets[i]->name) == 0) {
 			enum stage_result r = targets[i]->publish(st, p->tstate[i], it, doc);
@@ -417,7 +432,8 @@ on_item(struct stage *st, const struct journal_item *it)
 	}
 	if (strcmp(target, TARGET) != 0) {
 		snprintf(why, sizeof(why), "target \"%s\" is not supported by this publisher"
-		    " yet (supported: file, s3)", target);
+		    " yet (supported: file, s3%s)", target,
+		    p->cm != NULL ? ", configmap" : "; configmap needs a cluster");
 		status_set_condition(s, j, "decofiles", it->ns, it->name, STAGE, "Ready",
 		    "False", "UnsupportedTarget", why);
 		yajl_tree_free(doc);
@@ -655,7 +671,7 @@ pub_init(struct stage *st)
 {
 	struct pub *p = xcalloc(1, sizeof(*p));
 	const char *root = conf_get(stage_conf(st), "file_root");
-	char *prefix;
+	char *prefix, err[512];
 	int fd;
 
 	p->tstate = xcalloc(NTARGETS, sizeof(*p->tstate));
@@ -699,6 +715,10 @@ pub_init(struct stage *st)
 	for (size_t i = 0; i < NTARGETS; i++)
 		if ((p->tstate[i] = targets[i]->init(st)) == NULL)
 			return -1;
+	if ((p->cm = publish_configmap_new(st, err, sizeof(err))) == NULL && err[0] != '\0') {
+		log_kv(LOG_ERROR, "Kubernetes configuration", "error", err, NULL);
+		return -1;
+	}
 	p->next_recheck = now_ms() + conf_get_ms(stage_conf(st), "drift_check_interval");
 	log_kv(LOG_INFO, "publisher ready", "file_root", p->root, NULL);
 	return 0;
@@ -740,6 +760,7 @@ pub_shutdown(struct stage *st)
 		targets[i]->shutdown(st, p->tstate[i]);
 	while (p->objs != NULL)
 		publisher_obj_free(st, p->objs);
+	publish_configmap_free(p->cm);
 	store_watch_free(p->watch);
 	if (p->ifd >= 0)
 		close(p->ifd);
@@ -756,7 +777,7 @@ static const struct stage_ops ops = {
 	.on_timer = pub_timer,
 	.timer_ms = 1000,
 	.shutdown = pub_shutdown,
-	.max_async = 64,	/* uploads to remote targets in flight at once */
+	.max_async = 64,	/* uploads and ConfigMap writes in flight at once */
 };
 
 int

@@ -14,6 +14,8 @@
 #include "common/stage.h"
 #include "daemons/publisher/publish_file.h"
 
+struct pcm;
+
 #define STAGE "publisher"
 #define TARGET "file"
 
@@ -46,6 +48,7 @@ struct pub {
 	int64_t watch_timer;
 	int64_t next_recheck;
 	long repairs;			/* drift repairs since start */
+	struct pcm *cm;			/* the configmap target; NULL: no cluster */
 };
 
 /* what the publisher fragment in the store says was published last */
