@@ -32,6 +32,11 @@ bench-scaleout: decod decoctl daemons/fetcher/fetcher
 	$(SHELL) $(srcdir)/bench/bench_scaleout.sh $(abs_top_builddir)
 .PHONY: bench-scaleout
 # --- end of scale-out benchmarks
+# decod in a cluster (real API server from KUBEBUILDER_ASSETS): `make bench-kube`
+EXTRA_DIST += bench/bench_kube.sh bench/bench_kube.py
+bench-kube: decod examples/site/decod-site
+	$(SHELL) $(srcdir)/bench/bench_kube.sh $(abs_top_builddir) 40
+.PHONY: bench-kube
 # GitHub source benchmark (the stand-in, fetcher + renderer + publisher)
 EXTRA_DIST += bench/bench_github.sh
 bench-github: decod decoctl bench/gen daemons/fetcher/fetcher
@@ -46,6 +51,11 @@ bench-webhook: daemons/webhook/webhook bench/bench_webhook t/stage/testtool
 	$(SHELL) $(srcdir)/bench/bench_webhook.sh $(abs_top_builddir)
 .PHONY: bench-webhook
 # --- end of webhook benchmark
+# s3 target: drift re-check of 1,000 objects a minute (needs node and npm)
+EXTRA_DIST += bench/bench_s3_drift.sh
+bench-s3: daemons/publisher/publisher t/stage/testtool
+	$(SHELL) $(srcdir)/bench/bench_s3_drift.sh $(abs_top_builddir)
+.PHONY: bench-s3
 # acl benchmark (real redis-server and redis-sentinel on loopback)
 EXTRA_DIST += bench/bench_acl.sh
 bench-acl: decoctl daemons/acl/acl

@@ -178,6 +178,12 @@ stage_set_data(struct stage *st, void *data)
 }
 
 int
+stage_supervised(struct stage *st)
+{
+	return st->status_fd >= 0;
+}
+
+int
 stage_stopping(struct stage *st)
 {
 	(void)st;

@@ -60,6 +60,8 @@ const char *stage_name(struct stage *st);
 void *stage_data(struct stage *st);
 void stage_set_data(struct stage *st, void *data);
 int stage_stopping(struct stage *st);	/* nonzero once asked to stop */
+/* stage_supervised - nonzero when started by the decod supervisor (not alone) */
+int stage_supervised(struct stage *st);
 
 /*
  * Closing an item atomically: stage_begin(), then the stage's own

@@ -58,7 +58,7 @@ done
 say "starting three reference replicas of site 'loja'"
 for r in 1 2 3; do
 	mkdir -p "$D/replica$r"
-	"$build/examples/site/decod-site" --port 0 --decofile-dir "$D/replica$r" \
+	"$build/examples/site/decod-site" --port 0 --lenient --decofile-dir "$D/replica$r" \
 	    --register "local:$D/store" --namespace demo --deployment loja --id "replica$r" \
 	    >"$D/replica$r.log" 2>&1 &
 	PIDS="$PIDS $!"

@@ -1,7 +1,8 @@
 #!/bin/sh
 # install-deps.sh - install what decod needs to build, test and run its demo
 # on Debian 12.  Run as root (or it re-runs itself with sudo).  Installs only
-# what is missing; safe to run again.
+# what is missing; safe to run again.  (nodejs and npm run the S3 stand-in
+# of the tests, t/stand-in/s3; its npm packages are installed by the test.)
 set -eu
 PKGS="build-essential autoconf automake libtool pkg-config
 libnng-dev libcurl4-openssl-dev libyajl-dev libbrotli-dev libmicrohttpd-dev
@@ -10,6 +11,7 @@ sqlite3 git curl jq brotli python3 python3-yaml groff-base etcd-server etcd-clie
 PKGS="$PKGS libgnutls28-dev"
 PKGS="$PKGS python3-jsonpatch openssl"
 PKGS="$PKGS docker-registry apache2-utils python3-cryptography"
+PKGS="$PKGS python3-kubernetes"
 # the acl stage's tests and benchmark: a real master, replicas and sentinels
 PKGS="$PKGS redis-server redis-sentinel redis-tools"
 missing=""
@@ -17,6 +19,10 @@ for p in $PKGS; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' ||
 		missing="$missing $p"
 done
+# the S3 stand-in of the tests (t/stand-in/s3) runs on node; a host may have
+# node and npm from elsewhere (nodesource bundles npm), so ask for the commands
+command -v node >/dev/null 2>&1 || missing="$missing nodejs"
+command -v npm >/dev/null 2>&1 || missing="$missing npm"
 [ -z "$missing" ] && exit 0
 if [ "$(id -u)" -ne 0 ]; then
 	exec sudo "$0" "$@"

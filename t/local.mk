@@ -43,6 +43,15 @@ check_PROGRAMS += t/unit/s3key_test
 t_unit_s3key_test_LDADD = $(TEST_LIBS)
 TESTS += t/unit/s3key_test
 
+# Kubernetes: the client's unit tests, and kubetool, which drives the client
+# from the integration tests against a real API server (t/lib/kube.sh)
+check_PROGRAMS += t/unit/kube_test t/kube/kubetool
+t_unit_kube_test_LDADD = $(TEST_LIBS)
+t_kube_kubetool_LDADD = $(TEST_LIBS)
+TESTS += t/unit/kube_test
+TESTS += t/integration/kube_client.sh
+EXTRA_DIST += t/kube/faultproxy.py t/integration/kube_client.sh
+
 # a real Kubernetes control plane (t/lib/kube.sh; KUBEBUILDER_ASSETS)
 TESTS += t/integration/kube_harness.sh
 EXTRA_DIST += t/integration/kube_harness.sh t/lib/kube.sh
@@ -63,3 +72,7 @@ check_PROGRAMS += t/unit/proto_detail_test t/unit/proto_tree_test
 t_unit_proto_detail_test_LDADD = $(TEST_LIBS)
 t_unit_proto_tree_test_LDADD = $(TEST_LIBS)
 TESTS += t/unit/proto_detail_test t/unit/proto_tree_test
+TESTS += t/integration/kube_leader.sh
+EXTRA_DIST += t/integration/kube_leader.sh
+TESTS += t/integration/kube_e2e.sh
+EXTRA_DIST += t/integration/kube_e2e.sh

@@ -24,6 +24,7 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "daemons/decod/decod.h"
+#include "daemons/decod/decod_lease.h"
 
 static int sig_pipe[2] = { -1, -1 };
 static volatile sig_atomic_t got_term, got_hup, got_chld;
@@ -188,7 +189,8 @@ main(int argc, char **argv)
 	struct sigaction sa;
 	struct pollfd *pfd = NULL;
 	char path[4096], err[512];
-	int check = 0, ready_logged = 0;
+	int check = 0, ready_logged = 0, rc = 0;
+	struct decod_lease *lease;
 	int64_t wd_interval, next_wd = 0;
 
 	memset(s, 0, sizeof(*s));
@@ -254,6 +256,21 @@ main(int argc, char **argv)
 	if (ctl_open(s) < 0)
 		fatal("cannot open the control socket in %s", conf_get(s->cf, "runtime_dir"));
 	journal_audit(s->j, "decod", "-", "start", "");
+	/* with a cluster and the local store: stand by until this decod leads */
+	if ((lease = decod_lease_new(s->cf, err, sizeof(err))) == NULL && err[0] != '\0')
+		fatal("Kubernetes configuration: %s", err);
+	while (lease != NULL && !decod_lease_leading(lease) && !got_term) {
+		struct pollfd lp[2] = { { .fd = sig_pipe[0], .events = POLLIN },
+			{ .fd = decod_lease_fd(lease), .events = POLLIN } };
+		int64_t t = decod_lease_timeout(lease);
+		char b[64];
+
+		(void)poll(lp, 2, t < 0 || t > 1000 ? 1000 : (int)t);
+		if (lp[0].revents & POLLIN)
+			while (read(sig_pipe[0], b, sizeof(b)) > 0)
+				;
+		decod_lease_dispatch(lease);
+	}
 	set_children(s);
 	for (size_t i = 0; i < s->nchildren; i++) {
 		s->children[i].digest = child_digest(s->cf, s->children[i].name, 0);
@@ -274,11 +291,18 @@ main(int argc, char **argv)
 		}
 		if (wd_interval > 0 && next_wd - now_ms() < timeout)
 			timeout = next_wd - now_ms();
-		pfd = xrealloc(pfd, (s->nchildren + 2) * sizeof(*pfd));
+		pfd = xrealloc(pfd, (s->nchildren + 3) * sizeof(*pfd));
 		pfd[n++] = (struct pollfd){ .fd = sig_pipe[0], .events = POLLIN };
 		pfd[n++] = (struct pollfd){ .fd = ctl_fd(), .events = POLLIN };
 		for (size_t i = 0; i < s->nchildren; i++)
 			pfd[n++] = (struct pollfd){ .fd = s->children[i].status_fd, .events = POLLIN };
+		if (lease != NULL) {
+			int64_t lt = decod_lease_timeout(lease);
+
+			pfd[n++] = (struct pollfd){ .fd = decod_lease_fd(lease), .events = POLLIN };
+			if (lt >= 0 && (timeout < 0 || lt < timeout))
+				timeout = lt;
+		}
 		if (poll(pfd, n, timeout < 0 ? 0 : (int)timeout) < 0 && errno != EINTR)
 			fatal("poll: %s", strerror(errno));
 		if (pfd[0].revents & POLLIN)
@@ -297,6 +321,15 @@ main(int argc, char **argv)
 			got_hup = 0;
 			reload(s);
 		}
+		if (lease != NULL) {
+			decod_lease_dispatch(lease);
+			if (decod_lease_lost(lease)) {
+				/* as controller-runtime: a leader that lost its lease stops */
+				log_kv(LOG_ERROR, "leader election lost: stopping the stages", NULL);
+				rc = 1;
+				break;
+			}
+		}
 		children_tick(s);
 		if (children_all_ready(s)) {
 			if (!s->sd_ready_sent) {
@@ -309,6 +342,7 @@ main(int argc, char **argv)
 		}
 	}
 	shutdown_all(s);
+	decod_lease_free(lease);
 	ctl_close();
 	journal_audit(s->j, "decod", "-", "stop", "");
 	journal_close(s->j);
@@ -321,5 +355,5 @@ main(int argc, char **argv)
 	free(pfd);
 	free(s->argv);
 	conf_free(s->cf);
-	return 0;
+	return rc;
 }

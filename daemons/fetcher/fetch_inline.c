@@ -35,9 +35,14 @@ fetch_inline(struct spool *sp, const struct fetch_limits *lim, yajl_val value,
 	buf_init(&b);
 	for (size_t i = 0; i < value->u.object.len && rc == 0; i++) {
 		const char *key = value->u.object.keys[i];
+		size_t kl = strlen(key);
+		/* as the operator: one trailing ".json" goes (Header.json -> Header), no URL-decoding */
+		char *bk = kl >= 5 && strcmp(key + kl - 5, ".json") == 0 ? xstrndup(key, kl - 5) :
+		    xstrdup(key);
 
-		if (fetch_key_inline(key, strlen(key), res->error, sizeof(res->error)) < 0) {
+		if (fetch_key_inline(bk, strlen(bk), res->error, sizeof(res->error)) < 0) {
 			res->reason = "FetchError";
+			free(bk);
 			rc = -1;
 			break;
 		}
@@ -45,8 +50,9 @@ fetch_inline(struct spool *sp, const struct fetch_limits *lim, yajl_val value,
 		jw_init(&w, &b);
 		jw_value(&w, value->u.object.values[i]);
 		path = xasprintf("inline:%s", key);
-		rc = fetch_tree_add(t, key, path, b.data, b.len, res);
+		rc = fetch_tree_add(t, bk, path, b.data, b.len, res);
 		free(path);
+		free(bk);
 	}
 	if (rc == 0)
 		rc = fetch_tree_finish(t, "inline", NULL, res);

@@ -21,6 +21,7 @@
 struct stage;
 struct store_watch;
 struct fetch_lock;
+struct fetch_kube;
 struct spool;
 struct job;
 struct fetch_poll;
@@ -51,6 +52,7 @@ struct src {
 };
 
 struct fetcher {
+	struct fetch_kube *kube;	/* Decofile CRs as a front door; NULL: no cluster */
 	struct src *srcs;
 	struct src *htab[NBUCKET];
 	struct store_watch *watch, *sync_watch;

@@ -25,6 +25,7 @@
 #include "common/store_keys.h"
 #include "common/util.h"
 #include "daemons/notifier/notify_engine.h"
+#include "daemons/notifier/notify_pods.h"
 #include "proto/proto.h"
 
 #define STAGE		"notifier"
@@ -45,6 +46,7 @@ struct rollout {
 	struct store_list eps;		/* cached listing for re-resolving */
 	int64_t eps_at;
 	unsigned char *acked;		/* per replica: recorded in the journal */
+	char ts_default[4400];		/* poll: tsFile for replicas that name none */
 	int64_t flush_timer;
 	struct rollout *next;
 };
@@ -55,6 +57,7 @@ struct notifier {
 	int64_t timer;			/* engine timeout */
 	char *token;			/* reload_token_file, for replicas without one */
 	struct rollout *rollouts;
+	struct notify_pods *pods;	/* Kubernetes pods; NULL: no cluster */
 };
 
 static void arm(struct notifier *n);
@@ -264,7 +267,10 @@ resolve(void *arg, struct notify_target *t)
 	struct store *s = stage_store(r->n->st);
 	size_t plen = strlen(r->ep_prefix);
 	static yajl_val tree;
+	int rc;
 
+	if (r->n->pods != NULL && (rc = notify_pods_resolve(r->n->pods, r->ns, t)) >= 0)
+		return rc;
 	if (strstr(t->id, "://") != NULL)
 		return -1;
 	if (now_ms() - r->eps_at > EP_CACHE_MS) {
@@ -294,6 +300,8 @@ resolve(void *arg, struct notify_target *t)
 				return -1;
 			if (nt.token == NULL)
 				nt.token = r->n->token;
+			if (nt.style == NOTIFY_POLL && (nt.ts_file == NULL || *nt.ts_file == '\0'))
+				nt.ts_file = r->ts_default;
 			*t = nt;
 			return 1;
 		}
@@ -344,6 +352,8 @@ targets(struct rollout *r, yajl_val doc, enum notify_style style, size_t *count,
 	}
 	r->eps_at = now_ms();
 	cap = r->eps.n + (YAJL_IS_ARRAY(eps) ? eps->u.array.len : 0);
+	if (r->n->pods != NULL)
+		cap += notify_pods_count(r->n->pods, r->ns, decofile_deployment_id(doc));
 	t = xcalloc(cap ? cap : 1, sizeof(*t));
 	*trees = xcalloc(cap ? cap : 1, sizeof(**trees));
 	*ntrees = 0;
@@ -365,6 +375,9 @@ targets(struct rollout *r, yajl_val doc, enum notify_style style, size_t *count,
 			t[n].token = r->n->token;
 		n++;
 	}
+	if (r->n->pods != NULL)
+		n += notify_pods_fill(r->n->pods, r->ns, decofile_deployment_id(doc), style,
+		    t + n, cap - n);
 	for (size_t i = 0; YAJL_IS_ARRAY(eps) && i < eps->u.array.len; i++) {
 		yajl_val e = eps->u.array.values[i];
 		const char *url = YAJL_IS_STRING(e) ? YAJL_GET_STRING(e) :
@@ -379,8 +392,31 @@ targets(struct rollout *r, yajl_val doc, enum notify_style style, size_t *count,
 		t[n].token = r->n->token;
 		n++;
 	}
+	/* a poll-era runtime answers 400 without tsFile: name the default */
+	for (size_t i = 0; i < n; i++)
+		if (t[i].style == NOTIFY_POLL && (t[i].ts_file == NULL || *t[i].ts_file == '\0'))
+			t[i].ts_file = r->ts_default;
 	*count = n;
 	return t;
+}
+
+/*
+ * ts_default - the tsFile of a poll replica that names none (SPEC §4.4): for
+ * the file target the published timestamp.txt, else <mount dir>/timestamp.txt
+ * with the webhook's default mount dir
+ */
+static void
+ts_default(struct stage *st, const char *ns, const char *name, char *out, size_t len)
+{
+	yajl_val f = status_get_fragment(stage_store(st), "decofiles", ns, name, "publisher");
+	const char *loc = json_get_str(f, "location", NULL), *slash;
+
+	if (loc != NULL && strncmp(loc, "file://", 7) == 0 && (slash = strrchr(loc, '/')) != NULL &&
+	    slash > loc + 7)
+		snprintf(out, len, "%.*s/timestamp.txt", (int)(slash - (loc + 7)), loc + 7);
+	else
+		snprintf(out, len, "%s", NOTIFY_PODS_TS_FILE);
+	yajl_tree_free(f);
 }
 
 static enum stage_result
@@ -402,6 +438,10 @@ on_item(struct stage *st, const struct journal_item *it)
 	if (strcmp(it->kind, "decofile") != 0) {
 		stage_item_error(st, "notifier handles decofile items only");
 		return STAGE_FAIL;
+	}
+	if (n->pods != NULL && !notify_pods_synced(n->pods)) {
+		stage_item_error(st, "waiting for the first list of pods");
+		return STAGE_RETRY;
 	}
 	if (proto_notify_detail_decode(it->detail, &nd, err, sizeof(err)) < 0) {
 		stage_item_error(st, err);
@@ -452,6 +492,7 @@ on_item(struct stage *st, const struct journal_item *it)
 	if ((style = json_get_str(doc, "spec", "notify", "style", NULL)) != NULL &&
 	    strcmp(style, "poll") == 0)
 		stl = NOTIFY_POLL;
+	ts_default(st, r->ns, r->name, r->ts_default, sizeof(r->ts_default));
 	r->ep_prefix = key_endpoint_prefix(r->ns, decofile_deployment_id(doc));
 	/* compare keys against "<prefix>" + "/" + id */
 	if (r->ep_prefix[0] != '\0' && r->ep_prefix[strlen(r->ep_prefix) - 1] == '/')
@@ -535,6 +576,14 @@ notifier_init(struct stage *st)
 	}
 	read_token(n);
 	stage_set_data(st, n);
+	{
+		char kerr[512];
+
+		if ((n->pods = notify_pods_new(st, kerr, sizeof(kerr))) == NULL && kerr[0] != '\0') {
+			log_kv(LOG_ERROR, "Kubernetes configuration", "error", kerr, NULL);
+			return -1;
+		}
+	}
 	return 0;
 }
 
@@ -560,6 +609,7 @@ notifier_shutdown(struct stage *st)
 		notify_job_cancel(r->job);
 		rollout_free(r);
 	}
+	notify_pods_free(n->pods);
 	stage_del_fd(st, notify_engine_fd(n->e));
 	notify_engine_free(n->e);
 	if (n->token != NULL)

@@ -4,7 +4,11 @@
 # t/unit/publish_*_test.c and t/integration/publish_*.sh.
 noinst_LIBRARIES += daemons/publisher/libpublish.a
 daemons_publisher_libpublish_a_SOURCES = \
-	daemons/publisher/publish_file.c daemons/publisher/publish_file.h
+	daemons/publisher/publish_file.c daemons/publisher/publish_file.h \
+	daemons/publisher/sigv4.c daemons/publisher/sigv4.h \
+	daemons/publisher/s3.c daemons/publisher/s3.h \
+	daemons/publisher/publish_s3.c daemons/publisher/publish_target.h \
+	daemons/publisher/publish_configmap.c daemons/publisher/publish_configmap.h
 PUBLISH_LIBS = daemons/publisher/libpublish.a
 
 decodlibexec_PROGRAMS += daemons/publisher/publisher
@@ -19,3 +23,18 @@ TESTS += t/unit/publish_file_test
 
 TESTS += t/integration/publish_stage.sh
 EXTRA_DIST += t/integration/publish_stage.sh
+
+check_PROGRAMS += t/unit/sigv4_test t/unit/s3_test
+t_unit_sigv4_test_LDADD = $(PUBLISH_LIBS) $(DECOD_LIBS)
+t_unit_s3_test_LDADD = $(PUBLISH_LIBS) $(DECOD_LIBS)
+TESTS += t/unit/sigv4_test t/unit/s3_test
+TESTS += t/integration/publish_s3.sh
+EXTRA_DIST += t/integration/publish_s3.sh t/stand-in/s3/package.json \
+	t/stand-in/s3/package-lock.json t/stand-in/s3/setup.sh \
+	t/stand-in/s3/s3-stand-in.js t/stand-in/s3/s3-client.js
+
+# the configmap target against a real API server (t/lib/kube.sh)
+check_PROGRAMS += t/unit/publish_configmap_test
+t_unit_publish_configmap_test_LDADD = $(PUBLISH_LIBS) $(DECOD_LIBS)
+TESTS += t/unit/publish_configmap_test t/integration/publish_configmap.sh
+EXTRA_DIST += t/integration/publish_configmap.sh

@@ -1,6 +1,7 @@
 /*
  * publisher - the stage that puts rendered documents where sites read them
- * (today the `file` target), records each publish, inventory row and the
+ * (the `file` target here; targets in their own files, such as s3, through
+ * publish_target.h), records each publish, inventory row and the
  * notifier's item in one journal transaction, and sets Ready.  It owns the
  * published objects afterwards: it watches them (inotify, plus a periodic
  * re-check) and puts back the last published version when someone changes
@@ -35,12 +36,18 @@
 #include "common/store.h"
 #include "common/store_keys.h"
 #include "common/util.h"
+#include "daemons/publisher/publish_configmap.h"
 #include "daemons/publisher/publish_file.h"
+#include "daemons/publisher/publish_target.h"
 #include "daemons/publisher/publisher.h"
 #include "proto/proto.h"
 
 #define DELETION_ANNOTATION "deco.sites/deletion"
 #define MAX_SPOOL_MISSES 5
+
+/* the targets in files of their own (publish_target.h); p->tstate[i] is targets[i]'s */
+static const struct publish_target *const targets[] = { &publish_s3_target };
+#define NTARGETS (sizeof(targets) / sizeof(targets[0]))
 
 struct later {
 	int64_t id;
@@ -275,6 +282,8 @@ on_store_event(void *arg, const struct store_event *ev)
 	yajl_val doc;
 
 	if (ev->type == STORE_EV_RELIST) {
+		for (size_t i = 0; i < NTARGETS; i++)
+			targets[i]->relist(st, p->tstate[i]);
 		/* history lost: check every object against the store */
 		for (struct obj *x = p->objs, *next; x != NULL; x = next) {
 			next = x->next;
@@ -289,8 +298,20 @@ on_store_event(void *arg, const struct store_event *ev)
 		}
 		return;
 	}
-	if (key_parse_resource(ev->key, kind, ns, name) < 0 ||
-	    strcmp(kind, "decofiles") != 0 || (o = publisher_obj_find(p, ns, name)) == NULL)
+	if (key_parse_resource(ev->key, kind, ns, name) < 0 || strcmp(kind, "decofiles") != 0)
+		return;
+	doc = ev->type == STORE_EV_DELETE ? NULL : json_parse(ev->value, ev->vlen, NULL);
+	if (ev->type == STORE_EV_DELETE || doc != NULL)
+		for (size_t i = 0; i < NTARGETS; i++)
+			targets[i]->decofile(st, p->tstate[i], ns, name, doc);
+	yajl_tree_free(doc);
+	if (p->cm != NULL) {
+		doc = ev->type == STORE_EV_DELETE ? NULL : json_parse(ev->value, ev->vlen, NULL);
+		if (ev->type == STORE_EV_DELETE || doc != NULL)
+			publish_configmap_decofile(p->cm, ns, name, doc);
+		yajl_tree_free(doc);
+	}
+	if ((o = publisher_obj_find(p, ns, name)) == NULL)
 		return;
 	if (ev->type == STORE_EV_DELETE) {
 		forget(st, o, "");
@@ -393,9 +414,26 @@ on_item(struct stage *st, const struct journal_item *it)
 		return STAGE_DONE;
 	}
 	target = decofile_target(doc, conf_get(stage_conf(st), "default_target"));
+	if (strcmp(target, "configmap") == 0 && p->cm != NULL) {
+		enum stage_result r = publish_configmap_item(p->cm, it, doc, bin, commit, why,
+		    sizeof(why));
+
+		yajl_tree_free(doc);
+		return r == STAGE_DONE || r == STAGE_ASYNC ? r :
+		    publisher_finish_later(st, it, r, why);
+	}
+	for (size_t i = 0; i < NTARGETS; i++) {
+		if (strcmp(target, targets[i]->name) == 0) {
+			enum stage_result r = targets[i]->publish(st, p->tstate[i], it, doc);
+
+			yajl_tree_free(doc);
+			return r;
+		}
+	}
 	if (strcmp(target, TARGET) != 0) {
 		snprintf(why, sizeof(why), "target \"%s\" is not supported by this publisher"
-		    " yet (supported: file)", target);
+		    " yet (supported: file, s3%s)", target,
+		    p->cm != NULL ? ", configmap" : "; configmap needs a cluster");
 		status_set_condition(s, j, "decofiles", it->ns, it->name, STAGE, "Ready",
 		    "False", "UnsupportedTarget", why);
 		yajl_tree_free(doc);
@@ -633,9 +671,10 @@ pub_init(struct stage *st)
 {
 	struct pub *p = xcalloc(1, sizeof(*p));
 	const char *root = conf_get(stage_conf(st), "file_root");
-	char *prefix;
+	char *prefix, err[512];
 	int fd;
 
+	p->tstate = xcalloc(NTARGETS, sizeof(*p->tstate));
 	stage_set_data(st, p);
 	if (root[0] == '\0')
 		snprintf(p->root, sizeof(p->root), "%s/published",
@@ -673,6 +712,13 @@ pub_init(struct stage *st)
 
 	if (load_inventory(st) < 0)
 		return -1;
+	for (size_t i = 0; i < NTARGETS; i++)
+		if ((p->tstate[i] = targets[i]->init(st)) == NULL)
+			return -1;
+	if ((p->cm = publish_configmap_new(st, err, sizeof(err))) == NULL && err[0] != '\0') {
+		log_kv(LOG_ERROR, "Kubernetes configuration", "error", err, NULL);
+		return -1;
+	}
 	p->next_recheck = now_ms() + conf_get_ms(stage_conf(st), "drift_check_interval");
 	log_kv(LOG_INFO, "publisher ready", "file_root", p->root, NULL);
 	return 0;
@@ -684,6 +730,8 @@ pub_timer(struct stage *st)
 {
 	struct pub *p = P(st);
 
+	for (size_t i = 0; i < NTARGETS; i++)
+		targets[i]->tick(st, p->tstate[i]);
 	for (struct obj *o = p->objs, *next; o != NULL; o = next) {
 		next = o->next;
 		if (o->gone)
@@ -708,11 +756,15 @@ pub_shutdown(struct stage *st)
 
 	snprintf(n, sizeof(n), "%ld", p->repairs);
 	log_kv(LOG_INFO, "publisher stopping", "drift_repairs", n, NULL);
+	for (size_t i = 0; i < NTARGETS; i++)
+		targets[i]->shutdown(st, p->tstate[i]);
 	while (p->objs != NULL)
 		publisher_obj_free(st, p->objs);
+	publish_configmap_free(p->cm);
 	store_watch_free(p->watch);
 	if (p->ifd >= 0)
 		close(p->ifd);
+	free(p->tstate);
 	free(p);
 	stage_set_data(st, NULL);
 }
@@ -725,6 +777,7 @@ static const struct stage_ops ops = {
 	.on_timer = pub_timer,
 	.timer_ms = 1000,
 	.shutdown = pub_shutdown,
+	.max_async = 64,	/* uploads and ConfigMap writes in flight at once */
 };
 
 int

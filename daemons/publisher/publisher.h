@@ -14,6 +14,8 @@
 #include "common/stage.h"
 #include "daemons/publisher/publish_file.h"
 
+struct pcm;
+
 #define STAGE "publisher"
 #define TARGET "file"
 
@@ -39,12 +41,14 @@ struct obj {
 
 struct pub {
 	char root[4096];
+	void **tstate;			/* state of each target in publisher.c's targets[] */
 	struct obj *objs;
 	int ifd;			/* inotify */
 	struct store_watch *watch;
 	int64_t watch_timer;
 	int64_t next_recheck;
 	long repairs;			/* drift repairs since start */
+	struct pcm *cm;			/* the configmap target; NULL: no cluster */
 };
 
 /* what the publisher fragment in the store says was published last */

@@ -208,9 +208,7 @@ render_merge(const struct render_input *in, size_t n, struct buf *out,
 int
 render_want_bin(size_t json_len, uint64_t threshold, int configmap)
 {
-	if ((uint64_t)json_len > threshold)
-		return 1;
-	return configmap && json_len > RENDER_CM_ROOM;
+	return configmap || (uint64_t)json_len > threshold;
 }
 
 int

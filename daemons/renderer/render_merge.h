@@ -66,8 +66,9 @@ void render_key_escape(struct buf *out, const char *k, size_t len);
 
 /*
  * render_want_bin - nonzero when a document of json_len bytes is to be
- * published as decofile.bin: above threshold (bytes), or, for the
- * configmap target, when the JSON would not fit in a ConfigMap.
+ * published as decofile.bin: above threshold (bytes), and always for the
+ * configmap target, as the Go operator does (sites its webhook admitted
+ * read file:///app/decofile/decofile.bin whatever the size).
  */
 int render_want_bin(size_t json_len, uint64_t threshold, int configmap);
 

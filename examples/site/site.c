@@ -69,6 +69,7 @@ static struct {
 	char *token;
 	int64_t delay_ms;
 	int fail, hang;
+	int lenient;		/* --lenient: no token set accepts any; poll falls back to --ts-file */
 	size_t max_body;
 	const char *style;
 
@@ -378,8 +379,9 @@ token_ok(struct MHD_Connection *conn)
 	size_t tl, hl;
 	unsigned char diff = 0;
 
+	/* as the real runtime: fail-closed when no token is set (unless --lenient) */
 	if (site.token == NULL || site.token[0] == '\0')
-		return 1;
+		return site.lenient;
 	if (h == NULL || strncmp(h, "Token ", 6) != 0)
 		return 0;
 	h += 6;
@@ -504,6 +506,11 @@ handle_poll(struct MHD_Connection *conn, struct req *r)
 	if (tsq == NULL || (errno = 0, want = strtoll(tsq, &end, 10), *end != '\0') ||
 	    errno != 0 || end == tsq || want < 0) {
 		decide_json(r, MHD_HTTP_BAD_REQUEST, "timestamp must be unix seconds");
+		return;
+	}
+	if ((file == NULL || file[0] == '\0') && !site.lenient) {
+		/* what a poll-era runtime answers */
+		decide_json(r, MHD_HTTP_BAD_REQUEST, "Missing timestamp or tsFile parameter");
 		return;
 	}
 	if (file == NULL || file[0] == '\0')
@@ -802,6 +809,8 @@ usage(FILE *f)
 	    "  --delay MS          answer reload calls slowly\n"
 	    "  --fail              answer reload calls with 500\n"
 	    "  --hang              never answer reload calls\n"
+	    "  --lenient           accept reloads when no token is set, and polls without\n"
+	    "                      tsFile (default: strict, as the Deco runtime)\n"
 	    "  --max-depth N       deepest nesting of a decofile accepted (default 512)\n"
 	    "  --max-body BYTES    largest push body (default 64 MiB; checked from\n"
 	    "                      Content-Length, after the token)\n"
@@ -831,6 +840,7 @@ main(int argc, char **argv)
 		{ "delay", required_argument, NULL, 'y' },
 		{ "fail", no_argument, NULL, 'f' },
 		{ "hang", no_argument, NULL, 'h' },
+		{ "lenient", no_argument, NULL, 'E' },
 		{ "max-depth", required_argument, NULL, 'M' },
 		{ "max-body", required_argument, NULL, 'B' },
 		{ "max-connections", required_argument, NULL, 'C' },
@@ -916,6 +926,7 @@ main(int argc, char **argv)
 			break;
 		case 'f': site.fail = 1; break;
 		case 'h': site.hang = 1; break;
+		case 'E': site.lenient = 1; break;
 		case 'H': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}

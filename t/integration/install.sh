@@ -262,7 +262,9 @@ for k in ("Decofile", "DecofileTemplate"):
     assert v["name"] == "v1alpha1" and v["served"] and v["storage"], k
     assert "status" in v["subresources"], k + ": no status subresource"
     cols = [p["name"] for p in v.get("additionalPrinterColumns", [])]
-    assert cols == ["Source", "Commit", "Ready", "Age"], k + ": columns " + str(cols)
+    want = ["Source", "Commit", "Ready", "PodsNotified", "Age"] if k == "Decofile" else \
+        ["Source", "Commit", "Ready", "Age"]
+    assert cols == want, k + ": columns " + str(cols)
     props = v["schema"]["openAPIV3Schema"]["properties"]
     assert "spec" in props and "status" in props, k
 print("crds ok")

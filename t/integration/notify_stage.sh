@@ -108,7 +108,7 @@ is "$(served_sha "$PORT_r1")" "$H2" "r1 has the second version"
 is "$(sql "SELECT COUNT(*) FROM acks WHERE content_hash='$H2'")" 2 "two replicas were left to tell"
 
 # --- a failing replica ---------------------------------------------------
-site bad --fail
+site bad --fail --lenient
 decofile bad ",\"endpoints\":[\"http://127.0.0.1:$PORT_r1\",\"http://127.0.0.1:$PORT_bad\"]"
 ID=$("$TOOL" $C enqueue notifier sites-loja bad "$H1" "timestamp=1731598481 commit=abc123")
 check "failing rollout finishes" wait_for 20 item_is "$ID" done
@@ -135,7 +135,7 @@ is "$(cond quiet status)" "" "no PodsNotified for a silent decofile"
 is "$(sql "SELECT COUNT(*) FROM acks WHERE name='quiet'")" 0 "nobody was called"
 
 # --- a newer change supersedes a rollout in flight -----------------------
-site hang --hang
+site hang --hang --lenient
 decofile slow ",\"endpoints\":[\"http://127.0.0.1:$PORT_hang\"]"
 ID6=$("$TOOL" $C enqueue notifier sites-loja slow "$H1" "timestamp=1731598481 commit=old111")
 check "slow rollout in progress" wait_for 10 grep -q 'change=commit:old111' "$T/notifier.log"
@@ -161,6 +161,20 @@ ID=$("$TOOL" $C enqueue notifier sites-loja tok "$H1" "timestamp=1731598481 comm
 check "token rollout finishes" wait_for 15 item_is "$ID" done
 is "$(cond tok status)" False "PodsNotified=False"
 is "$(cond tok reason)" MissingReloadToken "reason MissingReloadToken"
+
+# --- poll style: a replica that names no tsFile gets the published one -----
+# (a poll-era runtime, like the strict decod-site, answers 400 without it)
+mkdir -p "$T/pub/sites-loja/pl"
+printf '1731598700' >"$T/pub/sites-loja/pl/timestamp.txt"
+DECO_RELEASE_RELOAD_TOKEN=tok-p site pl
+decofile pl ",\"notify\":{\"style\":\"poll\"},\"endpoints\":[\"http://127.0.0.1:$PORT_pl\"]"
+"$TOOL" $C fields sites-loja pl publisher "{\"location\":\"file://$T/pub/sites-loja/pl/decofile.json\"}" >/dev/null
+printf 'tok-p' >"$T/token"
+echo "reload_token_file = $T/token" >>"$T/conf"
+kill -HUP "$NPID"
+ID=$("$TOOL" $C enqueue notifier sites-loja pl "$H1" "timestamp=1731598700 commit=p011")
+check "poll rollout finishes" wait_for 15 item_is "$ID" done
+is "$(cond pl status)" True "PodsNotified=True: the replica was sent the published timestamp.txt"
 
 kill -TERM "$NPID"
 wait "$NPID"

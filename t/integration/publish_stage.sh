@@ -116,7 +116,7 @@ printf 'x' >"$D/decofile.bin"
 check "bin drift put back" wait_for 1 cmp -s "$T/doc.bin" "$D/decofile.bin"
 
 # --- unsupported target parks the item ------------------------------------
-check "apply s3 Decofile" decofile other '{}' s3
+check "apply Decofile with an unknown target" decofile other '{}' nfs
 "$TOOL" $C enqueue publisher sites-loja other "$H" "format=json" >/dev/null
 check "item parked" wait_for 5 sh -c "[ \"\$(sqlite3 -readonly -cmd '.timeout 5000' '$DB' \"SELECT state FROM items WHERE name='other'\")\" = failed ]"
 check "Ready=False UnsupportedTarget" wait_for 2 grep -q '"reason":"UnsupportedTarget"' \

@@ -62,7 +62,9 @@ is "$(code "$U/.decofile/reload?timestamp=100&tsFile=$T/dir/timestamp.txt" -H 'A
 is "$(code "$U/.decofile/reload?timestamp=abc" -H 'Authorization: Token s3cret')" 400 \
     "poll with a bad timestamp: 400"
 is "$(code "$U/.decofile/reload?timestamp=200" )" 401 "poll without the token: 401"
-code "$U/.decofile/reload?timestamp=200" -H 'Authorization: Token s3cret' > "$T/poll.code" &
+is "$(code "$U/.decofile/reload?timestamp=200" -H 'Authorization: Token s3cret')" 400 \
+    "poll without tsFile: 400, as a poll-era runtime"
+code "$U/.decofile/reload?timestamp=200&tsFile=$T/dir/timestamp.txt" -H 'Authorization: Token s3cret' > "$T/poll.code" &
 pollpid=$!
 track_pid $pollpid
 sleep 0.3 # the poll is parked; it must not have been answered yet
@@ -74,16 +76,21 @@ is "$(cat "$T/poll.code")" 200 "poll answered once the file reached the timestam
 code $U/.decofile >/dev/null
 check "the folder was reloaded" grep -qF '"decofile":{"Only":{"title":"new"}}' "$T/body"
 
+# fail-closed: a replica started without a token refuses every reload
+start_site notoken
+is "$(code http://127.0.0.1:$PORT/.decofile/reload -X POST -H 'Content-Type: application/json' -d "$body")" 401 \
+    "no token configured: 401 (fail-closed, as the runtime)"
+
 # bad replicas for the notifier's tests
-start_site fail --fail
+start_site fail --fail --lenient
 is "$(code http://127.0.0.1:$PORT/.decofile/reload -X POST -d "$body")" 500 "--fail answers 500"
-start_site slow --delay 700
+start_site slow --delay 700 --lenient
 t0=$(date +%s%N)
 is "$(code http://127.0.0.1:$PORT/.decofile/reload -X POST -d "$body")" 200 "--delay still answers"
 t1=$(date +%s%N)
 check "--delay answers slowly" [ $(( (t1 - t0) / 1000000 )) -ge 650 ]
 is "$(code http://127.0.0.1:$PORT/)" 200 "a slow replica still serves pages"
-start_site hang --hang
+start_site hang --hang --lenient
 is "$(curl -s -o /dev/null -w '%{http_code}' --max-time 1 -X POST -d "$body" \
     http://127.0.0.1:$PORT/.decofile/reload)" 000 "--hang never answers"
 is "$(code http://127.0.0.1:$PORT/.decofile)" 200 "a hanging replica's server is not blocked"

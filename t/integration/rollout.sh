@@ -182,7 +182,7 @@ ok $? "replicas keep the last good version"
 git -C "$T/work" rm -q .deco/blocks/Bad.json && git -C "$T/work" commit -q -m fixed && git_push "$T/work" loja
 
 # a replica that hangs is named in PodsNotified=False
-"$SITE" --port 0 --hang --register "local:$T/store" --namespace sites-loja \
+"$SITE" --port 0 --hang --lenient --register "local:$T/store" --namespace sites-loja \
     --deployment loja --id hanger --ttl 30 >"$T/hang.out" 2>&1 &
 track_pid $!
 wait_for 10 grep -q '^listening on' "$T/hang.out"

@@ -39,7 +39,7 @@ HAVE_NOTIFIER=0
 case " $SO_STAGES " in *" notifier "*) HAVE_NOTIFIER=1 ;; esac
 if [ "$HAVE_NOTIFIER" = 1 ] && [ -x "$SITE" ]; then
 	mkdir -p "$T/site"
-	"$SITE" --port 0 --decofile-dir "$T/site" --register "etcd:$ETCD_URL" --namespace $NS \
+	"$SITE" --port 0 --lenient --decofile-dir "$T/site" --register "etcd:$ETCD_URL" --namespace $NS \
 	    --deployment "$VICTIM" --id r1 --ttl 3 >"$T/site.out" 2>"$T/site.err" &
 	SITE_PID=$!
 	track_pid $SITE_PID

@@ -167,3 +167,42 @@ current-context: test
 KC
 	umask "$umask_old"
 }
+
+# --- helpers for the client's tests (kube_client.sh and the stages' tests)
+# Debian's python3-kubernetes is in /usr/bin/python3's path, which may not be
+# the first python3 on PATH
+KUBE_PY=python3
+[ -x /usr/bin/python3 ] && KUBE_PY=/usr/bin/python3
+KUBE_ADMIN="$KUBE_DIR/admin.kubeconfig"
+
+# kube_token NS SA [SECONDS]: a TokenRequest token for a ServiceAccount
+kube_token() {
+	kubectl_admin -n "$1" create token "$2" --duration "${3:-3600}s"
+}
+
+# kube_token_config FILE TOKEN [NS] / kube_token_file_config FILE TOKENFILE [NS]:
+# a kubeconfig with the token inline, or read from a file (re-read on change)
+kube_token_config() {
+	_kube_user_config "$1" "token: \"$2\"" "${3:-default}"
+}
+kube_token_file_config() {
+	_kube_user_config "$1" "tokenFile: \"$2\"" "${3:-default}"
+}
+_kube_user_config() {
+	umask_old=$(umask); umask 077
+	cat >"$1" <<KC
+apiVersion: v1
+kind: Config
+clusters:
+- name: test
+  cluster: {server: "$KUBE_URL", certificate-authority: "$KUBE_DIR/ca.crt"}
+users:
+- name: sa
+  user: {$2}
+contexts:
+- name: test
+  context: {cluster: test, user: sa, namespace: "$3"}
+current-context: test
+KC
+	umask "$umask_old"
+}

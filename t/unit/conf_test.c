@@ -60,7 +60,8 @@ test_readers(void)
 		{ "default_target", "publisher", 1 },
 		{ "default_target", "notifier", 0 },
 		{ "store", "notifier", 1 },		/* "*": every stage */
-		{ "store", "decod", 0 },		/* ... but not the supervisor */
+		{ "store_prefix", "decod", 0 },		/* ... but not the supervisor */
+		{ "store", "decod", 1 },		/* leader election: local store only */
 		{ "stages", "decod", 1 },
 		{ "stages", "renderer", 0 },
 		{ "log_level", "decod", 1 },

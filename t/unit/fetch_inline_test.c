@@ -58,6 +58,32 @@ main(void)
 	is_str(again.tree_hash, res.tree_hash, "same value, same tree hash");
 	yajl_tree_free(v);
 
+	/* one trailing .json is stripped, as the Go operator does (issue 17) */
+	v = parse("{\"Header.json\": 1, \"a.json.json\": 2, \"Foot%20er.json\": 3}");
+	is_int(fetch_inline(sp, &lim, v, &res), 0, "keys ending in .json fetch");
+	man = spool_get(sp, res.tree_hash, &len);
+	doc = json_parse(man, len, NULL);
+	e = json_get(doc, "entries", NULL);
+	if (ok(e && YAJL_IS_ARRAY(e) && e->u.array.len == 3, "three entries")) {
+		char keys[256] = "", paths[256] = "";
+
+		for (size_t i = 0; i < 3; i++) {
+			snprintf(keys + strlen(keys), sizeof(keys) - strlen(keys), "%s;",
+			    json_get_str(e->u.array.values[i], "key", NULL));
+			snprintf(paths + strlen(paths), sizeof(paths) - strlen(paths), "%s;",
+			    json_get_str(e->u.array.values[i], "path", NULL));
+		}
+		is_str(keys, "Foot%20er;Header;a.json;", "one .json stripped, still not URL-decoded");
+		is_str(paths, "inline:Foot%20er.json;inline:Header.json;inline:a.json.json;",
+		    "paths keep the key as written");
+	}
+	yajl_tree_free(doc);
+	free(man);
+	yajl_tree_free(v);
+	v = parse("{\".json\": 1}");
+	is_int(fetch_inline(sp, &lim, v, &res), -1, "\".json\" alone leaves an empty key: refused");
+	yajl_tree_free(v);
+
 	v = parse("{}");
 	is_int(fetch_inline(sp, &lim, v, &res), 0, "an empty object is an empty tree");
 	is_int((long long)res.entries, 0, "no entries");

@@ -158,7 +158,8 @@ test_sizes(void)
 	    "configmap: over 1 MiB minus overhead compresses below threshold");
 	is_int(render_want_bin(RENDER_CM_ROOM + 1, 2500000, 0), 0,
 	    "file target: same size stays json");
-	is_int(render_want_bin(RENDER_CM_ROOM, 2500000, 1), 0, "configmap: fits as json");
+	is_int(render_want_bin(10, 2500000, 1), 1,
+	    "configmap: always decofile.bin, whatever the size (as the Go operator)");
 	is_int(render_check_fits(RENDER_CM_ROOM, 1, 1, msg, sizeof(msg)), 0, "bin that fits");
 	is_int(render_check_fits(RENDER_CM_MAX + 1, 1, 1, msg, sizeof(msg)), -1,
 	    "bin over 1 MiB: TooLarge");

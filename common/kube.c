@@ -1,0 +1,1088 @@
+/*
+ * kube - the Kubernetes API client's calls: one curl multi handle whose
+ * sockets sit in an epoll set the caller polls as one fd, a deadline on
+ * every call, retries of 429 (Retry-After), 5xx and transport errors within
+ * it, the bearer token re-read when its file changes, and completed calls
+ * handed to their callbacks only from kube_dispatch.  It owns its calls,
+ * its informers' registration and the stage timer of kube_attach.
+ */
+#include "config.h"
+
+#include <curl/curl.h>
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/epoll.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/hash.h"
+#include "common/json.h"
+#include "common/kube.h"
+#include "common/kube_impl.h"
+#include "common/log.h"
+#include "common/stage.h"
+#include "common/util.h"
+
+#define KUBE_DEF_TIMEOUT_MS	30000
+#define KUBE_CONNECT_MS		10000
+#define KUBE_BACKOFF_MIN_MS	200
+#define KUBE_BACKOFF_MAX_MS	5000
+#define KUBE_TOKEN_CHECK_MS	1000
+#define KUBE_MAX_RESP		(64u << 20)
+#define KUBE_MAX_CONNS		16	/* per API server */
+
+struct kube_call {
+	struct kube *k;
+	struct kube_call *prev, *next;	/* k->calls */
+	char *method, *path, *ctype;
+	char *body;
+	size_t len;
+	int64_t start, deadline;
+	int64_t start_at;		/* > 0: waiting to (re)start then */
+	CURL *easy;			/* non-NULL while in the multi handle */
+	struct curl_slist *hdrs;
+	struct buf resp;
+	int64_t retry_after_ms;		/* from the last answer's Retry-After */
+	int attempts;
+	int token_retry;		/* a 401 already made us re-read the token */
+	int finished;			/* r is final */
+	int sync;			/* kube_do owns it */
+	kube_done_fn done;
+	void *arg;
+	kube_data_fn data;		/* streaming */
+	long stream_status;		/* status seen by the header callback */
+	struct kube_resp r;
+};
+
+const char kube_user_agent[] = "decod/" PACKAGE_VERSION;
+
+struct kube {
+	struct kube_config cfg;
+	int64_t timeout_ms;
+	CURLM *multi;
+	int epfd;
+	int64_t curl_due;
+	struct kube_call *calls;
+	int pending;			/* finished calls or buffered events wait */
+	/* the bearer token: static, or from token_file (re-read on change) */
+	char *token;
+	int64_t token_checked;
+	struct stat token_st;
+	struct kube_stats stats;
+	struct kube_informer **infs;
+	size_t ninfs;
+	struct stage *st;
+	int64_t timer;
+};
+
+static int curl_ready;
+
+int64_t
+kube_jitter(int64_t ms)
+{
+	unsigned r = 0;
+
+	random_bytes(&r, sizeof(r));
+	return ms * 8 / 10 + (int64_t)(r % (unsigned)(ms * 4 / 10 + 1));
+}
+
+/* ---- kinds and paths ---- */
+
+const struct kube_kind kube_configmaps = { "", "v1", "configmaps", "ConfigMap", 1 };
+const struct kube_kind kube_pods = { "", "v1", "pods", "Pod", 1 };
+const struct kube_kind kube_secrets = { "", "v1", "secrets", "Secret", 1 };
+const struct kube_kind kube_namespaces = { "", "v1", "namespaces", "Namespace", 0 };
+const struct kube_kind kube_services = { "", "v1", "services", "Service", 1 };
+const struct kube_kind kube_leases = { "coordination.k8s.io", "v1", "leases", "Lease", 1 };
+const struct kube_kind kube_decofiles = { "deco.sites", "v1alpha1", "decofiles", "Decofile", 1 };
+const struct kube_kind kube_decofiletemplates = { "deco.sites", "v1alpha1",
+	"decofiletemplates", "DecofileTemplate", 1 };
+
+char *
+kube_escape(const char *s)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	struct buf b;
+
+	buf_init(&b);
+	for (; *s != '\0'; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+		    (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.' || c == '~')
+			buf_addc(&b, (char)c);
+		else {
+			buf_addc(&b, '%');
+			buf_addc(&b, hex[c >> 4]);
+			buf_addc(&b, hex[c & 15]);
+		}
+	}
+	if (b.data == NULL)
+		buf_adds(&b, "");
+	return buf_steal(&b, NULL);
+}
+
+char *
+kube_path(const struct kube_kind *kd, const char *ns, const char *name,
+    const char *sub, const char *query)
+{
+	struct buf b;
+
+	buf_init(&b);
+	if (*kd->group == '\0')
+		buf_printf(&b, "/api/%s", kd->version);
+	else
+		buf_printf(&b, "/apis/%s/%s", kd->group, kd->version);
+	if (kd->namespaced && ns != NULL && *ns != '\0')
+		buf_printf(&b, "/namespaces/%s", ns);
+	buf_printf(&b, "/%s", kd->resource);
+	if (name != NULL)
+		buf_printf(&b, "/%s", name);
+	if (sub != NULL && *sub != '\0')
+		buf_printf(&b, "/%s", sub);
+	if (query != NULL && *query != '\0')
+		buf_printf(&b, "?%s", query);
+	return buf_steal(&b, NULL);
+}
+
+char *
+kube_apply_path(const struct kube_kind *kd, const char *ns, const char *name,
+    const char *sub, const char *manager, int force)
+{
+	char *m = kube_escape(manager), *q, *p;
+
+	q = xasprintf("fieldManager=%s%s", m, force ? "&force=true" : "");
+	p = kube_path(kd, ns, name, sub, q);
+	free(q);
+	free(m);
+	return p;
+}
+
+/* ---- object helpers ---- */
+
+static const char *
+meta(yajl_val obj, const char *field)
+{
+	const char *s = json_get_str(obj, "metadata", field, NULL);
+
+	return s != NULL ? s : "";
+}
+
+const char *kube_obj_ns(yajl_val obj) { return meta(obj, "namespace"); }
+const char *kube_obj_name(yajl_val obj) { return meta(obj, "name"); }
+const char *kube_obj_rv(yajl_val obj) { return meta(obj, "resourceVersion"); }
+const char *kube_obj_uid(yajl_val obj) { return meta(obj, "uid"); }
+
+/* ---- loop plumbing ---- */
+
+static int
+on_socket(CURL *easy, curl_socket_t s, int what, void *userp, void *socketp)
+{
+	struct kube *k = userp;
+	struct epoll_event ev;
+
+	(void)easy;
+	memset(&ev, 0, sizeof(ev));
+	ev.data.fd = s;
+	if (what == CURL_POLL_REMOVE) {
+		epoll_ctl(k->epfd, EPOLL_CTL_DEL, s, &ev);
+		curl_multi_assign(k->multi, s, NULL);
+		return 0;
+	}
+	if (what & CURL_POLL_IN)
+		ev.events |= EPOLLIN;
+	if (what & CURL_POLL_OUT)
+		ev.events |= EPOLLOUT;
+	if (socketp == NULL) {
+		if (epoll_ctl(k->epfd, EPOLL_CTL_ADD, s, &ev) < 0 && errno == EEXIST)
+			epoll_ctl(k->epfd, EPOLL_CTL_MOD, s, &ev);
+		curl_multi_assign(k->multi, s, k);
+	} else if (epoll_ctl(k->epfd, EPOLL_CTL_MOD, s, &ev) < 0 && errno == ENOENT)
+		epoll_ctl(k->epfd, EPOLL_CTL_ADD, s, &ev);
+	return 0;
+}
+
+static int
+on_timer(CURLM *multi, long timeout_ms, void *userp)
+{
+	struct kube *k = userp;
+
+	(void)multi;
+	k->curl_due = timeout_ms < 0 ? -1 : now_ms() + timeout_ms;
+	return 0;
+}
+
+static void rearm(struct kube *k);
+
+void
+kube_mark_pending(struct kube *k)
+{
+	k->pending = 1;
+}
+
+/* ---- token ---- */
+
+/* token_refresh - re-read the token file when it changed (or force) */
+static void
+token_refresh(struct kube *k, int force)
+{
+	struct stat st;
+	char *t;
+	size_t n;
+	int64_t now = now_ms();
+
+	if (k->cfg.token_file == NULL)
+		return;
+	if (!force && k->token != NULL && now - k->token_checked < KUBE_TOKEN_CHECK_MS)
+		return;
+	k->token_checked = now;
+	if (stat(k->cfg.token_file, &st) < 0) {
+		log_kv(LOG_WARN, "kube token file unreadable", "file", k->cfg.token_file,
+		    "error", strerror(errno), NULL);
+		return;
+	}
+	if (!force && k->token != NULL && st.st_ino == k->token_st.st_ino &&
+	    st.st_dev == k->token_st.st_dev && st.st_size == k->token_st.st_size &&
+	    st.st_mtim.tv_sec == k->token_st.st_mtim.tv_sec &&
+	    st.st_mtim.tv_nsec == k->token_st.st_mtim.tv_nsec)
+		return;
+	if ((t = read_file(k->cfg.token_file, &n, 64 * 1024)) == NULL) {
+		log_kv(LOG_WARN, "kube token file unreadable", "file", k->cfg.token_file,
+		    "error", strerror(errno), NULL);
+		return;
+	}
+	while (n > 0 && (t[n - 1] == '\n' || t[n - 1] == '\r' || t[n - 1] == ' '))
+		t[--n] = '\0';
+	if (k->token != NULL) {
+		if (strcmp(k->token, t) != 0) {
+			k->stats.token_reloads++;
+			log_kv(LOG_INFO, "kube token re-read", "file", k->cfg.token_file, NULL);
+		}
+		explicit_bzero(k->token, strlen(k->token));
+		free(k->token);
+	}
+	k->token = t;
+	k->token_st = st;
+}
+
+/* ---- calls ---- */
+
+static size_t
+on_header(char *p, size_t size, size_t n, void *arg)
+{
+	struct kube_call *c = arg;
+	size_t len = size * n;
+
+	if (len > 5 && strncmp(p, "HTTP/", 5) == 0) {
+		const char *sp = memchr(p, ' ', len);
+
+		c->stream_status = sp != NULL ? strtol(sp + 1, NULL, 10) : 0;
+		c->retry_after_ms = -1;
+	} else if (len > 12 && strncasecmp(p, "Retry-After:", 12) == 0) {
+		char tmp[32];
+		size_t m = len - 12 < sizeof(tmp) - 1 ? len - 12 : sizeof(tmp) - 1;
+		char *end;
+		long v;
+
+		memcpy(tmp, p + 12, m);
+		tmp[m] = '\0';
+		v = strtol(tmp, &end, 10);
+		/* seconds; an HTTP date is rare from the API server: backoff then */
+		if (end != tmp && v >= 0 && v < 3600)
+			c->retry_after_ms = v * 1000;
+	}
+	return len;
+}
+
+static size_t
+on_body(char *p, size_t size, size_t n, void *arg)
+{
+	struct kube_call *c = arg;
+	size_t len = size * n;
+
+	if (c->data != NULL && c->stream_status >= 200 && c->stream_status < 300) {
+		c->data(c->arg, p, len);
+		kube_mark_pending(c->k);
+		return len;
+	}
+	if (c->resp.len + len > KUBE_MAX_RESP)
+		return 0;	/* too large: curl fails the transfer */
+	buf_add(&c->resp, p, len);
+	return len;
+}
+
+static void
+call_unlink(struct kube_call *c)
+{
+	struct kube *k = c->k;
+
+	if (c->prev != NULL)
+		c->prev->next = c->next;
+	else if (k->calls == c)
+		k->calls = c->next;
+	if (c->next != NULL)
+		c->next->prev = c->prev;
+	c->prev = c->next = NULL;
+}
+
+static void
+call_stop_easy(struct kube_call *c)
+{
+	if (c->easy != NULL) {
+		curl_multi_remove_handle(c->k->multi, c->easy);
+		curl_easy_cleanup(c->easy);
+		c->easy = NULL;
+	}
+	curl_slist_free_all(c->hdrs);
+	c->hdrs = NULL;
+}
+
+static void
+resp_clear(struct kube_resp *r)
+{
+	free(r->body);
+	yajl_tree_free(r->json);
+	memset(r, 0, sizeof(*r));
+	r->reason = "";
+}
+
+static void
+call_free(struct kube_call *c)
+{
+	if (c == NULL)
+		return;
+	call_stop_easy(c);
+	buf_free(&c->resp);
+	resp_clear(&c->r);
+	free(c->method);
+	free(c->path);
+	free(c->ctype);
+	free(c->body);
+	free(c);
+}
+
+/* call_start - one attempt: a new easy handle in the multi */
+static void
+call_start(struct kube_call *c)
+{
+	struct kube *k = c->k;
+	char *url, *auth;
+	int64_t left = c->deadline - now_ms();
+	CURL *h;
+	CURLMcode mc;
+
+	c->start_at = 0;
+	c->attempts++;
+	c->stream_status = 0;
+	c->retry_after_ms = -1;
+	buf_reset(&c->resp);
+	token_refresh(k, 0);
+	if ((h = curl_easy_init()) == NULL)
+		abort();
+	url = xasprintf("%s%s", k->cfg.server, c->path);
+	curl_easy_setopt(h, CURLOPT_URL, url);
+	free(url);
+	curl_easy_setopt(h, CURLOPT_PRIVATE, c);
+	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(h, CURLOPT_USERAGENT, kube_user_agent);
+	curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, c->method);
+	if (strcmp(c->method, "GET") == 0)
+		curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
+	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)(left > 1 ? left : 1));
+	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS,
+	    (long)(left < KUBE_CONNECT_MS && left > 1 ? left : KUBE_CONNECT_MS));
+	curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
+	curl_easy_setopt(h, CURLOPT_HEADERDATA, c);
+	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
+	curl_easy_setopt(h, CURLOPT_WRITEDATA, c);
+	curl_easy_setopt(h, CURLOPT_ACCEPT_ENCODING, "");
+	curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
+	/* HTTP/2 over TLS, as client-go: watches and calls share connections */
+	curl_easy_setopt(h, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
+	curl_easy_setopt(h, CURLOPT_PIPEWAIT, 1L);
+	if (c->body != NULL) {
+		curl_easy_setopt(h, CURLOPT_POSTFIELDS, c->body);
+		curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)c->len);
+	}
+	/* TLS */
+	if (k->cfg.insecure) {
+		curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 0L);
+		curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 0L);
+	} else if (k->cfg.ca_data != NULL) {
+		struct curl_blob b = { k->cfg.ca_data, k->cfg.ca_len, CURL_BLOB_NOCOPY };
+
+		curl_easy_setopt(h, CURLOPT_CAINFO_BLOB, &b);
+	} else if (k->cfg.ca_file != NULL)
+		curl_easy_setopt(h, CURLOPT_CAINFO, k->cfg.ca_file);
+	if (k->cfg.cert_data != NULL) {
+		struct curl_blob b = { k->cfg.cert_data, k->cfg.cert_len, CURL_BLOB_NOCOPY };
+
+		curl_easy_setopt(h, CURLOPT_SSLCERT_BLOB, &b);
+		curl_easy_setopt(h, CURLOPT_SSLCERTTYPE, "PEM");
+	} else if (k->cfg.cert_file != NULL)
+		curl_easy_setopt(h, CURLOPT_SSLCERT, k->cfg.cert_file);
+	if (k->cfg.key_data != NULL) {
+		struct curl_blob b = { k->cfg.key_data, k->cfg.key_len, CURL_BLOB_NOCOPY };
+
+		curl_easy_setopt(h, CURLOPT_SSLKEY_BLOB, &b);
+		curl_easy_setopt(h, CURLOPT_SSLKEYTYPE, "PEM");
+	} else if (k->cfg.key_file != NULL)
+		curl_easy_setopt(h, CURLOPT_SSLKEY, k->cfg.key_file);
+	/* headers */
+	c->hdrs = curl_slist_append(NULL, "Accept: application/json");
+	if (c->body != NULL) {
+		char *ct = xasprintf("Content-Type: %s", c->ctype != NULL ? c->ctype :
+		    "application/json");
+
+		c->hdrs = curl_slist_append(c->hdrs, ct);
+		free(ct);
+	}
+	c->hdrs = curl_slist_append(c->hdrs, "Expect:");
+	if (k->token != NULL && *k->token != '\0') {
+		auth = xasprintf("Authorization: Bearer %s", k->token);
+		c->hdrs = curl_slist_append(c->hdrs, auth);
+		explicit_bzero(auth, strlen(auth));
+		free(auth);
+	}
+	curl_easy_setopt(h, CURLOPT_HTTPHEADER, c->hdrs);
+	c->easy = h;
+	k->stats.calls++;
+	if ((mc = curl_multi_add_handle(k->multi, h)) != CURLM_OK) {
+		log_kv(LOG_ERROR, "kube curl_multi_add_handle", "error",
+		    curl_multi_strerror(mc), NULL);
+		abort();
+	}
+}
+
+static int
+retriable(const struct kube_call *c, long status, CURLcode rc)
+{
+	if (c->data != NULL)
+		return 0;
+	if (status == 429)
+		return 1;
+	if (strcmp(c->method, "POST") == 0)
+		return 0;
+	if (status >= 500 && status != 501)
+		return 1;
+	return status == 0 && rc != CURLE_OK && rc != CURLE_OPERATION_TIMEDOUT &&
+	    rc != CURLE_WRITE_ERROR;
+}
+
+/* call_finish - r is final: fill it from the last attempt */
+static void
+call_finish(struct kube_call *c, long status, CURLcode rc)
+{
+	struct kube_resp *r = &c->r;
+	struct json_error je;
+
+	resp_clear(r);
+	r->status = status;
+	r->attempts = c->attempts;
+	r->ms = now_ms() - c->start;
+	r->len = c->resp.len;
+	if (c->resp.data == NULL)
+		buf_adds(&c->resp, "");
+	r->body = buf_steal(&c->resp, NULL);
+	if (r->len > 0 && (r->body[0] == '{' || r->body[0] == '['))
+		r->json = json_parse(r->body, r->len, &je);
+	if (status == 0)
+		snprintf(r->err, sizeof(r->err), "%s %s: %s", c->method, c->path,
+		    rc == CURLE_OPERATION_TIMEDOUT ? "deadline exceeded" : curl_easy_strerror(rc));
+	else if (!kube_ok(r)) {
+		const char *m = json_get_str(r->json, "message", NULL);
+		const char *reason = json_get_str(r->json, "reason", NULL);
+
+		r->reason = reason != NULL ? reason : "";
+		snprintf(r->err, sizeof(r->err), "%s %s: HTTP %ld%s%s%s", c->method,
+		    c->path, status, m != NULL ? ": " : "", m != NULL ? m : "",
+		    c->attempts > 1 ? " (after retries)" : "");
+	}
+	if (!kube_ok(r))
+		c->k->stats.errors++;
+	c->finished = 1;
+	c->k->pending = 1;
+}
+
+/* attempt_done - an attempt ended: retry within the deadline, or finish */
+static void
+attempt_done(struct kube_call *c, CURLcode rc)
+{
+	struct kube *k = c->k;
+	long status = 0;
+	int64_t now = now_ms(), wait;
+
+	if (rc == CURLE_OK)
+		curl_easy_getinfo(c->easy, CURLINFO_RESPONSE_CODE, &status);
+	call_stop_easy(c);
+	if (status == 429)
+		k->stats.throttled++;
+	if (status == 401 && k->cfg.token_file != NULL && !c->token_retry && c->data == NULL) {
+		/* the projected token may have rotated under us: re-read, once */
+		c->token_retry = 1;
+		token_refresh(k, 1);
+		c->start_at = now;
+		k->stats.retries++;
+		return;
+	}
+	if (retriable(c, status, rc)) {
+		wait = KUBE_BACKOFF_MIN_MS << (c->attempts - 1 < 5 ? c->attempts - 1 : 5);
+		if (wait > KUBE_BACKOFF_MAX_MS)
+			wait = KUBE_BACKOFF_MAX_MS;
+		wait = kube_jitter(wait);
+		if (c->retry_after_ms >= 0 && (status == 429 || status == 503))
+			wait = c->retry_after_ms > wait ? c->retry_after_ms : wait;
+		if (now + wait < c->deadline - 10) {
+			log_kv(LOG_DEBUG, "kube call retried", "method", c->method,
+			    "path", c->path, "status", status == 0 ? curl_easy_strerror(rc) : "",
+			    NULL);
+			c->start_at = now + wait;
+			k->stats.retries++;
+			return;
+		}
+	}
+	call_finish(c, status, rc);
+}
+
+static struct kube_call *
+call_new(struct kube *k, const char *method, const char *path, const char *ctype,
+    const char *body, size_t len, int64_t timeout_ms, int64_t delay_ms,
+    kube_done_fn done, void *arg)
+{
+	struct kube_call *c = xcalloc(1, sizeof(*c));
+	int64_t now = now_ms();
+
+	c->k = k;
+	c->method = xstrdup(method);
+	c->path = xstrdup(path);
+	c->ctype = ctype != NULL ? xstrdup(ctype) : NULL;
+	if (body != NULL) {
+		c->body = xmalloc(len + 1);
+		memcpy(c->body, body, len);
+		c->body[len] = '\0';
+		c->len = len;
+	}
+	c->start = now;
+	c->deadline = now + delay_ms + (timeout_ms > 0 ? timeout_ms : k->timeout_ms);
+	c->done = done;
+	c->arg = arg;
+	c->r.reason = "";
+	buf_init(&c->resp);
+	c->next = k->calls;
+	if (k->calls != NULL)
+		k->calls->prev = c;
+	k->calls = c;
+	if (delay_ms > 0)
+		c->start_at = now + delay_ms;
+	else
+		call_start(c);
+	return c;
+}
+
+struct kube_call *
+kube_send(struct kube *k, const char *method, const char *path, const char *ctype,
+    const char *body, size_t len, int64_t timeout_ms, kube_done_fn done, void *arg)
+{
+	struct kube_call *c = call_new(k, method, path, ctype, body, len, timeout_ms,
+	    0, done, arg);
+
+	rearm(k);
+	return c;
+}
+
+struct kube_call *
+kube_send_later(struct kube *k, const char *method, const char *path,
+    int64_t delay_ms, kube_done_fn done, void *arg)
+{
+	struct kube_call *c = call_new(k, method, path, NULL, NULL, 0, 0, delay_ms,
+	    done, arg);
+
+	rearm(k);
+	return c;
+}
+
+struct kube_call *
+kube_send_stream(struct kube *k, const char *path, int64_t delay_ms,
+    int64_t timeout_ms, kube_data_fn data, kube_done_fn done, void *arg)
+{
+	struct kube_call *c;
+
+	c = xcalloc(1, sizeof(*c));
+	c->k = k;
+	c->method = xstrdup("GET");
+	c->path = xstrdup(path);
+	c->start = now_ms();
+	c->deadline = c->start + delay_ms + timeout_ms;
+	c->done = done;
+	c->arg = arg;
+	c->data = data;
+	c->r.reason = "";
+	buf_init(&c->resp);
+	c->next = k->calls;
+	if (k->calls != NULL)
+		k->calls->prev = c;
+	k->calls = c;
+	if (delay_ms > 0)
+		c->start_at = c->start + delay_ms;
+	else
+		call_start(c);
+	rearm(k);
+	return c;
+}
+
+void
+kube_cancel(struct kube_call *c)
+{
+	if (c == NULL)
+		return;
+	call_unlink(c);
+	call_free(c);
+}
+
+struct kube_call *
+kube_apply(struct kube *k, const struct kube_kind *kd, const char *ns,
+    const char *name, const char *sub, const char *manager, int force,
+    const char *body, size_t len, kube_done_fn done, void *arg)
+{
+	char *p = kube_apply_path(kd, ns, name, sub, manager, force);
+	struct kube_call *c = kube_send(k, "PATCH", p, KUBE_APPLY_CTYPE, body, len, 0,
+	    done, arg);
+
+	free(p);
+	return c;
+}
+
+/* ---- the engine ---- */
+
+/* progress - sockets, curl timers, finished attempts, due restarts; no callbacks */
+static void
+progress(struct kube *k)
+{
+	struct epoll_event evs[256];
+	int n, running, round;
+	CURLMsg *m;
+	struct kube_call *c, *next;
+
+	do {
+		n = epoll_wait(k->epfd, evs, 256, 0);
+		for (int i = 0; i < n; i++) {
+			int mask = 0;
+
+			if (evs[i].events & EPOLLIN)
+				mask |= CURL_CSELECT_IN;
+			if (evs[i].events & EPOLLOUT)
+				mask |= CURL_CSELECT_OUT;
+			if (evs[i].events & (EPOLLERR | EPOLLHUP))
+				mask |= CURL_CSELECT_ERR;
+			curl_multi_socket_action(k->multi, evs[i].data.fd, mask, &running);
+		}
+	} while (n == 256);
+	for (round = 0; round < 4; round++) {
+		int64_t now = now_ms();
+
+		if (k->curl_due >= 0 && now >= k->curl_due) {
+			k->curl_due = -1;
+			curl_multi_socket_action(k->multi, CURL_SOCKET_TIMEOUT, 0, &running);
+		}
+		while ((m = curl_multi_info_read(k->multi, &n)) != NULL) {
+			struct kube_call *mc = NULL;
+
+			if (m->msg != CURLMSG_DONE)
+				continue;
+			curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&mc);
+			attempt_done(mc, m->data.result);
+		}
+		for (c = k->calls; c != NULL; c = next) {
+			next = c->next;
+			if (c->finished || c->start_at == 0 || c->start_at > now)
+				continue;
+			if (now >= c->deadline)
+				call_finish(c, 0, CURLE_OPERATION_TIMEDOUT);
+			else
+				call_start(c);
+		}
+		if (k->curl_due < 0 || k->curl_due > now_ms())
+			break;
+	}
+}
+
+void
+kube_dispatch(struct kube *k)
+{
+	struct kube_call *c, *next;
+	int more;
+
+	progress(k);
+	k->pending = 0;
+	/* watch events first, then finished calls (a watch's end after its events) */
+	do {
+		more = 0;
+		for (size_t i = 0; i < k->ninfs; i++)
+			more |= kube_informer_pump(k->infs[i]);
+	} while (more);
+	for (c = k->calls; c != NULL; c = next) {
+		next = c->next;
+		if (!c->finished || c->sync)
+			continue;
+		call_unlink(c);
+		if (c->done != NULL)
+			c->done(c->arg, &c->r);
+		call_free(c);
+		next = k->calls;	/* the callback may have cancelled others */
+	}
+	rearm(k);
+}
+
+int
+kube_fd(const struct kube *k)
+{
+	return k->epfd;
+}
+
+int64_t
+kube_timeout(const struct kube *k)
+{
+	int64_t due = k->curl_due, now = now_ms();
+
+	if (k->pending)
+		return 0;
+	for (const struct kube_call *c = k->calls; c != NULL; c = c->next) {
+		if (c->finished && !c->sync)
+			return 0;
+		if (c->start_at > 0 && (due < 0 || c->start_at < due))
+			due = c->start_at;
+	}
+	if (due < 0)
+		return -1;
+	return due > now ? due - now : 0;
+}
+
+void
+kube_run(struct kube *k, int64_t max_ms, const volatile int *stop)
+{
+	int64_t end = max_ms < 0 ? INT64_MAX : now_ms() + max_ms;
+
+	for (;;) {
+		struct pollfd pfd = { .fd = k->epfd, .events = POLLIN };
+		int64_t t, left;
+
+		kube_dispatch(k);
+		if ((stop != NULL && *stop) || (left = end - now_ms()) <= 0)
+			return;
+		if ((t = kube_timeout(k)) < 0 || t > left)
+			t = left;
+		if (t > 1000)
+			t = 1000;
+		poll(&pfd, 1, (int)t);
+	}
+}
+
+struct kube_resp *
+kube_do(struct kube *k, const char *method, const char *path, const char *ctype,
+    const char *body, size_t len, int64_t timeout_ms)
+{
+	struct kube_call *c = call_new(k, method, path, ctype, body, len, timeout_ms,
+	    0, NULL, NULL);
+	struct kube_resp *r;
+
+	c->sync = 1;
+	while (!c->finished) {
+		struct pollfd pfd = { .fd = k->epfd, .events = POLLIN };
+		int64_t t = k->curl_due < 0 ? 100 : k->curl_due - now_ms();
+
+		if (c->start_at > 0 && c->start_at - now_ms() < t)
+			t = c->start_at - now_ms();
+		if (t > 100)
+			t = 100;
+		if (t > 0)
+			poll(&pfd, 1, (int)t);
+		progress(k);
+	}
+	call_unlink(c);
+	r = xmalloc(sizeof(*r));
+	*r = c->r;
+	memset(&c->r, 0, sizeof(c->r));
+	call_free(c);
+	rearm(k);	/* others may have finished meanwhile */
+	return r;
+}
+
+void
+kube_resp_free(struct kube_resp *r)
+{
+	if (r == NULL)
+		return;
+	resp_clear(r);
+	free(r);
+}
+
+/* ---- lists ---- */
+
+static void
+array_push(yajl_val a, yajl_val v)
+{
+	a->u.array.values = xrealloc(a->u.array.values,
+	    (a->u.array.len + 1) * sizeof(*a->u.array.values));
+	a->u.array.values[a->u.array.len++] = v;
+}
+
+int
+kube_list_all(struct kube *k, const struct kube_kind *kd, const char *ns,
+    const char *label_selector, size_t page, yajl_val *items, char *rv,
+    size_t rvlen, char *err, size_t errlen)
+{
+	char *cont = NULL, *sel = label_selector != NULL && *label_selector != '\0' ?
+	    kube_escape(label_selector) : NULL;
+	yajl_val all = xcalloc(1, sizeof(*all));
+	int restarted = 0, rc = -1;
+
+	all->type = yajl_t_array;
+	if (page == 0)
+		page = 500;
+	for (;;) {
+		struct buf q;
+		struct kube_resp *r;
+		yajl_val arr;
+		const char *c, *v;
+		char *path;
+
+		buf_init(&q);
+		buf_printf(&q, "limit=%zu", page);
+		if (sel != NULL)
+			buf_printf(&q, "&labelSelector=%s", sel);
+		if (cont != NULL)
+			buf_printf(&q, "&continue=%s", cont);
+		path = kube_path(kd, ns, NULL, NULL, q.data);
+		buf_free(&q);
+		r = kube_do(k, "GET", path, NULL, NULL, 0, 0);
+		free(path);
+		if (r->status == 410 && cont != NULL && !restarted) {
+			/* the continue token expired: start over, once */
+			restarted = 1;
+			free(cont);
+			cont = NULL;
+			for (size_t i = 0; i < all->u.array.len; i++)
+				yajl_tree_free(all->u.array.values[i]);
+			all->u.array.len = 0;
+			kube_resp_free(r);
+			continue;
+		}
+		if (!kube_ok(r) || r->json == NULL) {
+			snprintf(err, errlen, "%s", r->err[0] != '\0' ? r->err : "list: not JSON");
+			kube_resp_free(r);
+			goto out;
+		}
+		if ((arr = json_get(r->json, "items", NULL)) != NULL && YAJL_IS_ARRAY(arr)) {
+			for (size_t i = 0; i < arr->u.array.len; i++) {
+				array_push(all, arr->u.array.values[i]);
+				arr->u.array.values[i] = NULL;	/* now ours */
+			}
+		}
+		v = json_get_str(r->json, "metadata", "resourceVersion", NULL);
+		if (rv != NULL && rvlen > 0)
+			snprintf(rv, rvlen, "%s", v != NULL ? v : "");
+		c = json_get_str(r->json, "metadata", "continue", NULL);
+		free(cont);
+		cont = c != NULL && *c != '\0' ? kube_escape(c) : NULL;
+		kube_resp_free(r);
+		if (cont == NULL)
+			break;
+	}
+	*items = all;
+	all = NULL;
+	rc = 0;
+out:
+	yajl_tree_free(all);
+	free(cont);
+	free(sel);
+	return rc;
+}
+
+/* ---- client ---- */
+
+static char *
+dup_bytes(const char *p, size_t n)
+{
+	char *d;
+
+	if (p == NULL)
+		return NULL;
+	d = xmalloc(n + 1);
+	memcpy(d, p, n);
+	d[n] = '\0';
+	return d;
+}
+
+struct kube *
+kube_new(const struct kube_config *c, int64_t timeout_ms, char *err, size_t errlen)
+{
+	struct kube *k;
+
+	if (c->server == NULL || *c->server == '\0') {
+		snprintf(err, errlen, "no API server URL");
+		return NULL;
+	}
+	if (!curl_ready) {
+		if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+			snprintf(err, errlen, "curl_global_init failed");
+			return NULL;
+		}
+		curl_ready = 1;
+	}
+	k = xcalloc(1, sizeof(*k));
+	k->cfg.server = xstrdup(c->server);
+	k->cfg.ca_file = c->ca_file != NULL ? xstrdup(c->ca_file) : NULL;
+	k->cfg.ca_data = dup_bytes(c->ca_data, c->ca_len);
+	k->cfg.ca_len = c->ca_len;
+	k->cfg.cert_file = c->cert_file != NULL ? xstrdup(c->cert_file) : NULL;
+	k->cfg.cert_data = dup_bytes(c->cert_data, c->cert_len);
+	k->cfg.cert_len = c->cert_len;
+	k->cfg.key_file = c->key_file != NULL ? xstrdup(c->key_file) : NULL;
+	k->cfg.key_data = dup_bytes(c->key_data, c->key_len);
+	k->cfg.key_len = c->key_len;
+	k->cfg.token_file = c->token_file != NULL ? xstrdup(c->token_file) : NULL;
+	k->cfg.namespace = xstrdup(c->namespace != NULL ? c->namespace : "default");
+	k->cfg.insecure = c->insecure;
+	if (c->token != NULL)
+		k->token = xstrdup(c->token);
+	k->timeout_ms = timeout_ms > 0 ? timeout_ms : KUBE_DEF_TIMEOUT_MS;
+	token_refresh(k, 1);
+	if (k->cfg.token_file != NULL && k->token == NULL) {
+		snprintf(err, errlen, "token file %s: unreadable", k->cfg.token_file);
+		kube_free(k);
+		return NULL;
+	}
+	if ((k->epfd = epoll_create1(EPOLL_CLOEXEC)) < 0) {
+		snprintf(err, errlen, "epoll_create1: %s", strerror(errno));
+		k->epfd = -1;
+		kube_free(k);
+		return NULL;
+	}
+	if ((k->multi = curl_multi_init()) == NULL)
+		abort();
+	k->curl_due = -1;
+	curl_multi_setopt(k->multi, CURLMOPT_SOCKETFUNCTION, on_socket);
+	curl_multi_setopt(k->multi, CURLMOPT_SOCKETDATA, k);
+	curl_multi_setopt(k->multi, CURLMOPT_TIMERFUNCTION, on_timer);
+	curl_multi_setopt(k->multi, CURLMOPT_TIMERDATA, k);
+	curl_multi_setopt(k->multi, CURLMOPT_MAXCONNECTS, 64L);
+	/*
+	 * A burst of thousands of calls queues in curl instead of opening a
+	 * connection each (HTTP/1.1 servers, or proxies, see one per call in
+	 * flight; HTTP/2 multiplexes them on these).
+	 */
+	curl_multi_setopt(k->multi, CURLMOPT_MAX_HOST_CONNECTIONS, (long)KUBE_MAX_CONNS);
+	return k;
+}
+
+void
+kube_free(struct kube *k)
+{
+	if (k == NULL)
+		return;
+	while (k->ninfs > 0)
+		kube_informer_free(k->infs[k->ninfs - 1]);
+	free(k->infs);
+	while (k->calls != NULL)
+		kube_cancel(k->calls);
+	if (k->st != NULL) {
+		stage_del_fd(k->st, k->epfd);
+		if (k->timer > 0)
+			stage_cancel_timer(k->st, k->timer);
+	}
+	if (k->multi != NULL)
+		curl_multi_cleanup(k->multi);
+	if (k->epfd >= 0)
+		close(k->epfd);
+	if (k->token != NULL)
+		explicit_bzero(k->token, strlen(k->token));
+	free(k->token);
+	kube_config_free(&k->cfg);
+	free(k);
+}
+
+const char *
+kube_namespace(const struct kube *k)
+{
+	return k->cfg.namespace;
+}
+
+const char *
+kube_server(const struct kube *k)
+{
+	return k->cfg.server;
+}
+
+void
+kube_get_stats(const struct kube *k, struct kube_stats *s)
+{
+	*s = k->stats;
+}
+
+void
+kube_informer_register(struct kube *k, struct kube_informer *inf)
+{
+	k->infs = xrealloc(k->infs, (k->ninfs + 1) * sizeof(*k->infs));
+	k->infs[k->ninfs++] = inf;
+}
+
+void
+kube_informer_unregister(struct kube *k, struct kube_informer *inf)
+{
+	for (size_t i = 0; i < k->ninfs; i++)
+		if (k->infs[i] == inf) {
+			memmove(&k->infs[i], &k->infs[i + 1], (k->ninfs - i - 1) * sizeof(*k->infs));
+			k->ninfs--;
+			return;
+		}
+}
+
+/* ---- stage glue ---- */
+
+static void
+on_stage_timer(struct stage *st, void *arg)
+{
+	struct kube *k = arg;
+
+	(void)st;
+	k->timer = 0;
+	kube_dispatch(k);
+}
+
+static void
+on_stage_fd(struct stage *st, int fd, short revents, void *arg)
+{
+	(void)st;
+	(void)fd;
+	(void)revents;
+	kube_dispatch(arg);
+}
+
+/* rearm - keep one stage timer at the client's next deadline */
+static void
+rearm(struct kube *k)
+{
+	int64_t t;
+
+	if (k->st == NULL)
+		return;
+	t = kube_timeout(k);
+	if (k->timer > 0)
+		stage_cancel_timer(k->st, k->timer);
+	k->timer = 0;
+	if (t >= 0)
+		k->timer = stage_add_timer(k->st, t, on_stage_timer, k);
+}
+
+void
+kube_attach(struct kube *k, struct stage *st)
+{
+	k->st = st;
+	if (stage_add_fd(st, k->epfd, POLLIN, on_stage_fd, k) < 0)
+		fatal("kube: cannot add its fd to the loop");
+	rearm(k);
+}

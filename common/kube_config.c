@@ -1,0 +1,391 @@
+/*
+ * kube_config - where the Kubernetes API server is and how decod proves who
+ * it is: a kubeconfig file (clusters, users, contexts; data inline or in
+ * files), or the pod's own service account (token file, CA bundle and
+ * namespace file, KUBERNETES_SERVICE_HOST/PORT).  It only reads; the token
+ * file is re-read by the client when it rotates (kube.c).
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <yaml.h>
+
+#include "common/conf.h"
+#include "common/hash.h"
+#include "common/json.h"
+#include "common/kube.h"
+#include "common/util.h"
+
+#define KUBE_SA_DIR "/var/run/secrets/kubernetes.io/serviceaccount"
+#define KUBECONFIG_MAX (4u << 20)
+
+static void __attribute__((format(printf, 3, 4)))
+seterr(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (err == NULL || errlen == 0)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+}
+
+void
+kube_config_free(struct kube_config *c)
+{
+	if (c == NULL)
+		return;
+	free(c->server);
+	free(c->ca_file);
+	free(c->ca_data);
+	free(c->cert_file);
+	free(c->cert_data);
+	free(c->key_file);
+	free(c->key_data);
+	if (c->token != NULL)
+		explicit_bzero(c->token, strlen(c->token));
+	free(c->token);
+	free(c->token_file);
+	free(c->namespace);
+	memset(c, 0, sizeof(*c));
+}
+
+/*
+ * yaml_to_json - libyaml events to JSON text: mappings to objects, sequences
+ * to arrays, every scalar to a string (a kubeconfig's values are strings;
+ * the one boolean is read as the string "true").  Aliases are refused.
+ */
+static int
+yaml_to_json(const char *text, size_t len, struct buf *out, char *err, size_t errlen)
+{
+	yaml_parser_t p;
+	yaml_event_t ev;
+	struct jw w;
+	int done = 0, rc = -1, docs = 0;
+	/* per depth: 1 when inside a mapping and the next scalar is a key */
+	unsigned char is_map[64], want_key[64];
+	int depth = 0;
+
+	if (!yaml_parser_initialize(&p))
+		abort();
+	yaml_parser_set_input_string(&p, (const unsigned char *)text, len);
+	jw_init(&w, out);
+	while (!done) {
+		if (!yaml_parser_parse(&p, &ev)) {
+			seterr(err, errlen, "line %zu: %s", p.problem_mark.line + 1,
+			    p.problem != NULL ? p.problem : "YAML error");
+			goto out;
+		}
+		switch (ev.type) {
+		case YAML_STREAM_END_EVENT:
+			done = 1;
+			break;
+		case YAML_DOCUMENT_START_EVENT:
+			if (++docs > 1) {
+				seterr(err, errlen, "more than one YAML document");
+				yaml_event_delete(&ev);
+				goto out;
+			}
+			break;
+		case YAML_ALIAS_EVENT:
+			seterr(err, errlen, "line %zu: YAML aliases are not supported",
+			    ev.start_mark.line + 1);
+			yaml_event_delete(&ev);
+			goto out;
+		case YAML_MAPPING_START_EVENT:
+		case YAML_SEQUENCE_START_EVENT:
+			if (depth > 0 && is_map[depth - 1])
+				want_key[depth - 1] = 1;
+			if (depth >= 63) {
+				seterr(err, errlen, "nested too deep");
+				yaml_event_delete(&ev);
+				goto out;
+			}
+			is_map[depth] = ev.type == YAML_MAPPING_START_EVENT;
+			want_key[depth] = 1;
+			depth++;
+			if (ev.type == YAML_MAPPING_START_EVENT)
+				jw_obj(&w);
+			else
+				jw_arr(&w);
+			break;
+		case YAML_MAPPING_END_EVENT:
+			depth--;
+			jw_end_obj(&w);
+			break;
+		case YAML_SEQUENCE_END_EVENT:
+			depth--;
+			jw_end_arr(&w);
+			break;
+		case YAML_SCALAR_EVENT: {
+			const char *v = (const char *)ev.data.scalar.value;
+			size_t n = ev.data.scalar.length;
+			int plain = ev.data.scalar.style == YAML_PLAIN_SCALAR_STYLE;
+
+			if (depth > 0 && is_map[depth - 1] && want_key[depth - 1]) {
+				char *k = xstrndup(v, n);
+
+				jw_key(&w, k);
+				free(k);
+				want_key[depth - 1] = 0;
+			} else {
+				if (plain && (n == 0 || (n == 4 && memcmp(v, "null", 4) == 0) ||
+				    (n == 1 && *v == '~')))
+					jw_null(&w);
+				else
+					jw_strn(&w, v, n);
+				if (depth > 0 && is_map[depth - 1])
+					want_key[depth - 1] = 1;
+			}
+			break;
+		}
+		default:
+			break;
+		}
+		yaml_event_delete(&ev);
+	}
+	rc = 0;
+out:
+	yaml_parser_delete(&p);
+	return rc;
+}
+
+/* named - the element of a kubeconfig list (clusters, users, contexts) named name */
+static yajl_val
+named(yajl_val root, const char *list, const char *name, const char *field)
+{
+	yajl_val a = json_get(root, list, NULL);
+
+	if (a == NULL || !YAJL_IS_ARRAY(a))
+		return NULL;
+	for (size_t i = 0; i < a->u.array.len; i++) {
+		const char *n = json_get_str(a->u.array.values[i], "name", NULL);
+
+		if (n != NULL && strcmp(n, name) == 0)
+			return json_get(a->u.array.values[i], field, NULL);
+	}
+	return NULL;
+}
+
+static char *
+path_in(const char *base_dir, const char *p)
+{
+	if (p[0] == '/' || base_dir == NULL || *base_dir == '\0')
+		return xstrdup(p);
+	return xasprintf("%s/%s", base_dir, p);
+}
+
+/* take_data - base64 field d, or file field f relative to base_dir */
+static int
+take_data(yajl_val obj, const char *d, const char *f, const char *base_dir,
+    char **data, size_t *dlen, char **file, char *err, size_t errlen)
+{
+	const char *v = json_get_str(obj, d, NULL);
+
+	if (v != NULL && *v != '\0') {
+		unsigned char *raw = base64_decode(v, strlen(v), dlen);
+
+		if (raw == NULL) {
+			seterr(err, errlen, "%s is not base64", d);
+			return -1;
+		}
+		*data = (char *)raw;
+		return 0;
+	}
+	if ((v = json_get_str(obj, f, NULL)) != NULL && *v != '\0') {
+		*file = path_in(base_dir, v);
+		if (access(*file, R_OK) < 0) {
+			seterr(err, errlen, "%s %s: %s", f, *file, strerror(errno));
+			return -1;
+		}
+	}
+	return 0;
+}
+
+int
+kube_config_parse(struct kube_config *c, const char *text, size_t len,
+    const char *base_dir, const char *context, char *err, size_t errlen)
+{
+	struct buf js;
+	struct json_error je;
+	yajl_val root = NULL, ctx, cl, us;
+	const char *cur, *cname, *uname, *v;
+	int rc = -1;
+
+	memset(c, 0, sizeof(*c));
+	buf_init(&js);
+	if (yaml_to_json(text, len, &js, err, errlen) < 0)
+		goto out;
+	if ((root = json_parse(js.data, js.len, &je)) == NULL || !YAJL_IS_OBJECT(root)) {
+		seterr(err, errlen, "not a kubeconfig (no mapping at the top)");
+		goto out;
+	}
+	cur = context != NULL && *context != '\0' ? context :
+	    json_get_str(root, "current-context", NULL);
+	if (cur == NULL || *cur == '\0') {
+		seterr(err, errlen, "no current-context and no context given");
+		goto out;
+	}
+	if ((ctx = named(root, "contexts", cur, "context")) == NULL) {
+		seterr(err, errlen, "context \"%s\" not found", cur);
+		goto out;
+	}
+	cname = json_get_str(ctx, "cluster", NULL);
+	uname = json_get_str(ctx, "user", NULL);
+	if (cname == NULL || (cl = named(root, "clusters", cname, "cluster")) == NULL) {
+		seterr(err, errlen, "context \"%s\": cluster \"%s\" not found", cur,
+		    cname != NULL ? cname : "");
+		goto out;
+	}
+	if ((v = json_get_str(cl, "server", NULL)) == NULL || *v == '\0') {
+		seterr(err, errlen, "cluster \"%s\" has no server", cname);
+		goto out;
+	}
+	if (strncmp(v, "https://", 8) != 0 && strncmp(v, "http://", 7) != 0) {
+		seterr(err, errlen, "cluster \"%s\": server \"%s\" is not an http(s) URL", cname, v);
+		goto out;
+	}
+	c->server = xstrdup(v);
+	while (strlen(c->server) > 8 && c->server[strlen(c->server) - 1] == '/')
+		c->server[strlen(c->server) - 1] = '\0';
+	if (take_data(cl, "certificate-authority-data", "certificate-authority",
+	    base_dir, &c->ca_data, &c->ca_len, &c->ca_file, err, errlen) < 0)
+		goto out;
+	v = json_get_str(cl, "insecure-skip-tls-verify", NULL);
+	c->insecure = v != NULL && strcmp(v, "true") == 0;
+	if (uname != NULL && *uname != '\0') {
+		if ((us = named(root, "users", uname, "user")) == NULL) {
+			seterr(err, errlen, "context \"%s\": user \"%s\" not found", cur, uname);
+			goto out;
+		}
+		if (json_get(us, "exec", NULL) != NULL || json_get(us, "auth-provider", NULL) != NULL) {
+			seterr(err, errlen, "user \"%s\": exec and auth-provider plugins are not supported; use a token or a client certificate", uname);
+			goto out;
+		}
+		if ((v = json_get_str(us, "token", NULL)) != NULL && *v != '\0')
+			c->token = xstrdup(v);
+		else if ((v = json_get_str(us, "tokenFile", NULL)) != NULL && *v != '\0')
+			c->token_file = path_in(base_dir, v);
+		if (take_data(us, "client-certificate-data", "client-certificate",
+		    base_dir, &c->cert_data, &c->cert_len, &c->cert_file, err, errlen) < 0)
+			goto out;
+		if (take_data(us, "client-key-data", "client-key",
+		    base_dir, &c->key_data, &c->key_len, &c->key_file, err, errlen) < 0)
+			goto out;
+		if ((c->cert_data != NULL || c->cert_file != NULL) !=
+		    (c->key_data != NULL || c->key_file != NULL)) {
+			seterr(err, errlen, "user \"%s\": a client certificate needs its key and the other way round", uname);
+			goto out;
+		}
+	}
+	v = json_get_str(ctx, "namespace", NULL);
+	c->namespace = xstrdup(v != NULL && *v != '\0' ? v : "default");
+	rc = 0;
+out:
+	if (rc < 0)
+		kube_config_free(c);
+	yajl_tree_free(root);
+	buf_free(&js);
+	return rc;
+}
+
+int
+kube_config_load(struct kube_config *c, const char *path, const char *context,
+    char *err, size_t errlen)
+{
+	size_t len;
+	char *text, *dir, *slash;
+	int rc;
+
+	memset(c, 0, sizeof(*c));
+	if ((text = read_file(path, &len, KUBECONFIG_MAX)) == NULL) {
+		seterr(err, errlen, "kubeconfig %s: %s", path, strerror(errno));
+		return -1;
+	}
+	dir = xstrdup(path);
+	if ((slash = strrchr(dir, '/')) != NULL)
+		*slash = '\0';
+	else
+		strcpy(dir, ".");
+	rc = kube_config_parse(c, text, len, dir, context, err, errlen);
+	if (rc < 0 && err != NULL) {
+		char *e = xstrdup(err);
+
+		seterr(err, errlen, "kubeconfig %s: %s", path, e);
+		free(e);
+	}
+	free(dir);
+	free(text);
+	return rc;
+}
+
+int
+kube_config_in_cluster(struct kube_config *c, const char *sa_dir, char *err,
+    size_t errlen)
+{
+	const char *host = getenv("KUBERNETES_SERVICE_HOST");
+	const char *port = getenv("KUBERNETES_SERVICE_PORT");
+	char *p, *ns;
+	size_t n;
+
+	memset(c, 0, sizeof(*c));
+	if (sa_dir == NULL || *sa_dir == '\0')
+		sa_dir = KUBE_SA_DIR;
+	if (host == NULL || *host == '\0' || port == NULL || *port == '\0') {
+		seterr(err, errlen, "not in a pod: KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT must be set");
+		return -1;
+	}
+	c->server = strchr(host, ':') != NULL ? xasprintf("https://[%s]:%s", host, port) :
+	    xasprintf("https://%s:%s", host, port);
+	c->token_file = xasprintf("%s/token", sa_dir);
+	if (access(c->token_file, R_OK) < 0) {
+		seterr(err, errlen, "service-account token %s: %s", c->token_file, strerror(errno));
+		kube_config_free(c);
+		return -1;
+	}
+	p = xasprintf("%s/ca.crt", sa_dir);
+	if (access(p, R_OK) == 0)
+		c->ca_file = p;
+	else
+		free(p);
+	p = xasprintf("%s/namespace", sa_dir);
+	if ((ns = read_file(p, &n, 4096)) != NULL) {
+		while (n > 0 && (ns[n - 1] == '\n' || ns[n - 1] == ' '))
+			ns[--n] = '\0';
+	}
+	free(p);
+	c->namespace = ns != NULL && *ns != '\0' ? ns : xstrdup("default");
+	if (c->namespace != ns)
+		free(ns);
+	return 0;
+}
+
+int
+kube_config_from_conf(struct kube_config *c, const struct conf *cf, char *err,
+    size_t errlen)
+{
+	const char *path = conf_get(cf, "kubeconfig");
+	const char *ctx = conf_get(cf, "kube_context");
+	const char *ns = conf_get(cf, "kube_namespace");
+	int rc;
+
+	memset(c, 0, sizeof(*c));
+	if (*path != '\0')
+		rc = kube_config_load(c, path, ctx, err, errlen);
+	else if (getenv("KUBERNETES_SERVICE_HOST") != NULL &&
+	    *getenv("KUBERNETES_SERVICE_HOST") != '\0')
+		rc = kube_config_in_cluster(c, conf_get(cf, "kube_sa_dir"), err, errlen);
+	else
+		return 1;
+	if (rc == 0 && *ns != '\0') {
+		free(c->namespace);
+		c->namespace = xstrdup(ns);
+	}
+	return rc;
+}

@@ -1,0 +1,39 @@
+/*
+ * kube_impl - what kube.c shares with kube_informer.c and nobody else:
+ * streaming calls (a watch delivers bytes as they come and has no retries)
+ * and the informer list the dispatcher pumps.
+ */
+#ifndef DECOD_KUBE_IMPL_H
+#define DECOD_KUBE_IMPL_H
+
+#include "common/kube.h"
+
+/* kube_data_fn - bytes of a streaming answer, as they arrive (inside curl) */
+typedef void (*kube_data_fn)(void *arg, const char *p, size_t n);
+
+/*
+ * kube_send_stream - a GET whose answer body goes to data as it arrives
+ * (only when the status is 2xx; an error body is kept for done), started
+ * after delay_ms; timeout_ms bounds the whole stream; no retries.
+ */
+struct kube_call *kube_send_stream(struct kube *k, const char *path,
+    int64_t delay_ms, int64_t timeout_ms, kube_data_fn data,
+    kube_done_fn done, void *arg);
+
+/* kube_send_later - kube_send started after delay_ms (a re-list's backoff) */
+struct kube_call *kube_send_later(struct kube *k, const char *method,
+    const char *path, int64_t delay_ms, kube_done_fn done, void *arg);
+
+/* kube_mark_pending - something waits for the next dispatch (buffered events) */
+void kube_mark_pending(struct kube *k);
+
+/* informers known to the client: pumped by dispatch, freed by kube_free */
+void kube_informer_register(struct kube *k, struct kube_informer *inf);
+void kube_informer_unregister(struct kube *k, struct kube_informer *inf);
+/* kube_informer_pump - handle buffered watch events; nonzero if more wait */
+int kube_informer_pump(struct kube_informer *inf);
+
+/* kube_jitter - ms scattered by +-20% */
+int64_t kube_jitter(int64_t ms);
+
+#endif

@@ -1,0 +1,109 @@
+/*
+ * decod_lease - the supervisor's side of leader election: it owns the
+ * Kubernetes client and the kube_lease (common/kube_lease.c) and tells the
+ * supervisor's loop whether it leads.  The identity is host:pid, so two
+ * decods on one host (or two pods) are told apart.
+ */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/conf.h"
+#include "common/kube.h"
+#include "common/log.h"
+#include "common/util.h"
+#include "daemons/decod/decod_lease.h"
+
+struct decod_lease {
+	struct kube *k;
+	struct kube_lease *l;
+	int led, lost;
+};
+
+static void
+on_change(void *arg, int leading)
+{
+	struct decod_lease *dl = arg;
+
+	if (leading)
+		dl->led = 1;
+	else if (dl->led)
+		dl->lost = 1;
+}
+
+struct decod_lease *
+decod_lease_new(struct conf *cf, char *err, size_t errlen)
+{
+	struct kube_lease_params p;
+	struct kube_config kc;
+	struct decod_lease *dl;
+	char host[256], id[300];
+
+	err[0] = '\0';
+	if (!conf_get_bool(cf, "leader_elect") || strncmp(conf_get(cf, "store"), "local:", 6) != 0)
+		return NULL;
+	if (kube_config_from_conf(&kc, cf, err, errlen) != 0)
+		return NULL;
+	dl = xcalloc(1, sizeof(*dl));
+	if ((dl->k = kube_new(&kc, conf_get_ms(cf, "kube_timeout"), err, errlen)) == NULL) {
+		kube_config_free(&kc);
+		free(dl);
+		return NULL;
+	}
+	kube_config_free(&kc);
+	if (gethostname(host, sizeof(host)) < 0)
+		snprintf(host, sizeof(host), "decod");
+	host[sizeof(host) - 1] = '\0';
+	snprintf(id, sizeof(id), "%s:%ld", host, (long)getpid());
+	p.duration_ms = conf_get_ms(cf, "leader_lease_duration");
+	p.renew_deadline_ms = conf_get_ms(cf, "leader_renew_deadline");
+	p.retry_ms = conf_get_ms(cf, "leader_retry_period");
+	log_kv(LOG_INFO, "leader election: contending", "lease", conf_get(cf, "leader_lease_name"),
+	    "namespace", kube_namespace(dl->k), "identity", id, NULL);
+	dl->l = kube_lease_new(dl->k, kube_namespace(dl->k), conf_get(cf, "leader_lease_name"), id,
+	    &p, on_change, dl);
+	return dl;
+}
+
+void
+decod_lease_free(struct decod_lease *dl)
+{
+	if (dl == NULL)
+		return;
+	kube_lease_free(dl->l);
+	kube_free(dl->k);
+	free(dl);
+}
+
+int
+decod_lease_fd(const struct decod_lease *dl)
+{
+	return kube_fd(dl->k);
+}
+
+int64_t
+decod_lease_timeout(const struct decod_lease *dl)
+{
+	return kube_timeout(dl->k);
+}
+
+void
+decod_lease_dispatch(struct decod_lease *dl)
+{
+	kube_dispatch(dl->k);
+}
+
+int
+decod_lease_leading(const struct decod_lease *dl)
+{
+	return kube_lease_leading(dl->l);
+}
+
+int
+decod_lease_lost(const struct decod_lease *dl)
+{
+	return dl->lost;
+}

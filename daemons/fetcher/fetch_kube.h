@@ -1,0 +1,45 @@
+/*
+ * fetch_kube - Decofile and DecofileTemplate CRs as a front door (SPEC §10):
+ * the fetcher lists and watches them and mirrors them into the store
+ * (decod's truth stays the store), and puts every stage's status fragment
+ * back on the CR's status subresource by server-side apply under that
+ * stage's own field manager (decod-<stage>).
+ */
+#ifndef DECOD_FETCH_KUBE_H
+#define DECOD_FETCH_KUBE_H
+
+#include <yajl/yajl_tree.h>
+
+#include "common/util.h"
+
+struct stage;
+struct fetch_kube;
+
+/* the annotation that marks a store resource as a CR's mirror (value: the CR's uid) */
+#define FETCH_KUBE_UID_ANNOTATION "decod.deco.sites/kube-uid"
+
+/*
+ * fetch_kube_new - start mirroring when decod works against a cluster.
+ * NULL with err "" when no cluster is configured, NULL with err set when
+ * the configuration is broken (fatal for the stage).
+ */
+struct fetch_kube *fetch_kube_new(struct stage *st, char *err, size_t errlen);
+void fetch_kube_free(struct fetch_kube *fk);
+
+/*
+ * fetch_kube_mirror_doc - the store's form of a CR: apiVersion, kind,
+ * metadata (name, namespace, labels, annotations plus the uid annotation)
+ * and spec; NULL when obj is not a usable CR.  Free with yajl_tree_free.
+ */
+yajl_val fetch_kube_mirror_doc(yajl_val obj);
+
+/*
+ * fetch_kube_status_body - the status apply body for a stage's fragment
+ * (a JSON object: fields and conditions), for kind/ns/name; *same is set
+ * when cur (the CR as cached; may be NULL) already shows every field and
+ * condition of the fragment, so no write is needed.  Caller frees.
+ */
+char *fetch_kube_status_body(const char *kind, const char *ns, const char *name,
+    yajl_val fragment, yajl_val cur, int *same, size_t *len);
+
+#endif

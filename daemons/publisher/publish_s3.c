@@ -1,0 +1,1031 @@
+/*
+ * publish_s3 - the `s3` target: PutObject of the rendered JSON at
+ * s3key_build()'s key, Ready=True S3Uploaded with status.s3URL, one journal
+ * transaction per publish (publish, inventory, audit, the notifier's item),
+ * a HEAD + ETag drift check of every object on a spread-out timer (the
+ * object is put back when changed or gone), and, when s3_gc is on, the
+ * object deleted with its Decofile unless it says detach.  Owns the S3
+ * client and one record per object; every request is asynchronous.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <openssl/evp.h>
+
+#include "common/conf.h"
+#include "common/hash.h"
+#include "common/journal.h"
+#include "common/json.h"
+#include "common/log.h"
+#include "common/resource.h"
+#include "common/s3key.h"
+#include "common/spool.h"
+#include "common/stage.h"
+#include "common/store.h"
+#include "common/store_keys.h"
+#include "common/util.h"
+#include "daemons/publisher/publish_target.h"
+#include "daemons/publisher/s3.h"
+#include "proto/proto.h"
+
+#define STAGE "publisher"
+#define TARGET "s3"
+#define DELETION_ANNOTATION "deco.sites/deletion"
+#define MAX_SPOOL_MISSES 5
+#define START_SPREAD_MS 10000	/* first checks after start spread over this */
+#define GONE_RETRY_MS 5000
+
+enum op { OP_PUBLISH, OP_REPAIR, OP_CHECK, OP_DELETE };
+
+struct s3obj {
+	char ns[254];
+	char name[254];
+	char key[1100];
+	char content_hash[65];		/* what we published ("" not yet) */
+	char put_etag[130];		/* ETag our last PUT got ("" unknown) */
+	char md5_etag[40];		/* "\"<md5 of the bytes>\"" ("" not computed) */
+	int64_t timestamp;
+	int detach;
+	int nreq;			/* requests in flight */
+	int putting;			/* a PUT is among them */
+	unsigned gen;			/* bumped by each publish: older checks are stale */
+	int64_t next_check;		/* monotonic ms */
+	long repairs;
+	int status_dirty;
+	int gone;			/* Decofile deleted: object to be let go */
+	int complained;
+	struct s3obj *next;
+};
+
+struct s3t {
+	struct stage *st;
+	struct s3_client *c;		/* NULL: not configured (cfg_err says why) */
+	char cfg_err[512];
+	char bucket[256], prefix[512], public_host[512];
+	int64_t check_ms;
+	int concurrency;
+	int gc;
+	int64_t timer;
+	struct s3obj *objs;
+	size_t nobjs;
+	int64_t next_due;		/* no check is due before (monotonic ms) */
+	long repairs, puts, heads;
+};
+
+/* one request in flight */
+struct ctx {
+	struct s3t *t;
+	struct s3obj *o;
+	enum op op;
+	unsigned gen;
+	struct journal_item it;		/* OP_PUBLISH */
+	char hash[65];			/* content hash being put */
+	char md5_etag[40];
+	char detail[300];		/* OP_REPAIR: what was wrong */
+};
+
+static void rearm(struct s3t *t);
+static void forget(struct s3t *t, struct s3obj *o);
+static void pump(struct s3t *t);
+
+/* ---- objects ---- */
+
+static struct s3obj *
+obj_find(struct s3t *t, const char *ns, const char *name)
+{
+	for (struct s3obj *o = t->objs; o != NULL; o = o->next)
+		if (strcmp(o->ns, ns) == 0 && strcmp(o->name, name) == 0)
+			return o;
+	return NULL;
+}
+
+static struct s3obj *
+obj_get(struct s3t *t, const char *ns, const char *name)
+{
+	struct s3obj *o = obj_find(t, ns, name);
+
+	if (o != NULL)
+		return o;
+	o = xcalloc(1, sizeof(*o));
+	snprintf(o->ns, sizeof(o->ns), "%s", ns);
+	snprintf(o->name, sizeof(o->name), "%s", name);
+	o->next = t->objs;
+	t->objs = o;
+	t->nobjs++;
+	return o;
+}
+
+static void
+obj_free(struct s3t *t, struct s3obj *o)
+{
+	for (struct s3obj **pp = &t->objs; *pp != NULL; pp = &(*pp)->next) {
+		if (*pp == o) {
+			*pp = o->next;
+			t->nobjs--;
+			break;
+		}
+	}
+	free(o);
+}
+
+/* check_at - o's next drift check; keeps t->next_due the earliest of all */
+static void
+check_at(struct s3t *t, struct s3obj *o, int64_t when)
+{
+	o->next_check = when;
+	if (when < t->next_due)
+		t->next_due = when;
+}
+
+static void
+object_id(const struct s3obj *o, char *out, size_t len)
+{
+	snprintf(out, len, "decofile/%s/%s", o->ns, o->name);
+}
+
+static void
+location_of(const struct s3t *t, const char *key, char *out, size_t len)
+{
+	snprintf(out, len, "s3://%s/%s", t->bucket, key);
+}
+
+static void
+url_of(const struct s3t *t, const char *key, char *out, size_t len)
+{
+	snprintf(out, len, "https://%s/%s", t->public_host, key);
+}
+
+/* md5_etag - the ETag S3 gives a single-part upload of data: "\"<md5 hex>\"" */
+static void
+md5_etag(const void *data, size_t len, char out[40])
+{
+	unsigned char md[EVP_MAX_MD_SIZE];
+	unsigned int mdlen = 0;
+	char hex[33];
+
+	if (EVP_Digest(data, len, md, &mdlen, EVP_md5(), NULL) != 1 || mdlen != 16) {
+		out[0] = '\0';
+		return;
+	}
+	hex_encode(md, 16, hex);
+	snprintf(out, 40, "\"%s\"", hex);
+}
+
+static int
+doc_detach(yajl_val doc)
+{
+	const char *v = json_get_str(doc, "metadata", "annotations", DELETION_ANNOTATION, NULL);
+
+	return v != NULL && strcmp(v, "detach") == 0;
+}
+
+static void
+set_policy(struct s3t *t, struct s3obj *o, int detach)
+{
+	char obj[600];
+
+	if (o->detach == detach)
+		return;
+	o->detach = detach;
+	object_id(o, obj, sizeof(obj));
+	journal_audit(stage_journal(t->st), STAGE, obj, "deletion-policy",
+	    detach ? "deletion=detach" : "deletion=delete");
+}
+
+/* ---- status ---- */
+
+static int
+write_status(struct s3t *t, struct s3obj *o)
+{
+	struct store *s = stage_store(t->st);
+	char url[2000], loc[1500], msg[2100], when[40];
+	struct buf b;
+	struct jw w;
+	int rv = 0;
+
+	url_of(t, o->key, url, sizeof(url));
+	location_of(t, o->key, loc, sizeof(loc));
+	snprintf(msg, sizeof(msg), "Decofile delivered to %s", url);
+	if (status_set_condition(s, stage_journal(t->st), "decofiles", o->ns, o->name, STAGE,
+	    "Ready", "True", "S3Uploaded", msg) < 0)
+		rv = -1;
+	rfc3339_from(o->timestamp, when, sizeof(when));
+	buf_init(&b);
+	jw_init(&w, &b);
+	jw_obj(&w);
+	jw_key(&w, "contentHash");
+	jw_str(&w, o->content_hash);
+	jw_key(&w, "timestamp");
+	jw_int(&w, o->timestamp);
+	jw_key(&w, "lastUpdated");
+	jw_str(&w, when);
+	jw_key(&w, "location");
+	jw_str(&w, loc);
+	jw_key(&w, "s3URL");
+	jw_str(&w, url);
+	jw_key(&w, "format");
+	jw_str(&w, "json");
+	jw_end_obj(&w);
+	if (status_set_fields(s, "decofiles", o->ns, o->name, STAGE, b.data) < 0)
+		rv = -1;
+	buf_free(&b);
+	o->status_dirty = rv < 0;
+	if (rv < 0)
+		log_kv(LOG_WARN, "cannot write status; will retry", "ns", o->ns, "name",
+		    o->name, "error", store_error(s), NULL);
+	return rv;
+}
+
+static void
+not_ready(struct s3t *t, const char *ns, const char *name, const char *reason,
+    const char *msg)
+{
+	status_set_condition(stage_store(t->st), stage_journal(t->st), "decofiles", ns, name,
+	    STAGE, "Ready", "False", reason, msg);
+}
+
+/* published - the publisher's status fragment: hash, location, timestamp */
+static void
+published(struct s3t *t, const char *ns, const char *name, char hash[65], char *loc,
+    size_t loclen, int64_t *ts)
+{
+	yajl_val f = status_get_fragment(stage_store(t->st), "decofiles", ns, name, STAGE);
+	const char *v;
+
+	hash[0] = '\0';
+	loc[0] = '\0';
+	*ts = 0;
+	if (f == NULL)
+		return;
+	if ((v = json_get_str(f, "contentHash", NULL)) != NULL && is_sha256_hex(v))
+		snprintf(hash, 65, "%s", v);
+	if ((v = json_get_str(f, "location", NULL)) != NULL)
+		snprintf(loc, loclen, "%s", v);
+	*ts = json_get_int(f, 0, "timestamp", NULL);
+	yajl_tree_free(f);
+}
+
+/* ---- requests ---- */
+
+static void on_done(void *arg, const struct s3_result *r);
+
+static struct ctx *
+ctx_new(struct s3t *t, struct s3obj *o, enum op op)
+{
+	struct ctx *x = xcalloc(1, sizeof(*x));
+
+	x->t = t;
+	x->o = o;
+	x->op = op;
+	x->gen = o->gen;
+	return x;
+}
+
+/* start_put - upload the spooled bytes of hash for o; 0, or -1 with err */
+static int
+start_put(struct s3t *t, struct s3obj *o, struct ctx *x, const char *hash, char *err,
+    size_t errlen)
+{
+	size_t len;
+	char *data = spool_get(stage_spool(t->st), hash, &len);
+
+	if (data == NULL) {
+		snprintf(err, errlen, "rendered document %s not in the spool: %s", hash,
+		    strerror(errno));
+		return -1;
+	}
+	snprintf(x->hash, sizeof(x->hash), "%s", hash);
+	md5_etag(data, len, x->md5_etag);
+	if (s3_put(t->c, o->key, data, len, hash, on_done, x, err, errlen) < 0) {
+		free(data);
+		return -1;
+	}
+	free(data);
+	o->nreq++;
+	o->putting = 1;
+	t->puts++;
+	rearm(t);
+	return 0;
+}
+
+static void
+describe_failure(struct s3t *t, const struct s3obj *o, const char *what,
+    const struct s3_result *r, char *out, size_t len)
+{
+	char loc[1500];
+
+	location_of(t, o->key, loc, sizeof(loc));
+	if (r->status > 0)
+		snprintf(out, len, "%s %s failed: %s (HTTP %ld): %s", what, loc, r->code,
+		    r->status, r->message);
+	else
+		snprintf(out, len, "%s %s failed: %s: %s", what, loc, r->code, r->message);
+}
+
+/* published_ok - the PUT of a publish item landed: record it, then say so */
+static void
+published_ok(struct s3t *t, struct ctx *x, const struct s3_result *r)
+{
+	struct stage *st = t->st;
+	struct journal *j = stage_journal(st);
+	struct s3obj *o = x->o;
+	char last[65] = "", phash[65], ploc[1500], loc[1500], obj[600], detail[2000];
+	char why[600], commit[200] = "", url[2000], n[32];
+	struct proto_publish_detail pd;
+	struct proto_notify_detail nd;
+	int64_t last_ts = 0, pts, ts;
+
+	location_of(t, o->key, loc, sizeof(loc));
+	url_of(t, o->key, url, sizeof(url));
+	if (proto_publish_detail_decode(x->it.detail, &pd, why, sizeof(why)) == 0)
+		snprintf(commit, sizeof(commit), "%s", pd.commit);	/* checked by on_item */
+	journal_last_publish(j, o->ns, o->name, TARGET, last, &last_ts);
+	published(t, o->ns, o->name, phash, ploc, sizeof(ploc), &pts);
+	if (pts > last_ts)
+		last_ts = pts;
+	ts = wall_ms() / 1000;
+	if (ts <= last_ts)
+		ts = last_ts + 1;
+	object_id(o, obj, sizeof(obj));
+	snprintf(detail, sizeof(detail), "hash=%s location=%s timestamp=%lld deletion=%s"
+	    " etag=%s", x->hash, loc, (long long)ts, o->detach ? "detach" : "delete",
+	    r->etag[0] ? r->etag : "-");
+	memset(&nd, 0, sizeof(nd));
+	nd.timestamp = ts;
+	snprintf(nd.commit, sizeof(nd.commit), "%s", commit);
+	if (proto_notify_detail_encode(&nd, why, sizeof(why)) < 0) {
+		nd.commit[0] = '\0';	/* a commit the detail cannot carry is left out */
+		(void)proto_notify_detail_encode(&nd, why, sizeof(why));
+	}
+	if (stage_begin(st) < 0 ||
+	    journal_record_publish(j, o->ns, o->name, TARGET, loc, x->hash, ts) < 0 ||
+	    journal_inventory_put(j, o->ns, o->name, TARGET, loc, x->hash) < 0 ||
+	    (ploc[0] && strncmp(ploc, "s3://", 5) == 0 && strcmp(ploc, loc) != 0 &&
+	    journal_inventory_del(j, o->ns, o->name, ploc) < 0) ||
+	    journal_audit(j, STAGE, obj, "publish", detail) < 0 ||
+	    stage_push(st, "notifier", "decofile", o->ns, o->name, x->hash, why) < 0) {
+		snprintf(detail, sizeof(detail), "journal: %s", journal_error(j));
+		stage_rollback(st);
+		stage_finish(st, x->it.id, STAGE_RETRY, detail);
+		return;
+	}
+	if (stage_commit(st, &x->it, "published") < 0) {
+		stage_finish(st, x->it.id, STAGE_RETRY, "journal commit failed");
+		return;
+	}
+	stage_finish(st, x->it.id, STAGE_DONE, "published");
+	memcpy(o->content_hash, x->hash, sizeof(o->content_hash));
+	snprintf(o->put_etag, sizeof(o->put_etag), "%s", r->etag);
+	memcpy(o->md5_etag, x->md5_etag, sizeof(o->md5_etag));
+	o->timestamp = ts;
+	o->complained = 0;
+	check_at(t, o, now_ms() + t->check_ms);
+	snprintf(n, sizeof(n), "%lld", (long long)r->ms);
+	log_kv(LOG_INFO, "published", "ns", o->ns, "name", o->name, "location", loc,
+	    "hash", x->hash, "ms", n, NULL);
+	write_status(t, o);
+	status_set_condition(stage_store(st), j, "decofiles", o->ns, o->name, STAGE,
+	    "Drifted", "False", "InSync", "The target holds the published version");
+}
+
+static void
+repaired(struct s3t *t, struct ctx *x, const struct s3_result *r)
+{
+	struct journal *j = stage_journal(t->st);
+	struct s3obj *o = x->o;
+	char loc[1500], obj[600], msg[800], n[32];
+
+	location_of(t, o->key, loc, sizeof(loc));
+	snprintf(o->put_etag, sizeof(o->put_etag), "%s", r->etag);
+	memcpy(o->md5_etag, x->md5_etag, sizeof(o->md5_etag));
+	o->repairs++;
+	t->repairs++;
+	check_at(t, o, now_ms() + t->check_ms);
+	object_id(o, obj, sizeof(obj));
+	snprintf(n, sizeof(n), "%ld", o->repairs);
+	log_kv(LOG_WARN, "drift repaired", "ns", o->ns, "name", o->name, "location", loc,
+	    "detail", x->detail, "repairs", n, NULL);
+	if (journal_record_drift(j, o->ns, o->name, loc, x->detail) < 0 ||
+	    journal_audit(j, STAGE, obj, "drift-repaired", x->detail) < 0)
+		log_kv(LOG_ERROR, "journal: cannot record drift", "error", journal_error(j),
+		    NULL);
+	snprintf(msg, sizeof(msg), "Put back the published version (%s); %ld repair%s"
+	    " since start", x->detail, o->repairs, o->repairs == 1 ? "" : "s");
+	status_set_condition(stage_store(t->st), j, "decofiles", o->ns, o->name, STAGE,
+	    "Drifted", "True", "Repaired", msg);
+}
+
+/* hand_over - another instance published this Decofile since: it is theirs */
+static int
+hand_over(struct s3t *t, struct s3obj *o)
+{
+	struct journal *j = stage_journal(t->st);
+	char phash[65], ploc[1500], loc[1500], obj[600], detail[600];
+	int64_t pts;
+
+	published(t, o->ns, o->name, phash, ploc, sizeof(ploc), &pts);
+	if (phash[0] == '\0' || pts <= o->timestamp || strcmp(phash, o->content_hash) == 0)
+		return 0;
+	location_of(t, o->key, loc, sizeof(loc));
+	object_id(o, obj, sizeof(obj));
+	snprintf(detail, sizeof(detail), "hash=%s timestamp=%lld published by another"
+	    " instance after ours (hash=%s timestamp=%lld)", phash, (long long)pts,
+	    o->content_hash, (long long)o->timestamp);
+	log_kv(LOG_INFO, "published object handed over to another instance", "ns", o->ns,
+	    "name", o->name, "hash", phash, NULL);
+	if (journal_begin(j) < 0 || journal_inventory_del(j, o->ns, o->name, loc) < 0 ||
+	    journal_audit(j, STAGE, obj, "handed-over", detail) < 0 || journal_commit(j) < 0) {
+		log_kv(LOG_ERROR, "journal: cannot record the hand-over", "error",
+		    journal_error(j), NULL);
+		journal_rollback(j);
+	}
+	obj_free(t, o);
+	return 1;
+}
+
+/* checked - a HEAD came back: in sync, or put it back; 1 when o was handed over (freed) */
+static int
+checked(struct s3t *t, struct ctx *x, const struct s3_result *r)
+{
+	struct s3obj *o = x->o;
+	struct ctx *y;
+	char err[2048];
+
+	check_at(t, o, now_ms() + t->check_ms);
+	if (x->gen != o->gen || o->putting || o->content_hash[0] == '\0')
+		return 0;	/* a publish started meanwhile: it decides */
+	if (r->ok) {
+		if ((o->put_etag[0] && strcmp(r->etag, o->put_etag) == 0) ||
+		    (o->md5_etag[0] && strcmp(r->etag, o->md5_etag) == 0))
+			goto in_sync;
+		if (o->md5_etag[0] == '\0') {
+			/* after a restart: the bytes tell which ETag is ours */
+			size_t len;
+			char *data = spool_get(stage_spool(t->st), o->content_hash, &len);
+
+			if (data != NULL) {
+				md5_etag(data, len, o->md5_etag);
+				free(data);
+				if (strcmp(r->etag, o->md5_etag) == 0)
+					goto in_sync;
+			}
+		}
+	} else if (r->status != 404) {
+		describe_failure(t, o, "HeadObject", r, err, sizeof(err));
+		if (!o->complained)
+			log_kv(LOG_WARN, "drift check failed; will check again", "ns", o->ns,
+			    "name", o->name, "error", err, NULL);
+		o->complained = 1;
+		return 0;
+	}
+	if (hand_over(t, o))
+		return 1;
+	y = ctx_new(t, o, OP_REPAIR);
+	if (r->ok)
+		snprintf(y->detail, sizeof(y->detail), "object changed: ETag %s, published %s",
+		    r->etag[0] ? r->etag : "(none)", o->put_etag[0] ? o->put_etag : o->md5_etag);
+	else
+		snprintf(y->detail, sizeof(y->detail), "object gone (HEAD %ld)", r->status);
+	if (start_put(t, o, y, o->content_hash, err, sizeof(err)) < 0) {
+		if (!o->complained)
+			log_kv(LOG_ERROR, "drift found but cannot repair", "ns", o->ns, "name",
+			    o->name, "error", err, NULL);
+		o->complained = 1;
+		free(y);
+	}
+	return 0;
+in_sync:
+	o->complained = 0;
+	if (o->status_dirty)
+		write_status(t, o);
+	return 0;
+}
+
+static void
+on_done(void *arg, const struct s3_result *r)
+{
+	struct ctx *x = arg;
+	struct s3t *t = x->t;
+	struct s3obj *o = x->o;
+	enum op op = x->op;
+	char err[2048];
+
+	if (r == NULL) {		/* the client is going away */
+		free(x);
+		return;
+	}
+	o->nreq--;
+	if (r->op == S3_PUT)
+		o->putting = 0;
+	switch (op) {
+	case OP_PUBLISH:
+		if (r->ok) {
+			published_ok(t, x, r);
+		} else {
+			describe_failure(t, o, "PutObject", r, err, sizeof(err));
+			not_ready(t, o->ns, o->name, "S3UploadFailed", err);
+			stage_finish(t->st, x->it.id, STAGE_RETRY, err);
+		}
+		break;
+	case OP_REPAIR:
+		if (r->ok) {
+			repaired(t, x, r);
+		} else {
+			describe_failure(t, o, "PutObject (drift repair)", r, err, sizeof(err));
+			log_kv(LOG_ERROR, "drift repair failed; will retry", "ns", o->ns, "name",
+			    o->name, "error", err, NULL);
+			status_set_condition(stage_store(t->st), stage_journal(t->st),
+			    "decofiles", o->ns, o->name, STAGE, "Drifted", "True",
+			    "RepairFailed", err);
+		}
+		break;
+	case OP_CHECK:
+		if (checked(t, x, r)) {
+			free(x);
+			pump(t);
+			return;		/* handed over: o is gone */
+		}
+		break;
+	case OP_DELETE:
+		o->next_check = now_ms() + GONE_RETRY_MS;
+		if (r->ok || r->status == 404) {
+			o->detach = -1;		/* deleted: forget only records it now */
+		} else {
+			describe_failure(t, o, "DeleteObject", r, err, sizeof(err));
+			log_kv(LOG_ERROR, "cannot delete the object; will retry", "ns", o->ns,
+			    "name", o->name, "error", err, NULL);
+		}
+		break;
+	}
+	free(x);
+	if (o->nreq == 0)
+		check_at(t, o, o->next_check);	/* pump skipped it while busy */
+	/* a Decofile deleted while a request flew is let go now (a failed delete: on a tick) */
+	if (o->gone && o->nreq == 0 && (op != OP_DELETE || o->detach == -1))
+		forget(t, o);
+	if (op == OP_CHECK)
+		pump(t);
+}
+
+/* ---- deletion ---- */
+
+/*
+ * forget - the Decofile is gone (or no longer targets s3): delete the
+ * object when s3_gc is on and it is not detached, then drop it from the
+ * inventory and the store's status.  Waits for requests in flight.
+ */
+static void
+forget(struct s3t *t, struct s3obj *o)
+{
+	struct journal *j = stage_journal(t->st);
+	char loc[1500], obj[600], detail[1800], err[512], *key;
+	struct ctx *x;
+	const char *action;
+
+	o->gone = 1;
+	if (o->nreq > 0)
+		return;
+	location_of(t, o->key, loc, sizeof(loc));
+	object_id(o, obj, sizeof(obj));
+	if (o->detach == -1) {
+		action = "prune";
+		snprintf(detail, sizeof(detail), "deleted %s", loc);
+		log_kv(LOG_INFO, "Decofile deleted; S3 object deleted", "ns", o->ns, "name",
+		    o->name, "location", loc, NULL);
+	} else if (t->gc && !o->detach && t->c != NULL) {
+		x = ctx_new(t, o, OP_DELETE);
+		if (s3_delete(t->c, o->key, on_done, x, err, sizeof(err)) < 0) {
+			log_kv(LOG_ERROR, "cannot delete the object; will retry", "ns", o->ns,
+			    "name", o->name, "error", err, NULL);
+			o->next_check = now_ms() + GONE_RETRY_MS;
+			free(x);
+			return;
+		}
+		o->nreq++;
+		rearm(t);
+		return;
+	} else {
+		action = "detach";
+		snprintf(detail, sizeof(detail), "kept %s (%s)", loc, o->detach ?
+		    DELETION_ANNOTATION ": detach" : "s3_gc off");
+		log_kv(LOG_INFO, "Decofile deleted; S3 object kept", "ns", o->ns, "name",
+		    o->name, "location", loc, "why", o->detach ? "detach" : "s3_gc off", NULL);
+	}
+	if (journal_begin(j) < 0 || journal_inventory_del(j, o->ns, o->name, loc) < 0 ||
+	    journal_audit(j, STAGE, obj, action, detail) < 0 || journal_commit(j) < 0) {
+		log_kv(LOG_ERROR, "journal: cannot record removal", "error", journal_error(j),
+		    NULL);
+		journal_rollback(j);
+	}
+	key = key_status("decofiles", o->ns, o->name, STAGE);
+	if (store_delete(stage_store(t->st), key) < 0)
+		log_kv(LOG_WARN, "cannot delete status fragment", "key", key, "error",
+		    store_error(stage_store(t->st)), NULL);
+	free(key);
+	obj_free(t, o);
+}
+
+/* ---- the loop ---- */
+
+static void
+dispatch(struct s3t *t)
+{
+	if (t->c != NULL)
+		s3_client_dispatch(t->c);
+}
+
+static void
+timer_cb(struct stage *st, void *arg)
+{
+	struct s3t *t = arg;
+
+	t->timer = 0;
+	dispatch(t);
+	rearm(t);
+}
+
+/* rearm - one stage timer at curl's next deadline */
+static void
+rearm(struct s3t *t)
+{
+	int64_t ms;
+
+	if (t->c == NULL)
+		return;
+	ms = s3_client_timeout(t->c);
+	if (t->timer > 0)
+		stage_cancel_timer(t->st, t->timer);
+	t->timer = ms >= 0 ? stage_add_timer(t->st, ms, timer_cb, t) : 0;
+}
+
+static void
+on_fd(struct stage *st, int fd, short revents, void *arg)
+{
+	struct s3t *t = arg;
+
+	dispatch(t);
+	rearm(t);
+}
+
+static void
+start_check(struct s3t *t, struct s3obj *o)
+{
+	struct ctx *x = ctx_new(t, o, OP_CHECK);
+	char err[512];
+
+	if (s3_head(t->c, o->key, on_done, x, err, sizeof(err)) < 0) {
+		if (!o->complained)
+			log_kv(LOG_WARN, "cannot check object", "ns", o->ns, "name", o->name,
+			    "error", err, NULL);
+		o->complained = 1;
+		check_at(t, o, now_ms() + t->check_ms);
+		free(x);
+		return;
+	}
+	o->nreq++;
+	t->heads++;
+}
+
+/*
+ * pump - start the checks that are due, up to s3_concurrency in flight;
+ * called every tick and whenever a check ends, so the rate is bounded by
+ * latency x concurrency, not by the tick.  The list is walked only when
+ * something is due (t->next_due).
+ */
+static void
+pump(struct s3t *t)
+{
+	int64_t now = now_ms(), next = INT64_MAX;
+	int started = 0;
+
+	if (now < t->next_due)
+		return;
+	for (struct s3obj *o = t->objs; o != NULL; o = o->next) {
+		if (o->nreq > 0 || o->gone || o->content_hash[0] == '\0')
+			continue;	/* a busy one reschedules itself when it ends */
+		if (o->next_check > now) {
+			if (o->next_check < next)
+				next = o->next_check;
+			continue;
+		}
+		if (s3_client_in_flight(t->c) >= (size_t)t->concurrency) {
+			next = now;	/* still due: look again as checks end */
+			break;
+		}
+		start_check(t, o);
+		started++;
+	}
+	t->next_due = next;
+	if (started > 0)
+		rearm(t);
+}
+
+static void
+s3_tick(struct stage *st, void *arg)
+{
+	struct s3t *t = arg;
+	int64_t now = now_ms();
+
+	if (t == NULL || t->c == NULL)
+		return;
+	for (struct s3obj *o = t->objs, *next; o != NULL; o = next) {
+		next = o->next;
+		if (o->nreq > 0)
+			continue;
+		if (o->gone) {
+			if (o->next_check <= now)
+				forget(t, o);
+			continue;
+		}
+		if (o->status_dirty)
+			write_status(t, o);
+	}
+	pump(t);
+}
+
+/* ---- publishing ---- */
+
+static enum stage_result
+retry(struct stage *st, const char *why)
+{
+	stage_item_error(st, why);
+	return STAGE_RETRY;
+}
+
+static enum stage_result
+s3_publish(struct stage *st, void *arg, const struct journal_item *it, yajl_val doc)
+{
+	struct s3t *t = arg;
+	char key[1100], loc[1500], phash[65], ploc[1500], err[800], obj[600];
+	struct s3obj *o;
+	struct ctx *x;
+	int64_t pts;
+
+	if (t->c == NULL) {
+		not_ready(t, it->ns, it->name, "S3NotConfigured", t->cfg_err);
+		return retry(st, t->cfg_err);
+	}
+	if (s3_credentials_ok(t->c, err, sizeof(err)) < 0) {
+		not_ready(t, it->ns, it->name, "S3NotConfigured", err);
+		return retry(st, err);
+	}
+	if (s3key_build(t->prefix, it->ns, decofile_deployment_id(doc), key, sizeof(key)) < 0) {
+		snprintf(err, sizeof(err), "cannot build the S3 key for deploymentId \"%s\"",
+		    decofile_deployment_id(doc));
+		not_ready(t, it->ns, it->name, "S3UploadFailed", err);
+		stage_item_error(st, err);
+		return STAGE_FAIL;
+	}
+	location_of(t, key, loc, sizeof(loc));
+	o = obj_find(t, it->ns, it->name);
+	if (o != NULL && o->gone && o->nreq > 0)
+		return retry(st, "the previous object of this Decofile is being deleted");
+	if (o != NULL) {
+		o->gone = 0;
+		set_policy(t, o, doc_detach(doc));
+		if (o->putting)
+			return retry(st, "an upload of this Decofile is in flight");
+	}
+
+	/* skip when the status already says this content is there */
+	published(t, it->ns, it->name, phash, ploc, sizeof(ploc), &pts);
+	if (strcmp(phash, it->hash) == 0 && strcmp(ploc, loc) == 0) {
+		struct journal *j = stage_journal(st);
+
+		if (o == NULL) {
+			o = obj_get(t, it->ns, it->name);
+			o->detach = doc_detach(doc);
+			check_at(t, o, now_ms());	/* look at it soon */
+		}
+		if (strcmp(o->content_hash, it->hash) != 0) {
+			o->put_etag[0] = '\0';	/* ETags of other bytes: worked out again */
+			o->md5_etag[0] = '\0';
+		}
+		snprintf(o->key, sizeof(o->key), "%s", key);
+		memcpy(o->content_hash, it->hash, sizeof(o->content_hash));
+		o->timestamp = pts;
+		object_id(o, obj, sizeof(obj));
+		if (stage_begin(st) < 0)
+			return retry(st, "journal busy");
+		if (journal_inventory_put(j, it->ns, it->name, TARGET, loc, it->hash) < 0) {
+			snprintf(err, sizeof(err), "journal: %s", journal_error(j));
+			stage_rollback(st);
+			return retry(st, err);
+		}
+		if (stage_commit(st, it, "already published") < 0)
+			return retry(st, "journal commit failed");
+		return STAGE_DONE;
+	}
+
+	if (o == NULL) {
+		o = obj_get(t, it->ns, it->name);
+		o->detach = doc_detach(doc);
+	}
+	snprintf(o->key, sizeof(o->key), "%s", key);
+	o->gen++;
+	x = ctx_new(t, o, OP_PUBLISH);
+	x->it = *it;
+	if (start_put(t, o, x, it->hash, err, sizeof(err)) < 0) {
+		free(x);
+		if (o->content_hash[0] == '\0' && o->nreq == 0)
+			obj_free(t, o);
+		not_ready(t, it->ns, it->name, "S3UploadFailed", err);
+		stage_item_error(st, err);
+		return errno == ENOENT && it->attempts >= MAX_SPOOL_MISSES ? STAGE_FAIL :
+		    STAGE_RETRY;
+	}
+	return STAGE_ASYNC;
+}
+
+/* ---- the Decofile changed ---- */
+
+static void
+s3_decofile(struct stage *st, void *arg, const char *ns, const char *name, yajl_val doc)
+{
+	struct s3t *t = arg;
+	struct s3obj *o = t != NULL ? obj_find(t, ns, name) : NULL;
+
+	if (o == NULL)
+		return;
+	if (doc == NULL) {
+		forget(t, o);
+		return;
+	}
+	set_policy(t, o, doc_detach(doc));
+	if (strcmp(decofile_target(doc, conf_get(stage_conf(st), "default_target")),
+	    TARGET) != 0) {
+		log_kv(LOG_INFO, "Decofile no longer targets s3", "ns", ns, "name", name, NULL);
+		forget(t, o);
+		return;
+	}
+	o->gone = 0;
+	check_at(t, o, o->next_check);
+}
+
+static void
+s3_relist(struct stage *st, void *arg)
+{
+	struct s3t *t = arg;
+	char err[256];
+
+	if (t == NULL)
+		return;
+	for (struct s3obj *o = t->objs, *next; o != NULL; o = next) {
+		yajl_val doc = NULL;
+
+		next = o->next;
+		if (resource_get(stage_store(st), "decofiles", o->ns, o->name, &doc, err,
+		    sizeof(err)) == 1)
+			forget(t, o);
+		yajl_tree_free(doc);
+	}
+}
+
+/* ---- start ---- */
+
+/*
+ * load - the objects this host published before: the store's publisher
+ * status fragments with an s3://<bucket>/ location whose content hash is
+ * also this journal's last s3 publish.  Their Decofiles are looked up: a
+ * deleted one is let go (its deletion policy is unknown now, so the object
+ * is kept); the others get their first check spread over a few seconds.
+ */
+static void
+load(struct s3t *t)
+{
+	struct store *s = stage_store(t->st);
+	struct store_list l;
+	char *prefix = xasprintf("%s/status/decofiles/", keys_prefix());
+	char want[300], last[65], err[256];
+	size_t plen = strlen(prefix), wlen;
+	int64_t spread = t->check_ms < START_SPREAD_MS ? t->check_ms : START_SPREAD_MS;
+
+	snprintf(want, sizeof(want), "s3://%s/", t->bucket);
+	wlen = strlen(want);
+	if (store_list(s, prefix, &l) < 0) {
+		log_kv(LOG_WARN, "cannot list status; S3 objects are not re-checked until"
+		    " their next publish", "error", store_error(s), NULL);
+		free(prefix);
+		return;
+	}
+	for (size_t i = 0; i < l.n; i++) {
+		char ns[254], name[254], stg[64];
+		const char *k = l.kvs[i].key + plen, *loc, *h;
+		yajl_val f, doc = NULL;
+		int64_t lts = 0;
+		struct s3obj *o;
+		int rv;
+
+		if (strlen(l.kvs[i].key) < plen || sscanf(k, "%253[^/]/%253[^/]/%63s", ns, name,
+		    stg) != 3 || strcmp(stg, STAGE) != 0)
+			continue;
+		if ((f = json_parse(l.kvs[i].value, l.kvs[i].vlen, NULL)) == NULL)
+			continue;
+		loc = json_get_str(f, "location", NULL);
+		h = json_get_str(f, "contentHash", NULL);
+		if (loc == NULL || h == NULL || strncmp(loc, want, wlen) != 0 ||
+		    !is_sha256_hex(h) || journal_last_publish(stage_journal(t->st), ns, name,
+		    TARGET, last, &lts) != 0 || strcmp(last, h) != 0) {
+			yajl_tree_free(f);
+			continue;
+		}
+		o = obj_get(t, ns, name);
+		snprintf(o->key, sizeof(o->key), "%s", loc + wlen);
+		snprintf(o->content_hash, sizeof(o->content_hash), "%s", h);
+		o->timestamp = json_get_int(f, 0, "timestamp", NULL);
+		yajl_tree_free(f);
+		rv = resource_get(s, "decofiles", ns, name, &doc, err, sizeof(err));
+		if (rv == 1) {
+			o->detach = 1;	/* policy unknown: keeping is the safe side */
+			forget(t, o);
+			continue;
+		}
+		if (rv == 0)
+			o->detach = doc_detach(doc);
+		yajl_tree_free(doc);
+		check_at(t, o, now_ms() + (spread > 0 ? (int64_t)(random() % spread) : 0));
+	}
+	store_list_free(&l);
+	free(prefix);
+}
+
+static void *
+s3_init(struct stage *st)
+{
+	struct conf *cf = stage_conf(st);
+	struct s3t *t = xcalloc(1, sizeof(*t));
+	struct s3_config sc;
+	char n[32];
+
+	t->st = st;
+	snprintf(t->bucket, sizeof(t->bucket), "%s", conf_get(cf, "s3_bucket"));
+	snprintf(t->prefix, sizeof(t->prefix), "%s", conf_get(cf, "s3_prefix"));
+	if (conf_get(cf, "s3_public_host")[0] != '\0')
+		snprintf(t->public_host, sizeof(t->public_host), "%s",
+		    conf_get(cf, "s3_public_host"));
+	else
+		snprintf(t->public_host, sizeof(t->public_host), "%s.s3.%s.amazonaws.com",
+		    t->bucket, conf_get(cf, "s3_region"));
+	t->check_ms = conf_get_ms(cf, "s3_check_interval");
+	t->concurrency = (int)conf_get_int(cf, "s3_concurrency");
+	t->gc = conf_get_bool(cf, "s3_gc");
+	srandom((unsigned)(now_ms() ^ getpid()));
+	sc = (struct s3_config){ t->bucket, conf_get(cf, "s3_region"),
+	    conf_get(cf, "s3_endpoint"), conf_get(cf, "s3_credentials_file"),
+	    conf_get(cf, "s3_profile"), conf_get_ms(cf, "s3_timeout"), 10000, t->concurrency };
+	if (t->bucket[0] == '\0') {
+		snprintf(t->cfg_err, sizeof(t->cfg_err), "DECOFILE_S3_BUCKET (s3_bucket) is not"
+		    " set: the s3 target has no bucket to upload to");
+		return t;
+	}
+	if ((t->c = s3_client_new(&sc, t->cfg_err, sizeof(t->cfg_err))) == NULL) {
+		log_kv(LOG_ERROR, "s3 target not usable", "error", t->cfg_err, NULL);
+		return t;
+	}
+	stage_add_fd(st, s3_client_fd(t->c), POLLIN, on_fd, t);
+	load(t);
+	snprintf(n, sizeof(n), "%zu", t->nobjs);
+	log_kv(LOG_INFO, "s3 target ready", "bucket", t->bucket, "endpoint",
+	    sc.endpoint[0] ? sc.endpoint : "(AWS, virtual-host)", "objects", n, NULL);
+	return t;
+}
+
+static void
+s3_shutdown(struct stage *st, void *arg)
+{
+	struct s3t *t = arg;
+	char r[32], p[32], h[32];
+
+	if (t == NULL)
+		return;
+	snprintf(r, sizeof(r), "%ld", t->repairs);
+	snprintf(p, sizeof(p), "%ld", t->puts);
+	snprintf(h, sizeof(h), "%ld", t->heads);
+	if (t->c != NULL) {
+		log_kv(LOG_INFO, "s3 target stopping", "puts", p, "heads", h, "drift_repairs",
+		    r, NULL);
+		stage_del_fd(st, s3_client_fd(t->c));
+	}
+	if (t->timer > 0)
+		stage_cancel_timer(st, t->timer);
+	s3_client_free(t->c);	/* each request's callback frees its context */
+	while (t->objs != NULL)
+		obj_free(t, t->objs);
+	free(t);
+}
+
+const struct publish_target publish_s3_target = {
+	.name = TARGET,
+	.init = s3_init,
+	.publish = s3_publish,
+	.decofile = s3_decofile,
+	.relist = s3_relist,
+	.tick = s3_tick,
+	.shutdown = s3_shutdown,
+};

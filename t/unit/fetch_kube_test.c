@@ -1,0 +1,105 @@
+/*
+ * fetch_kube_test - the front door's pure parts: a CR's store form (name,
+ * namespace, labels, annotations with the uid mark, spec; status and
+ * kubectl's last-applied copy left out) and the status apply body, with
+ * "the CR already shows it" so a restart writes nothing.
+ */
+#include "config.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/json.h"
+#include "common/util.h"
+#include "daemons/fetcher/fetch_kube.h"
+#include "t/tap.h"
+
+static yajl_val
+parse(const char *s)
+{
+	return json_parse(s, strlen(s), NULL);
+}
+
+int
+main(void)
+{
+	yajl_val cr = parse("{\"apiVersion\":\"deco.sites/v1alpha1\",\"kind\":\"Decofile\","
+	    "\"metadata\":{\"name\":\"loja\",\"namespace\":\"sites-loja\",\"uid\":\"u-1\","
+	    "\"generation\":4,\"resourceVersion\":\"77\",\"labels\":{\"a\":\"b\"},"
+	    "\"annotations\":{\"deco.sites/deletion\":\"detach\","
+	    "\"kubectl.kubernetes.io/last-applied-configuration\":\"{...}\"},"
+	    "\"managedFields\":[]},\"spec\":{\"source\":\"inline\",\"inline\":{\"value\":{\"A\":1}}},"
+	    "\"status\":{\"contentHash\":\"x\"}}");
+	yajl_val doc, frag, cur, body;
+	char *text;
+	size_t len;
+	int same;
+
+	doc = fetch_kube_mirror_doc(cr);
+	ok(doc != NULL, "a CR has a store form");
+	is_str(json_get_str(doc, "metadata", "name", NULL), "loja", "name");
+	is_str(json_get_str(doc, "metadata", "namespace", NULL), "sites-loja", "namespace");
+	is_str(json_get_str(doc, "metadata", "labels", "a", NULL), "b", "labels kept");
+	is_str(json_get_str(doc, "metadata", "annotations", "deco.sites/deletion", NULL), "detach",
+	    "annotations kept (the deletion policy)");
+	is_str(json_get_str(doc, "metadata", "annotations", FETCH_KUBE_UID_ANNOTATION, NULL), "u-1",
+	    "marked with the CR's uid");
+	ok(json_get(doc, "metadata", "annotations", "kubectl.kubernetes.io/last-applied-configuration",
+	    NULL) == NULL, "kubectl's last-applied copy left out");
+	ok(json_get(doc, "status", NULL) == NULL && json_get(doc, "metadata", "managedFields", NULL) ==
+	    NULL && json_get(doc, "metadata", "resourceVersion", NULL) == NULL,
+	    "status and server metadata left out");
+	is_int(json_get_int(doc, 0, "spec", "inline", "value", "A", NULL), 1, "spec as it is");
+	yajl_tree_free(doc);
+	{
+		yajl_val nospec = parse("{\"kind\":\"Decofile\",\"metadata\":{\"name\":\"a\",\"namespace\":\"b\"}}");
+
+		ok(fetch_kube_mirror_doc(nospec) == NULL, "no spec: not mirrored");
+		yajl_tree_free(nospec);
+	}
+
+	frag = parse("{\"contentHash\":\"abc\",\"timestamp\":5,\"conditions\":[{\"type\":\"Ready\","
+	    "\"status\":\"True\",\"reason\":\"ConfigMapCreated\",\"message\":\"m\","
+	    "\"lastTransitionTime\":\"2026-12-04T10:00:00Z\"}]}");
+	text = fetch_kube_status_body("Decofile", "sites-loja", "loja", frag, cr, &same, &len);
+	body = parse(text);
+	ok(body != NULL, "the status body is JSON");
+	ok(!same, "a CR without the fields needs the write");
+	is_str(json_get_str(body, "kind", NULL), "Decofile", "kind");
+	is_str(json_get_str(body, "metadata", "name", NULL), "loja", "name");
+	is_str(json_get_str(body, "status", "contentHash", NULL), "abc", "fields under status");
+	ok(json_get(body, "spec", NULL) == NULL, "no spec in a status apply");
+	yajl_tree_free(body);
+	free(text);
+
+	cur = parse("{\"status\":{\"contentHash\":\"abc\",\"timestamp\":5,\"other\":1,\"conditions\":["
+	    "{\"type\":\"PodsNotified\",\"status\":\"True\"},{\"type\":\"Ready\",\"status\":\"True\","
+	    "\"reason\":\"ConfigMapCreated\",\"message\":\"m\",\"lastTransitionTime\":"
+	    "\"2026-12-04T10:00:00Z\"}]}}");
+	text = fetch_kube_status_body("Decofile", "sites-loja", "loja", frag, cur, &same, &len);
+	ok(same, "the CR already shows the fragment: no write (a restart writes nothing)");
+	free(text);
+	yajl_tree_free(cur);
+	cur = parse("{\"status\":{\"contentHash\":\"abc\",\"timestamp\":5,\"conditions\":["
+	    "{\"type\":\"Ready\",\"status\":\"True\",\"reason\":\"ConfigMapCreated\",\"message\":\"old\","
+	    "\"lastTransitionTime\":\"2026-12-04T10:00:00Z\"}]}}");
+	text = fetch_kube_status_body("Decofile", "sites-loja", "loja", frag, cur, &same, &len);
+	ok(!same, "a condition's message differs: write");
+	free(text);
+	yajl_tree_free(cur);
+	cur = parse("{\"status\":{\"contentHash\":\"abc\",\"timestamp\":6}}");
+	text = fetch_kube_status_body("Decofile", "sites-loja", "loja", frag, cur, &same, &len);
+	ok(!same, "a field differs: write");
+	free(text);
+	yajl_tree_free(cur);
+	text = fetch_kube_status_body("Decofile", "sites-loja", "loja", NULL, NULL, &same, &len);
+	body = parse(text);
+	ok(!same && body != NULL && json_get(body, "status", NULL) != NULL &&
+	    json_get(body, "status", NULL)->u.object.len == 0,
+	    "a deleted fragment: an empty status releases the stage's fields");
+	yajl_tree_free(body);
+	free(text);
+	yajl_tree_free(frag);
+	yajl_tree_free(cr);
+	return done_testing();
+}
