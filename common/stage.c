@@ -7,6 +7,14 @@
  * costs at most one rescan interval.  The supervisor's status socket (fd in
  * DECOD_STATUS_FD) carries "READY"; its EOF means the supervisor is gone
  * and the stage exits.
+ *
+ * Health without a listener: once ready, the loop touches
+ * <runtime_dir>/<stage>.alive every HEARTBEAT_MS (removed at start and at
+ * a clean exit).  `<stage> --health[=SECONDS] -c FILE` exits 0 only when
+ * that file is younger than SECONDS (default HEALTH_MAX_AGE_S): the
+ * Kubernetes exec probe of deploy/, which works whatever address the
+ * stage's nng socket is bound to, and fails for a hung loop as well as for
+ * a dead process.
  */
 #include "config.h"
 
@@ -14,9 +22,11 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <nng/nng.h>
@@ -38,6 +48,8 @@
 #define MAX_PUSHERS 8
 #define MAX_RINGS 64
 #define BATCH 64
+#define HEARTBEAT_MS 2000
+#define HEALTH_MAX_AGE_S 20
 
 struct fdent {
 	int fd;
@@ -93,6 +105,7 @@ struct stage {
 	void *wake_arg;
 	int64_t hk_timer;	/* housekeeping's next run (timer id), 0: none */
 	int64_t hk_interval;	/* ... and the interval it was scheduled with */
+	char alive_path[4096];	/* heartbeat file, "" until ready */
 };
 
 static void housekeeping_timer(struct stage *st, void *arg);
@@ -627,8 +640,11 @@ usage(const struct stage_ops *ops)
 {
 	printf("usage: %s [-c FILE] [--SETTING VALUE ...]\n"
 	    "The %s stage of decod.  It runs under the supervisor `decod` or alone\n"
-	    "(one container or systemd unit per stage) with the same config file.\n\n",
-	    ops->name, ops->name);
+	    "(one container or systemd unit per stage) with the same config file.\n"
+	    "  --health[=SECONDS]  probe a running %s: exit 0 when its heartbeat\n"
+	    "                      (runtime_dir/%s.alive) is at most SECONDS old\n"
+	    "                      (default %d), else 1\n\n",
+	    ops->name, ops->name, ops->name, ops->name, HEALTH_MAX_AGE_S);
 	conf_print_help(stdout);
 }
 
@@ -753,6 +769,62 @@ housekeeping_timer(struct stage *st, void *arg)
 	st->hk_timer = stage_add_timer(st, st->hk_interval, housekeeping_timer, NULL);
 }
 
+/* alive_file - <runtime_dir>/<stage>.alive */
+static void
+alive_file(struct conf *cf, const char *name, char *path, size_t size)
+{
+	snprintf(path, size, "%s/%s.alive", conf_get(cf, "runtime_dir"), name);
+}
+
+/* heartbeat_timer - touch the heartbeat file (make it if it is gone) */
+static void
+heartbeat_timer(struct stage *st, void *arg)
+{
+	(void)arg;
+	if (utimensat(AT_FDCWD, st->alive_path, NULL, 0) < 0) {
+		int fd = open(st->alive_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+
+		if (fd < 0) {
+			log_kv(LOG_WARN, "cannot write the heartbeat file", "path", st->alive_path,
+			    "error", strerror(errno), NULL);
+		} else {
+			char line[32];
+			int n = snprintf(line, sizeof(line), "%ld\n", (long)getpid());
+
+			if (write(fd, line, (size_t)n) != n)
+				log_kv(LOG_WARN, "cannot write the heartbeat file", "path",
+				    st->alive_path, "error", strerror(errno), NULL);
+			close(fd);
+		}
+	}
+	(void)stage_add_timer(st, HEARTBEAT_MS, heartbeat_timer, NULL);
+}
+
+/*
+ * health_check - the probe: 0 when the stage's heartbeat file is at most
+ * max_age seconds old, else 1; one line on stdout either way
+ */
+static int
+health_check(struct conf *cf, const char *name, long max_age)
+{
+	char path[4096];
+	struct stat sb;
+	long age;
+
+	alive_file(cf, name, path, sizeof(path));
+	if (stat(path, &sb) < 0) {
+		printf("%s: not ready (%s: %s)\n", name, path, strerror(errno));
+		return 1;
+	}
+	age = (long)(time(NULL) - sb.st_mtime);
+	if (age > max_age) {
+		printf("%s: not alive (heartbeat %lds old, limit %lds)\n", name, age, max_age);
+		return 1;
+	}
+	printf("%s: ok (heartbeat %lds old)\n", name, age < 0 ? 0 : age);
+	return 0;
+}
+
 static int
 loop_timeout(struct stage *st)
 {
@@ -781,12 +853,46 @@ stage_main(int argc, char **argv, const struct stage_ops *ops)
 	struct pollfd *pfd = NULL;
 	int64_t stop_deadline = 0, rescan_ms;
 	char buf[256];
+	long health = -1;	/* --health[=SECONDS]: probe, do not run */
 
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
 			usage(ops);
 			return 0;
 		}
+		if (strcmp(argv[i], "--health") == 0 || strncmp(argv[i], "--health=", 9) == 0) {
+			char *end = NULL;
+
+			health = HEALTH_MAX_AGE_S;
+			if (argv[i][8] == '=') {
+				errno = 0;
+				health = strtol(argv[i] + 9, &end, 10);
+				if (errno != 0 || end == argv[i] + 9 || *end != '\0' || health < 1) {
+					fprintf(stderr, "%s: --health=SECONDS wants a number of "
+					    "seconds >= 1\n", ops->name);
+					return 2;
+				}
+			}
+			memmove(&argv[i], &argv[i + 1], (size_t)(argc - i) * sizeof(char *));
+			argc--;
+			i--;
+		}
+	}
+	if (health > 0) {
+		struct conf *cf = conf_from_args(&argc, argv);
+		int rc;
+
+		if (cf == NULL)
+			return 2;
+		if (argc > 1) {
+			fprintf(stderr, "%s: unknown argument \"%s\" (see --help)\n", ops->name,
+			    argv[1]);
+			conf_free(cf);
+			return 2;
+		}
+		rc = health_check(cf, ops->name, health);
+		conf_free(cf);
+		return rc;
 	}
 	st->ops = ops;
 	st->argc = argc;
@@ -801,6 +907,9 @@ stage_main(int argc, char **argv, const struct stage_ops *ops)
 		return 2;
 	}
 	install_signals();
+	/* a heartbeat left by an earlier run (a killed container) is not ours */
+	alive_file(st->cf, ops->name, st->alive_path, sizeof(st->alive_path));
+	(void)unlink(st->alive_path);
 	setup(st);
 	if (ops->init != NULL && ops->init(st) < 0)
 		fatal("%s: init failed", ops->name);
@@ -816,6 +925,7 @@ stage_main(int argc, char **argv, const struct stage_ops *ops)
 	st->next_ops_timer = now_ms() + (ops->timer_ms > 0 ? ops->timer_ms : 0);
 	if (st->status_fd >= 0 && write(st->status_fd, "READY\n", 6) != 6)
 		log_kv(LOG_WARN, "cannot report readiness", "error", strerror(errno), NULL);
+	heartbeat_timer(st, NULL);
 	log_kv(LOG_INFO, "ready", "addr", stage_addr(st->cf, ops->name), NULL);
 
 	for (;;) {
@@ -883,6 +993,7 @@ stage_main(int argc, char **argv, const struct stage_ops *ops)
 	}
 	if (ops->shutdown != NULL)
 		ops->shutdown(st);
+	(void)unlink(st->alive_path);
 	journal_audit(st->j, ops->name, "-", "stop", st->ninflight ? "drain timed out" : "");
 	log_kv(LOG_INFO, "stopped", NULL);
 	for (int i = 0; i < st->npushers; i++)

@@ -55,6 +55,12 @@ EXTRA_DIST += t/kube/faultproxy.py t/integration/kube_client.sh
 # a real Kubernetes control plane (t/lib/kube.sh; KUBEBUILDER_ASSETS)
 TESTS += t/integration/kube_harness.sh
 EXTRA_DIST += t/integration/kube_harness.sh t/lib/kube.sh
+# the stages' exec probe (--health), deploy/'s liveness and readiness
+TESTS += t/integration/stage_health.sh
+EXTRA_DIST += t/integration/stage_health.sh
+# deploy/ as CI applies it (server-side, strict) and its RBAC as decod's account
+TESTS += t/integration/deploy_apply.sh
+EXTRA_DIST += t/integration/deploy_apply.sh
 
 TESTS += t/integration/check_config.sh
 EXTRA_DIST += t/integration/check_config.sh

@@ -275,8 +275,19 @@ assert names[:4] == ["fetcher", "renderer", "publisher", "notifier"], names
 for c in cs[:4]:
     assert c["command"][0] == "/usr/libexec/decod/" + c["name"], c["command"]
     assert "-c" in c["command"], c["name"]
-    assert c.get("readinessProbe"), c["name"] + ": no readiness probe"
+    # the stages' pipes listen on 127.0.0.1 and the kubelet dials the pod
+    # IP: their probes run the stage's own --health in the container
+    for p in ("startupProbe", "readinessProbe", "livenessProbe"):
+        pr = c.get(p)
+        assert pr, c["name"] + ": no " + p
+        cmd = pr.get("exec", {}).get("command", [])
+        assert cmd[:1] == ["/usr/libexec/decod/" + c["name"]] and \
+            any(a.startswith("--health") for a in cmd), c["name"] + ": " + p + " " + str(pr)
     assert c["securityContext"]["runAsNonRoot"], c["name"]
+    assert c["securityContext"]["readOnlyRootFilesystem"], c["name"]
+    assert not c["securityContext"].get("allowPrivilegeEscalation", True), c["name"]
+for c in cs[4:]:
+    assert c.get("readinessProbe") and c.get("livenessProbe"), c["name"] + ": probes"
 print("deployment ok")
 paths = set()
 for k in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
@@ -321,6 +332,13 @@ if command -v kubectl >/dev/null 2>&1; then
 else
 	ok 0 "kubectl kustomize # SKIP kubectl not installed"
 fi
+
+# --- the Dockerfile: multi-stage, runs as a non-root user ----------------------
+df="$top_srcdir/deploy/Dockerfile"
+is "$(grep -c '^FROM ' "$df")" 2 "deploy/Dockerfile has a build and a runtime stage"
+check "... the runtime copies only the install tree from the build stage" \
+	grep -qx 'COPY --from=build /out/ /' "$df"
+is "$(sed -n 's/^USER //p' "$df" | tail -1)" "10001:10001" "... and runs as uid 10001, not root"
 
 # --- the Dockerfile's runtime stage has every library the programs link ------
 if command -v objdump >/dev/null 2>&1 && command -v dpkg-query >/dev/null 2>&1; then

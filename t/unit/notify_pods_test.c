@@ -4,6 +4,11 @@
  * 8000, the literal token of the container named app (not valueFrom, not
  * another container's), IPv6, and the poll tsFile where the decofile is
  * mounted (the webhook's volume, DECO_RELEASE, else /app/decofile).
+ * SPEC §4.4's mount dir from the Service annotation
+ * deco.sites/decofile-mount-path reaches the notifier this way: the webhook
+ * mounts volume decofile-config at that path in the Service's pods (with or
+ * without a trailing slash), so the pod itself says where the file is and
+ * the notifier needs no read access to Knative Services.
  */
 #include "config.h"
 
@@ -52,6 +57,13 @@ main(void)
 		  "\"mountPath\":\"/x\"},{\"name\":\"decofile-config\",\"mountPath\":\"/srv/deco\"}]}]},"
 		  "\"status\":{\"phase\":\"Running\",\"podIP\":\"10.0.0.4\"}}", 1, "http://10.0.0.4:8000",
 		  NULL, "/srv/deco/timestamp.txt" },
+		{ "poll tsFile: annotation deco.sites/decofile-mount-path=/data/cfg/ as mounted",
+		  "{\"metadata\":{\"annotations\":{\"deco.sites/decofile-mount-path\":\"/data/cfg/\"}},"
+		  "\"spec\":{\"containers\":[{\"name\":\"app\",\"volumeMounts\":[{\"name\":"
+		  "\"decofile-config\",\"mountPath\":\"/data/cfg/\",\"readOnly\":true}],\"env\":[{"
+		  "\"name\":\"DECO_RELEASE\",\"value\":\"file:///data/cfg/decofile.bin\"}]}]},"
+		  "\"status\":{\"phase\":\"Running\",\"podIP\":\"10.0.0.6\"}}", 1,
+		  "http://10.0.0.6:8000", NULL, "/data/cfg/timestamp.txt" },
 		{ "poll tsFile from DECO_RELEASE=file://",
 		  "{\"spec\":{\"containers\":[{\"name\":\"app\",\"env\":[{\"name\":\"DECO_RELEASE\","
 		  "\"value\":\"file:///mnt/d/decofile.bin\"}]}]},\"status\":{\"phase\":\"Running\","

@@ -1,0 +1,195 @@
+#!/bin/sh
+# deploy_apply - deploy/ as CI applies it, to a real API server: what
+# `kubectl kustomize deploy/` renders, less cert-manager's kinds (Issuer,
+# Certificate: their CRDs do not exist here, and nothing else may be left
+# out), goes in with server-side apply and strict field validation, so an
+# unknown field, a non-structural CRD schema, a bad RBAC rule or a bad
+# probe fails here.  The CRDs become Established (structural, names
+# accepted); a second apply changes nothing.  Then, as the ServiceAccount
+# deploy/ creates (a TokenRequest token), `kubectl auth can-i` lists each
+# verb the stages use and what the account must not be able to do.
+. "$top_srcdir/t/lib/common.sh"
+. "$top_srcdir/t/lib/kube.sh"
+
+PY=python3
+[ -x /usr/bin/python3 ] && /usr/bin/python3 -c 'import yaml' 2>/dev/null && PY=/usr/bin/python3
+$PY -c 'import yaml' 2>/dev/null || skip_all "python3-yaml not installed"
+
+kube_start
+
+# --- render, drop cert-manager's kinds only ----------------------------------
+kubectl kustomize "$top_srcdir/deploy" >"$T/rendered.yaml" 2>"$T/kustomize.err"
+st=$?
+is "$st" 0 "kubectl kustomize deploy/ renders"
+[ "$st" -eq 0 ] || { sed 's/^/# /' "$T/kustomize.err"; bail "kustomize failed"; }
+$PY - "$T/rendered.yaml" "$T/apply.yaml" >"$T/filter.out" 2>&1 <<'PY'
+import sys, yaml
+docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d]
+keep, left = [], []
+for d in docs:
+    if d["apiVersion"].startswith("cert-manager.io/") and d["kind"] in ("Issuer", "Certificate"):
+        left.append(d["kind"])
+    else:
+        keep.append(d)
+with open(sys.argv[2], "w") as out:
+    yaml.safe_dump_all(keep, out, sort_keys=False)
+print(" ".join(sorted(left)))
+print(len(keep))
+PY
+is "$?" 0 "the rendered objects parse"
+is "$(sed -n 1p "$T/filter.out")" "Certificate Issuer" "only cert-manager's Issuer and Certificate are left out"
+nkeep=$(sed -n 2p "$T/filter.out")
+diag "$nkeep objects to apply"
+
+# --- server-side apply, strict validation -----------------------------------
+APPLY="kubectl_admin apply --server-side --field-manager=decod-deploy --validate=strict -f $T/apply.yaml"
+$APPLY >"$T/apply.out" 2>&1
+st=$?
+is "$st" 0 "server-side apply with --validate=strict accepts every object"
+[ "$st" -eq 0 ] || sed 's/^/#   /' "$T/apply.out" | tail -20
+check "... and warns about nothing" sh -c "! grep -qi warning '$T/apply.out'"
+for crd in decofiles.deco.sites decofiletemplates.deco.sites; do
+	check "CRD $crd is Established" \
+	    kubectl_admin wait --for=condition=Established --timeout=30s "crd/$crd"
+	check "CRD $crd: names accepted" \
+	    kubectl_admin wait --for=condition=NamesAccepted --timeout=30s "crd/$crd"
+	ns=$(kubectl_admin get "crd/$crd" \
+	    -o jsonpath='{.status.conditions[?(@.type=="NonStructuralSchema")].status}')
+	is "$ns" "" "CRD $crd has a structural schema"
+done
+quiet() { "$@" >/dev/null 2>&1; }
+for obj in namespace/decod-system serviceaccount/decod configmap/decod-config \
+    deployment/decod service/decod-webhook role/decod-leader rolebinding/decod-leader; do
+	check "$obj exists" quiet kubectl_admin -n decod-system get "$obj"
+done
+for obj in clusterrole/decod clusterrole/decod-site-writer clusterrolebinding/decod \
+    clusterrolebinding/decod-site-writer mutatingwebhookconfiguration/decod \
+    validatingwebhookconfiguration/decod; do
+	check "$obj exists" quiet kubectl_admin get "$obj"
+done
+# what the API server stored: every container with its three probes
+kubectl_admin -n decod-system get deployment decod -o json >"$T/dep.json"
+$PY - "$T/dep.json" >"$T/pod.out" 2>&1 <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+pod = d["spec"]["template"]["spec"]
+for c in pod["containers"]:
+    for p in ("livenessProbe", "readinessProbe"):
+        assert p in c, c["name"] + " has no " + p
+    sc = c.get("securityContext", {})
+    assert sc.get("readOnlyRootFilesystem") is True, c["name"] + ": root filesystem writable"
+    assert sc.get("runAsNonRoot") is True, c["name"] + ": may run as root"
+    print(c["name"])
+PY
+is "$?" 0 "the stored Deployment: every container has liveness and readiness, non-root, read-only root"
+is "$(sort "$T/pod.out" | tr '\n' ' ')" "fetcher notifier publisher renderer webhook " "... for each stage's container"
+
+$APPLY >"$T/apply2.out" 2>&1
+is "$?" 0 "a second apply succeeds"
+check "... and changes nothing" sh -c "! grep -v -e ' serverside-applied\$' '$T/apply2.out' | grep -q ."
+rv1=$(kubectl_admin -n decod-system get deployment decod -o jsonpath='{.metadata.generation}')
+is "$rv1" 1 "... the Deployment's generation is still 1"
+
+# a Decofile the Go operator's CRD accepts validates strictly
+kubectl_admin create namespace sites-loja >/dev/null
+cat >"$T/df.yaml" <<'EOF'
+apiVersion: deco.sites/v1alpha1
+kind: Decofile
+metadata:
+  name: loja
+  namespace: sites-loja
+spec:
+  source: inline
+  target: tanstack-kv
+  inline:
+    value:
+      Header: {title: "x"}
+  endpoints:
+    - http://10.0.0.1:8000
+    - {url: "http://10.0.0.2:8000", style: poll, tsFile: /app/decofile/timestamp.txt}
+EOF
+kubectl_admin apply --server-side --field-manager=decod-deploy --validate=strict -f "$T/df.yaml" \
+    >"$T/df.out" 2>&1
+is "$?" 0 "a Decofile with every form the operator accepts passes strict validation"
+sed 's/^/#   /' "$T/df.out" | grep -iv 'serverside-applied' | head -5
+
+# --- as the ServiceAccount deploy/ creates -----------------------------------
+kube_sa_kubeconfig decod-system decod "$T/sa.kubeconfig" ||
+    bail "no TokenRequest token for decod-system/decod"
+can() { kubectl --kubeconfig "$T/sa.kubeconfig" auth can-i "$@" 2>/dev/null; }
+check "the token is the account's, not the admin's" sh -c \
+    "kubectl --kubeconfig '$T/sa.kubeconfig' auth whoami -o jsonpath='{.status.userInfo.username}' 2>/dev/null |
+     grep -qx system:serviceaccount:decod-system:decod"
+
+set -f		# the rows below hold '*'
+# must: each verb a stage uses (namespace: a site's, except the Lease)
+S=sites-loja
+while read -r args why; do
+	[ -n "$args" ] || continue
+	# shellcheck disable=SC2086
+	is "$(can $(echo "$args" | tr , ' '))" yes "may $args ($why)"
+done <<EOF
+get,decofiles.deco.sites,-n,$S fetcher: mirror the CRs
+list,decofiles.deco.sites,-A fetcher: list every namespace
+watch,decofiles.deco.sites,-A fetcher: watch every namespace
+list,decofiletemplates.deco.sites,-A fetcher: templates
+watch,decofiletemplates.deco.sites,-A fetcher: templates
+patch,decofiles.deco.sites,--subresource=status,-n,$S each stage: its conditions by SSA
+patch,decofiletemplates.deco.sites,--subresource=status,-n,$S fetcher: template status
+update,decofiles.deco.sites,--subresource=finalizers,-n,$S publisher: blockOwnerDeletion
+create,configmaps,-n,$S publisher: decofile-NAME
+patch,configmaps,-n,$S publisher: SSA and drift repair
+get,configmaps,-n,$S publisher: adopt
+list,configmaps,-A publisher: drift watch
+watch,configmaps,-A publisher: drift watch
+delete,configmaps,-n,$S publisher: a removed Decofile with detach off
+list,pods,-A notifier: replicas by label
+watch,pods,-A notifier: replicas by label
+get,leases.coordination.k8s.io/decod-leader,-n,decod-system leader election: read
+update,leases.coordination.k8s.io/decod-leader,-n,decod-system leader election: renew, take over
+create,leases.coordination.k8s.io,-n,decod-system leader election: first holder
+list,namespaces acl: namespaces annotated for Valkey
+watch,namespaces acl: namespaces annotated for Valkey
+create,secrets,-n,$S acl: valkey-acl
+get,secrets/valkey-acl,-n,$S acl: valkey-acl
+patch,secrets/valkey-acl,-n,$S acl: valkey-acl
+EOF
+
+# must not
+while read -r args why; do
+	[ -n "$args" ] || continue
+	# shellcheck disable=SC2086
+	is "$(can $(echo "$args" | tr , ' '))" no "may not $args ($why)"
+done <<EOF
+*,* cluster-admin-like
+*,*,-n,$S admin of a site namespace
+get,secrets,-n,$S any Secret but valkey-acl
+list,secrets,-A Secrets of every namespace
+watch,secrets,-A Secrets of every namespace
+get,secrets/decod-webhook-tls,-n,decod-system its own TLS key is the kubelet's business
+get,secrets/other,-n,kube-system another namespace's Secret
+create,pods/exec,-n,$S exec into sites
+create,pods,-n,$S run pods
+delete,pods,-n,$S kill replicas
+get,pods/log,-n,$S read site logs
+delete,namespaces delete namespaces
+create,namespaces make namespaces
+update,namespaces change namespaces
+create,decofiles.deco.sites,-n,$S the CRs' spec is the user's
+update,decofiles.deco.sites,-n,$S the CRs' spec is the user's
+patch,decofiles.deco.sites,-n,$S the CRs' spec is the user's
+delete,decofiles.deco.sites,-n,$S the CRs' spec is the user's
+get,leases.coordination.k8s.io/kube-scheduler,-n,kube-system other components' Leases
+update,leases.coordination.k8s.io/other,-n,decod-system Leases other than decod-leader
+create,leases.coordination.k8s.io,-n,$S Leases outside decod-system
+patch,mutatingwebhookconfigurations/decod rewrite its own webhook
+escalate,clusterroles grant itself more
+bind,clusterroles grant itself more
+create,serviceaccounts/token,-n,decod-system mint tokens
+update,deployments.apps,-n,decod-system change its own Deployment
+get,nodes nodes
+create,events,-n,$S no stage writes Events
+EOF
+set +f
+
+done_testing
