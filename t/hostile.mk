@@ -4,9 +4,11 @@
 # (make check replays every seed and regression input), and with clang's
 # libFuzzer by `make fuzz` (skipped when configure found no such clang).
 TESTS += t/integration/hostile_depth.sh t/integration/hostile_apply.sh \
-	t/integration/hostile_replica.sh t/integration/secrets.sh t/fuzz/replay.sh
+	t/integration/hostile_replica.sh t/integration/secrets.sh t/fuzz/replay.sh \
+	t/integration/nonroot.sh
 EXTRA_DIST += t/integration/hostile_depth.sh t/integration/hostile_apply.sh \
-	t/integration/hostile_replica.sh t/integration/secrets.sh t/lib/git_http.py t/hostile.mk t/fuzz/replay.sh \
+	t/integration/hostile_replica.sh t/integration/secrets.sh t/lib/git_http.py \
+	t/integration/nonroot.sh t/hostile.mk t/fuzz/replay.sh \
 	t/fuzz/build.sh t/fuzz/run.sh t/fuzz/seeds t/fuzz/regress
 
 # admit: the webhook's harness (its replay is in daemons/webhook/local.mk);
