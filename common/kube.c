@@ -277,10 +277,19 @@ on_header(char *p, size_t size, size_t n, void *arg)
 	struct kube_call *c = arg;
 	size_t len = size * n;
 
+	/* curl's header lines are not NUL-terminated: read numbers from a copy */
 	if (len > 5 && strncmp(p, "HTTP/", 5) == 0) {
 		const char *sp = memchr(p, ' ', len);
+		char tmp[8] = "";
 
-		c->stream_status = sp != NULL ? strtol(sp + 1, NULL, 10) : 0;
+		if (sp != NULL) {
+			size_t m = len - (size_t)(sp + 1 - p);
+
+			m = m < sizeof(tmp) - 1 ? m : sizeof(tmp) - 1;
+			memcpy(tmp, sp + 1, m);
+			tmp[m] = '\0';
+		}
+		c->stream_status = strtol(tmp, NULL, 10);
 		c->retry_after_ms = -1;
 	} else if (len > 12 && strncasecmp(p, "Retry-After:", 12) == 0) {
 		char tmp[32];

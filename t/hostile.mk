@@ -4,18 +4,20 @@
 # (make check replays every seed and regression input), and with clang's
 # libFuzzer by `make fuzz` (skipped when configure found no such clang).
 TESTS += t/integration/hostile_depth.sh t/integration/hostile_apply.sh \
-	t/integration/hostile_replica.sh t/integration/secrets.sh t/fuzz/replay.sh
+	t/integration/hostile_replica.sh t/integration/secrets.sh t/fuzz/replay.sh \
+	t/integration/nonroot.sh
 EXTRA_DIST += t/integration/hostile_depth.sh t/integration/hostile_apply.sh \
-	t/integration/hostile_replica.sh t/integration/secrets.sh t/lib/git_http.py t/hostile.mk t/fuzz/replay.sh \
+	t/integration/hostile_replica.sh t/integration/secrets.sh t/lib/git_http.py \
+	t/integration/nonroot.sh t/hostile.mk t/fuzz/replay.sh \
 	t/fuzz/build.sh t/fuzz/run.sh t/fuzz/seeds t/fuzz/regress
 
 # admit: the webhook's harness (its replay is in daemons/webhook/local.mk);
 # archive: the fetcher's (daemons/fetcher/local.mk)
-FUZZ_TARGETS = json render apply proto manifest store etcd site conf admit archive
+FUZZ_TARGETS = json render apply proto manifest store etcd site conf admit archive kube
 FUZZ_REPLAY = t/fuzz/fuzz_json_replay t/fuzz/fuzz_render_replay \
 	t/fuzz/fuzz_apply_replay t/fuzz/fuzz_proto_replay t/fuzz/fuzz_manifest_replay \
 	t/fuzz/fuzz_store_replay t/fuzz/fuzz_etcd_replay t/fuzz/fuzz_site_replay \
-	t/fuzz/fuzz_conf_replay
+	t/fuzz/fuzz_conf_replay t/fuzz/fuzz_kube_replay
 check_PROGRAMS += $(FUZZ_REPLAY)
 FUZZ_COMMON = t/fuzz/replay.c t/fuzz/fuzz.h
 t_fuzz_fuzz_json_replay_SOURCES = t/fuzz/fuzz_json.c $(FUZZ_COMMON)
@@ -36,6 +38,8 @@ t_fuzz_fuzz_site_replay_SOURCES = t/fuzz/fuzz_site.c $(FUZZ_COMMON)
 t_fuzz_fuzz_site_replay_LDADD = $(DECOD_LIBS) $(MHD_LIBS)
 t_fuzz_fuzz_conf_replay_SOURCES = t/fuzz/fuzz_conf.c $(FUZZ_COMMON)
 t_fuzz_fuzz_conf_replay_LDADD = $(DECOD_LIBS)
+t_fuzz_fuzz_kube_replay_SOURCES = t/fuzz/fuzz_kube.c $(FUZZ_COMMON)
+t_fuzz_fuzz_kube_replay_LDADD = $(DECOD_LIBS)
 
 # make fuzz: the libFuzzer binaries in t/fuzz/bin/ (t/fuzz/run.sh runs them)
 fuzz:

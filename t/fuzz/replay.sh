@@ -6,7 +6,7 @@
 . "$top_srcdir/t/lib/common.sh"
 TMPDIR=$T
 export TMPDIR
-for t in json render apply proto manifest store etcd site conf; do
+for t in json render apply proto manifest store etcd site conf kube; do
 	prog=$top_builddir/t/fuzz/fuzz_${t}_replay
 	[ -x "$prog" ] || { ok 1 "$t: $prog not built"; continue; }
 	"$prog" "$top_srcdir/t/fuzz/seeds/$t" "$top_srcdir/t/fuzz/regress/$t" > "$T/$t.out" 2>&1

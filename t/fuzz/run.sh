@@ -5,14 +5,14 @@
 # under the build folder.  Prints one line per harness: executions, exec/s,
 # coverage (edges) and features; a crash leaves its input in
 # t/fuzz/crashes/<target>/ and makes the exit status 1.  Run from the build
-# folder (or set BUILDDIR).  CI: t/fuzz/run.sh 60 (about 10 minutes).
+# folder (or set BUILDDIR).  CI: t/fuzz/run.sh 60 (about 12 minutes).
 set -u
 secs=${1:-60}
 [ $# -gt 0 ] && shift
 here=$(cd "$(dirname "$0")" && pwd)
 bld=${BUILDDIR:-$(pwd)}
 bin=$bld/t/fuzz/bin
-targets=${*:-"json render apply proto manifest store etcd site conf admit"}
+targets=${*:-"json render apply proto manifest store etcd site conf admit archive kube"}
 [ -d "$bin" ] || { echo "run.sh: no $bin (make fuzz first)"; exit 2; }
 fail=0
 printf '%-9s %10s %8s %6s %6s %s\n' target execs exec/s cov ft result
