@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/curl_epoll.h"
 #include "common/hash.h"
 #include "common/json.h"
 #include "common/kube.h"
@@ -183,27 +184,9 @@ static int
 on_socket(CURL *easy, curl_socket_t s, int what, void *userp, void *socketp)
 {
 	struct kube *k = userp;
-	struct epoll_event ev;
 
 	(void)easy;
-	memset(&ev, 0, sizeof(ev));
-	ev.data.fd = s;
-	if (what == CURL_POLL_REMOVE) {
-		epoll_ctl(k->epfd, EPOLL_CTL_DEL, s, &ev);
-		curl_multi_assign(k->multi, s, NULL);
-		return 0;
-	}
-	if (what & CURL_POLL_IN)
-		ev.events |= EPOLLIN;
-	if (what & CURL_POLL_OUT)
-		ev.events |= EPOLLOUT;
-	if (socketp == NULL) {
-		if (epoll_ctl(k->epfd, EPOLL_CTL_ADD, s, &ev) < 0 && errno == EEXIST)
-			epoll_ctl(k->epfd, EPOLL_CTL_MOD, s, &ev);
-		curl_multi_assign(k->multi, s, k);
-	} else if (epoll_ctl(k->epfd, EPOLL_CTL_MOD, s, &ev) < 0 && errno == ENOENT)
-		epoll_ctl(k->epfd, EPOLL_CTL_ADD, s, &ev);
-	return 0;
+	return curl_epoll_socket(k->multi, k->epfd, s, what, socketp, k);
 }
 
 static int

@@ -17,6 +17,7 @@ libdecod_a_SOURCES = \
 	common/store_keys.c common/store_keys.h \
 	common/resource.c common/resource.h \
 	common/s3key.c common/s3key.h \
+	common/curl_epoll.c common/curl_epoll.h \
 	common/kube.c common/kube.h common/kube_impl.h \
 	common/kube_config.c common/kube_informer.c common/kube_lease.c \
 	common/metrics.c common/metrics.h \

@@ -18,6 +18,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "common/curl_epoll.h"
 #include "common/util.h"
 #include "daemons/notifier/notify_engine.h"
 
@@ -106,26 +107,9 @@ static int
 on_socket(CURL *easy, curl_socket_t s, int what, void *userp, void *socketp)
 {
 	struct notify_engine *e = userp;
-	struct epoll_event ev;
 
-	memset(&ev, 0, sizeof(ev));
-	ev.data.fd = s;
-	if (what == CURL_POLL_REMOVE) {
-		epoll_ctl(e->epfd, EPOLL_CTL_DEL, s, &ev);
-		curl_multi_assign(e->multi, s, NULL);
-		return 0;
-	}
-	if (what & CURL_POLL_IN)
-		ev.events |= EPOLLIN;
-	if (what & CURL_POLL_OUT)
-		ev.events |= EPOLLOUT;
-	if (socketp == NULL) {
-		if (epoll_ctl(e->epfd, EPOLL_CTL_ADD, s, &ev) < 0 && errno == EEXIST)
-			epoll_ctl(e->epfd, EPOLL_CTL_MOD, s, &ev);
-		curl_multi_assign(e->multi, s, e);
-	} else if (epoll_ctl(e->epfd, EPOLL_CTL_MOD, s, &ev) < 0 && errno == ENOENT)
-		epoll_ctl(e->epfd, EPOLL_CTL_ADD, s, &ev);
-	return 0;
+	(void)easy;
+	return curl_epoll_socket(e->multi, e->epfd, s, what, socketp, e);
 }
 
 /* on_timer - curl wants socket_action(TIMEOUT) after timeout_ms */

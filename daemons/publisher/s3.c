@@ -20,6 +20,7 @@
 
 #include <openssl/crypto.h>
 
+#include "common/curl_epoll.h"
 #include "common/hash.h"
 #include "common/util.h"
 #include "daemons/publisher/s3.h"
@@ -71,27 +72,9 @@ static int
 on_socket(CURL *easy, curl_socket_t s, int what, void *userp, void *socketp)
 {
 	struct s3_client *c = userp;
-	struct epoll_event ev;
 
-	memset(&ev, 0, sizeof(ev));
-	ev.data.fd = s;
-	if (what == CURL_POLL_REMOVE) {
-		epoll_ctl(c->epfd, EPOLL_CTL_DEL, s, &ev);
-		curl_multi_assign(c->multi, s, NULL);
-		return 0;
-	}
-	if (what & CURL_POLL_IN)
-		ev.events |= EPOLLIN;
-	if (what & CURL_POLL_OUT)
-		ev.events |= EPOLLOUT;
-	if (socketp == NULL) {
-		if (epoll_ctl(c->epfd, EPOLL_CTL_ADD, s, &ev) < 0 && errno == EEXIST)
-			epoll_ctl(c->epfd, EPOLL_CTL_MOD, s, &ev);
-		curl_multi_assign(c->multi, s, c);
-	} else if (epoll_ctl(c->epfd, EPOLL_CTL_MOD, s, &ev) < 0 && errno == ENOENT) {
-		epoll_ctl(c->epfd, EPOLL_CTL_ADD, s, &ev);
-	}
-	return 0;
+	(void)easy;
+	return curl_epoll_socket(c->multi, c->epfd, s, what, socketp, c);
 }
 
 static int

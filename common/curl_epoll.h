@@ -1,0 +1,22 @@
+/*
+ * curl_epoll - the one piece every curl multi handle driven from an epoll
+ * set needs: mirroring curl's socket requests (CURLMOPT_SOCKETFUNCTION)
+ * into that set.  The Kubernetes client, the notifier's engine and the S3
+ * client each own a multi handle and an epoll fd and call this.
+ */
+#ifndef DECOD_CURL_EPOLL_H
+#define DECOD_CURL_EPOLL_H
+
+#include <curl/curl.h>
+
+/*
+ * curl_epoll_socket - apply curl's request `what` for socket s (as given to
+ * a CURLMOPT_SOCKETFUNCTION callback, with its socketp) to epoll set epfd:
+ * add, modify or remove; owner is recorded with curl_multi_assign so the
+ * next call for s knows it is already in the set.  Always returns 0, as
+ * curl expects of the callback.
+ */
+int curl_epoll_socket(CURLM *multi, int epfd, curl_socket_t s, int what, void *socketp,
+    void *owner);
+
+#endif
