@@ -7,7 +7,9 @@
 # its user works on every node with that password; a namespace without the
 # annotation gets nothing; `default` annotated is refused, the annotation
 # removed, the admin keeps access; a Secret deleted by hand is written again
-# with working credentials; a deleted namespace: user gone from every node,
+# with working credentials; a valkey-acl-sync change resyncs; a restart
+# keeps the password; a namespace that drops the annotation loses its user,
+# Secret and finalizer; a deleted namespace: user gone from every node,
 # finalizer released, the namespace really gone; no password in the log.
 . "$top_srcdir/t/lib/common.sh"
 . "$top_srcdir/t/lib/kube.sh"
@@ -106,6 +108,28 @@ vk_admin "$VK_P2" acl deluser alpha >/dev/null
 kubectl_admin annotate --overwrite namespace sites-alpha deco.sites/valkey-acl-sync=2 >/dev/null
 check "a change of deco.sites/valkey-acl-sync resyncs the tenant" wait_for 20 has_user "$VK_P2" alpha
 
+# --- a restart reuses the Secret's password
+kill $APID; wait $APID 2>/dev/null
+KUBECONFIG="$T/sa.kubeconfig" "$ACL" -c "$T/conf" >> "$T/acl.log" 2>&1 &
+APID=$!
+track_pid $APID
+wait_for 10 sh -c "[ \$(grep -c 'msg=ready' '$T/acl.log') -ge 2 ]" || bail "acl stage did not restart"
+vk_admin "$VK_P3" acl deluser alpha >/dev/null
+kubectl_admin annotate --overwrite namespace sites-alpha deco.sites/valkey-acl-sync=3 >/dev/null
+check "after a restart the user is back on every node" wait_for 20 on_all has_user alpha
+is "$(sec sites-alpha LOADER_CACHE_REDIS_PASSWORD)" "$PW2" "... the Secret's password kept"
+check "... and working" wait_for 10 works_all alpha "$PW2"
+
+# --- the annotation removed
+kubectl_admin create namespace sites-beta >/dev/null
+kubectl_admin annotate namespace sites-beta deco.sites/valkey-acl=true >/dev/null
+check "a second namespace is provisioned" wait_for 30 on_all has_user beta
+PWB=$(sec sites-beta LOADER_CACHE_REDIS_PASSWORD)
+kubectl_admin annotate namespace sites-beta deco.sites/valkey-acl- >/dev/null
+check "annotation removed: the user is gone from every node" wait_for 30 on_all no_user beta
+check "... its Secret deleted" wait_for 20 sh -c "! kubectl --kubeconfig '$KUBECONFIG' -n sites-beta get secret valkey-acl >/dev/null 2>&1"
+check "... and the finalizer released" wait_for 20 sh -c "[ -z \"\$(kubectl --kubeconfig '$KUBECONFIG' get namespace sites-beta -o jsonpath='{.metadata.finalizers}')\" ]"
+
 # --- the namespace deleted
 kubectl_admin delete namespace sites-alpha --wait=false >/dev/null
 check "a deleted namespace: the user is gone from every node" wait_for 30 on_all no_user alpha
@@ -113,7 +137,7 @@ check "... the finalizer released and the namespace gone" wait_for 60 sh -c \
     "! kubectl --kubeconfig '$KUBECONFIG' get namespace sites-alpha >/dev/null 2>&1"
 
 check "the stage is still up" kill -0 $APID
-for p in "$PW" "$PW2"; do
+for p in "$PW" "$PW2" "$PWB"; do
 	check "no password in the log" sh -c "! grep -qF -- '$p' '$T/acl.log'"
 done
 done_testing
