@@ -1,6 +1,6 @@
 /*
  * acl - the acl stage's core as its tenant sources see it.  A source (the
- * store's Tenant resources today, Kubernetes namespaces later) tells the
+ * store's Tenant resources, or Kubernetes namespaces) tells the
  * core which tenants exist (acl_tenant_put / acl_tenant_del), asks for
  * resyncs, and is asked back to report a tenant's condition and to keep
  * its credentials (env file, or a Secret).  Every call happens on the

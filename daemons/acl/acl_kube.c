@@ -285,6 +285,8 @@ on_ns(void *arg, enum kube_event ev, yajl_val obj, yajl_val old)
 	if (t != NULL && t->put) {
 		t->put = 0;
 		acl_tenant_del(s->a, ns, ns);
+	} else if (fin && acl_user_check(user, &why_reason, why, sizeof(why)) < 0) {
+		finalizer(s, ns, 0);	/* never provisioned: nothing to delete */
 	} else if (fin) {
 		/* ours from before a restart: delete the user, then release */
 		kt_get(s, ns, 1);
