@@ -249,6 +249,14 @@ struct kube_informer_stats {
 struct kube_informer *kube_informer_new(struct kube *k,
     const struct kube_kind *kd, const char *ns, const char *label_selector,
     kube_event_fn fn, void *arg);
+/*
+ * kube_informer_new_fs - the same with a field selector too (NULL: none),
+ * e.g. "metadata.name=valkey-acl": RBAC then authorizes the list and the
+ * watch against that resource name.
+ */
+struct kube_informer *kube_informer_new_fs(struct kube *k,
+    const struct kube_kind *kd, const char *ns, const char *label_selector,
+    const char *field_selector, kube_event_fn fn, void *arg);
 /* kube_informer_free - stop watching and drop the cache; NULL: no-op */
 void kube_informer_free(struct kube_informer *inf);
 

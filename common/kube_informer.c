@@ -42,6 +42,7 @@ struct kube_informer {
 	struct kube *k;
 	const struct kube_kind *kd;
 	char *ns, *sel;		/* sel escaped, or NULL */
+	char *fsel;		/* field selector escaped, or NULL */
 	kube_event_fn fn;
 	void *arg;
 	struct table t;
@@ -304,6 +305,8 @@ list_page(struct kube_informer *inf, int64_t delay)
 	buf_printf(&q, "limit=%d", INF_PAGE);
 	if (inf->sel != NULL)
 		buf_printf(&q, "&labelSelector=%s", inf->sel);
+	if (inf->fsel != NULL)
+		buf_printf(&q, "&fieldSelector=%s", inf->fsel);
 	if (inf->cont != NULL)
 		buf_printf(&q, "&continue=%s", inf->cont);
 	path = kube_path(inf->kd, inf->ns, NULL, NULL, q.data);
@@ -495,6 +498,8 @@ watch_start(struct kube_informer *inf, int64_t delay)
 		buf_printf(&q, "&resourceVersion=%s", inf->rv);
 	if (inf->sel != NULL)
 		buf_printf(&q, "&labelSelector=%s", inf->sel);
+	if (inf->fsel != NULL)
+		buf_printf(&q, "&fieldSelector=%s", inf->fsel);
 	path = kube_path(inf->kd, inf->ns, NULL, NULL, q.data);
 	buf_free(&q);
 	inf->stats.watches++;
@@ -509,6 +514,13 @@ struct kube_informer *
 kube_informer_new(struct kube *k, const struct kube_kind *kd, const char *ns,
     const char *label_selector, kube_event_fn fn, void *arg)
 {
+	return kube_informer_new_fs(k, kd, ns, label_selector, NULL, fn, arg);
+}
+
+struct kube_informer *
+kube_informer_new_fs(struct kube *k, const struct kube_kind *kd, const char *ns,
+    const char *label_selector, const char *field_selector, kube_event_fn fn, void *arg)
+{
 	struct kube_informer *inf = xcalloc(1, sizeof(*inf));
 
 	inf->k = k;
@@ -516,6 +528,8 @@ kube_informer_new(struct kube *k, const struct kube_kind *kd, const char *ns,
 	inf->ns = ns != NULL && *ns != '\0' ? xstrdup(ns) : NULL;
 	inf->sel = label_selector != NULL && *label_selector != '\0' ?
 	    kube_escape(label_selector) : NULL;
+	inf->fsel = field_selector != NULL && *field_selector != '\0' ?
+	    kube_escape(field_selector) : NULL;
 	inf->fn = fn;
 	inf->arg = arg;
 	buf_init(&inf->in);
@@ -537,6 +551,7 @@ kube_informer_free(struct kube_informer *inf)
 	free(inf->cont);
 	free(inf->ns);
 	free(inf->sel);
+	free(inf->fsel);
 	free(inf);
 }
 

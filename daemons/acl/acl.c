@@ -15,6 +15,7 @@
 
 #include "common/conf.h"
 #include "common/journal.h"
+#include "common/kube.h"
 #include "common/log.h"
 #include "common/metrics.h"
 #include "common/stage.h"
@@ -525,7 +526,18 @@ acl_init(struct stage *st)
 
 	stage_set_data(st, a);
 	a->st = st;
-	a->src = &acl_source_store;
+	{
+		struct kube_config kc;
+		int rc = kube_config_from_conf(&kc, cf, err, sizeof(err));
+
+		if (rc < 0) {
+			log_kv(LOG_ERROR, "bad Kubernetes configuration", "error", err, NULL);
+			return -1;
+		}
+		/* against a cluster (kubeconfig, or in a pod): namespaces are the tenants */
+		a->src = rc == 0 ? &acl_source_kube : &acl_source_store;
+		kube_config_free(&kc);
+	}
 	a->timeout_ms = conf_get_ms(cf, "valkey_timeout");
 	a->resync_ms = conf_get_ms(cf, "valkey_acl_resync_period");
 	a->retry_ms = RETRY_MIN;

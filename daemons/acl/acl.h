@@ -1,6 +1,6 @@
 /*
  * acl - the acl stage's core as its tenant sources see it.  A source (the
- * store's Tenant resources today, Kubernetes namespaces later) tells the
+ * store's Tenant resources, or Kubernetes namespaces) tells the
  * core which tenants exist (acl_tenant_put / acl_tenant_del), asks for
  * resyncs, and is asked back to report a tenant's condition and to keep
  * its credentials (env file, or a Secret).  Every call happens on the
@@ -31,7 +31,12 @@ struct acl_source {
 	/* credentials of ns: 0 found (user, password filled), 1 none, -1 error */
 	int (*cred_load)(void *state, const char *ns, char *user, size_t userlen,
 	    char *password, size_t pwlen);
-	/* keep them durably before they are used; 0, or -1 with err */
+	/*
+	 * keep them durably before they are used; 0, or -1 with err, or 1:
+	 * pending (an asynchronous write, the Secret in Kubernetes): the tenant
+	 * is skipped for now and the source calls acl_resync once the write
+	 * has landed, cred_load then finding them
+	 */
 	int (*cred_save)(void *state, const char *ns, const char *user, const char *password,
 	    char *err, size_t errlen);
 	/* the user is gone from every node: forget the credentials; 0 or -1 */
@@ -40,6 +45,8 @@ struct acl_source {
 
 /* the store's Tenant resources (acl_store.c) */
 extern const struct acl_source acl_source_store;
+/* namespaces annotated deco.sites/valkey-acl, Secrets valkey-acl (acl_kube.c) */
+extern const struct acl_source acl_source_kube;
 
 /*
  * acl_tenant_put - tenant ns/name asks for user (enabled=0: it no longer

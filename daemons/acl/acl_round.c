@@ -268,9 +268,10 @@ ensure_password(struct acl *a, struct tenant *t, char *err, size_t errlen)
 		snprintf(err, errlen, "cannot make a password: no randomness from openssl");
 		return -1;
 	}
-	if (a->src->cred_save(a->src_state, t->ns, t->user, t->password, err, errlen) < 0) {
+	rc = a->src->cred_save(a->src_state, t->ns, t->user, t->password, err, errlen);
+	if (rc != 0) {
 		acl_wipe(t->password, sizeof(t->password));
-		return -1;
+		return rc;	/* 1: pending, the source resyncs the tenant when kept */
 	}
 	t->has_pw = 1;
 	return 0;
@@ -290,7 +291,7 @@ acl_round_start(struct stage *st, void *arg)
 {
 	struct acl *a = arg;
 	struct round *r;
-	int full = a->want_full, node_only = 0, any = 0;
+	int full = a->want_full, node_only = 0, any = 0, rc;
 	char err[512];
 
 	a->start_timer = 0;
@@ -322,7 +323,9 @@ acl_round_start(struct stage *st, void *arg)
 		if (t->refused != OK_ || !(full || node_only || t->dirty))
 			continue;
 		t->dirty = 0;
-		if (ensure_password(a, t, err, sizeof(err)) < 0) {
+		if ((rc = ensure_password(a, t, err, sizeof(err))) > 0)
+			continue;
+		if (rc < 0) {
 			log_kv(LOG_ERROR, "cannot keep the tenant's credentials", "ns", t->ns,
 			    "name", t->name, "error", err, NULL);
 			acl_count_err(a, "credentials", 1);

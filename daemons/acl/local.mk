@@ -4,7 +4,7 @@ ACL_CORE_SRC = daemons/acl/acl_cmd.c daemons/acl/acl_cmd.h \
 	daemons/acl/acl_cred.c daemons/acl/acl_cred.h
 ACL_IO_SRC = daemons/acl/acl_redis.c daemons/acl/acl_redis.h \
 	daemons/acl/acl_sentinel.c daemons/acl/acl_sentinel.h \
-	daemons/acl/acl_store.c daemons/acl/acl.h \
+	daemons/acl/acl_store.c daemons/acl/acl_kube.c daemons/acl/acl.h \
 	daemons/acl/acl_round.c daemons/acl/acl_impl.h
 
 decodlibexec_PROGRAMS += daemons/acl/acl
@@ -19,5 +19,5 @@ t_unit_acl_cred_test_LDADD = $(DECOD_LIBS)
 t_unit_metrics_test_LDADD = $(DECOD_LIBS) $(MHD_LIBS)
 TESTS += t/unit/acl_cmd_test t/unit/acl_cred_test t/unit/metrics_test
 
-TESTS += t/integration/acl_stage.sh t/integration/acl_failover.sh
-EXTRA_DIST += t/integration/acl_stage.sh t/integration/acl_failover.sh t/lib/valkey.sh
+TESTS += t/integration/acl_stage.sh t/integration/acl_failover.sh t/integration/acl_kube.sh
+EXTRA_DIST += t/integration/acl_stage.sh t/integration/acl_failover.sh t/integration/acl_kube.sh t/lib/valkey.sh

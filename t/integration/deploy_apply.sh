@@ -150,9 +150,14 @@ update,leases.coordination.k8s.io/decod-leader,-n,decod-system leader election: 
 create,leases.coordination.k8s.io,-n,decod-system leader election: first holder
 list,namespaces acl: namespaces annotated for Valkey
 watch,namespaces acl: namespaces annotated for Valkey
+get,namespaces/$S acl: namespaces annotated for Valkey
+patch,namespaces/$S acl: its finalizer, a refused annotation removed
 create,secrets,-n,$S acl: valkey-acl
 get,secrets/valkey-acl,-n,$S acl: valkey-acl
-patch,secrets/valkey-acl,-n,$S acl: valkey-acl
+patch,secrets/valkey-acl,-n,$S acl: valkey-acl (server-side apply)
+delete,secrets/valkey-acl,-n,$S acl: a namespace that drops the annotation
+list,secrets/valkey-acl,-A acl: informer with fieldSelector=metadata.name=valkey-acl
+watch,secrets/valkey-acl,-A acl: informer with fieldSelector=metadata.name=valkey-acl
 EOF
 
 # must not
@@ -168,6 +173,8 @@ list,secrets,-A Secrets of every namespace
 watch,secrets,-A Secrets of every namespace
 get,secrets/decod-webhook-tls,-n,decod-system its own TLS key is the kubelet's business
 get,secrets/other,-n,kube-system another namespace's Secret
+update,secrets/valkey-acl,-n,$S the acl stage only patches (server-side apply)
+delete,secrets/other,-n,$S other Secrets
 create,pods/exec,-n,$S exec into sites
 create,pods,-n,$S run pods
 delete,pods,-n,$S kill replicas
