@@ -15,6 +15,7 @@
 #include "cli/cli.h"
 #include "cli/cli_yaml.h"
 #include "common/json.h"
+#include "common/kube.h"
 #include "common/resource.h"
 #include "common/store.h"
 #include "common/store_keys.h"
@@ -263,20 +264,37 @@ cli_sync(struct cli *c)
 	return CLI_OK;
 }
 
-/* cli_acl - "acl resync [TENANT]": the acl stage's resync trigger */
+/*
+ * cli_acl - "acl resync [TENANT]": the acl stage's resync trigger.  Against
+ * a cluster (the stage's own choice: kubeconfig, or in a pod) the tenants
+ * are annotated namespaces, keyed (ns, ns) by the stage's Kubernetes
+ * source: TENANT is then the namespace, -n does not apply, and the trigger
+ * is "<ns>/<ns>" (the namespace is not looked up: decoctl needs no API
+ * access; the stage ignores a trigger for a tenant it does not have).
+ */
 int
 cli_acl(struct cli *c)
 {
 	const char *name = c->argc > 1 ? c->argv[1] : NULL;
 	yajl_val doc = NULL;
 	char err[512], nonce[32], *key;
-	int rc;
+	int rc, cluster = 0;
 
 	if (strcmp(c->argv[0], "resync") != 0)
 		return cli_usage_error(c, "unknown acl command \"%s\" (resync)", c->argv[0]);
+	if (name != NULL) {
+		struct kube_config kc;
+
+		if ((rc = kube_config_from_conf(&kc, c->cf, err, sizeof(err))) < 0)
+			return cli_error("bad Kubernetes configuration: %s", err);
+		if (rc == 0) {
+			cluster = 1;
+			kube_config_free(&kc);
+		}
+	}
 	if (cli_store(c) == NULL)
 		return CLI_FAIL;
-	if (name != NULL) {
+	if (name != NULL && !cluster) {
 		rc = resource_get(c->st, "tenants", c->ns, name, &doc, err, sizeof(err));
 		if (rc < 0)
 			return cli_error("%s", err);
@@ -285,13 +303,16 @@ cli_acl(struct cli *c)
 		yajl_tree_free(doc);
 	}
 	snprintf(nonce, sizeof(nonce), "%lld", (long long)wall_ms());
-	key = name != NULL ? key_acl_resync(c->ns, name) : key_acl_resync(NULL, NULL);
+	if (name == NULL)
+		key = key_acl_resync(NULL, NULL);
+	else
+		key = key_acl_resync(cluster ? name : c->ns, name);
 	rc = store_put(c->st, key, nonce, strlen(nonce));
 	free(key);
 	if (rc < 0)
 		return cli_error("cannot write the resync trigger: %s", store_error(c->st));
 	if (name != NULL)
-		printf("tenant/%s resync requested\n", name);
+		printf("%s/%s resync requested\n", cluster ? "namespace" : "tenant", name);
 	else
 		printf("resync of every tenant requested\n");
 	return CLI_OK;

@@ -108,6 +108,8 @@ static const struct command commands[] = {
 	  "                    and every replica now (a user deleted by hand comes\n"
 	  "                    back, and is counted as self-healed)\n"
 	  "acl resync          the same for every tenant\n"
+	  "Against a cluster (kubeconfig, or in a pod) TENANT is the namespace\n"
+	  "annotated deco.sites/valkey-acl, as in: acl resync sites-loja\n"
 	  "Writes a trigger the acl stage watches, as sync does for the fetcher.\n" },
 	{ "history", cli_history, "ol", 1, 1, "history NAME",
 	  "the journal's record of a decofile, oldest first",

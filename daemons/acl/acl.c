@@ -583,6 +583,9 @@ acl_init(struct stage *st)
 	}
 	if ((a->src_state = a->src->start(a, st)) == NULL || a->src->load(a->src_state) < 0)
 		return -1;
+	/* decoctl acl resync, whichever source: after load, so the tenants are known */
+	if ((a->trigger = acl_trigger_start(a, st)) == NULL)
+		return -1;
 	a->want_full = 1;
 	a->want_why = "start";
 	acl_kick(a);
@@ -607,6 +610,7 @@ acl_shutdown(struct stage *st)
 		return;
 	acl_round_abort(a);
 	acl_sentinel_free(a->sentinel);
+	acl_trigger_stop(a->trigger);
 	if (a->src_state != NULL)
 		a->src->stop(a->src_state);
 	while (a->tenants != NULL) {

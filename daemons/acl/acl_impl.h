@@ -136,6 +136,7 @@ struct acl {
 	char last_switch[ACL_HOST_MAX + 8];	/* the newest failover's new master */
 	int64_t last_switch_ms;
 	struct metrics *m;
+	struct acl_trigger *trigger;	/* decoctl acl resync (acl_trigger.c) */
 };
 
 
@@ -154,6 +155,12 @@ void acl_report(struct acl *a, struct tenant *t, const char *status, const char 
     const char *message);
 /* acl_kick - start a round soon if one is wanted and none is in flight */
 void acl_kick(struct acl *a);
+
+/* acl_trigger.c: the resync triggers decoctl writes, for every source */
+struct acl_trigger;
+/* acl_trigger_start - watch key_acl_resync_prefix(); NULL on failure (logged) */
+struct acl_trigger *acl_trigger_start(struct acl *a, struct stage *st);
+void acl_trigger_stop(struct acl_trigger *tr);
 
 /* acl_round.c */
 /* acl_round_start - a timer callback (arg: the acl): take what is wanted into one round */

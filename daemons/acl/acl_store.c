@@ -1,7 +1,7 @@
 /*
  * acl_store - the acl stage's tenant source off Kubernetes: Tenant
  * resources in the store (watched, then listed, so nothing put in between
- * is missed), the resync triggers decoctl writes, conditions written to
+ * is missed), conditions written to
  * the stage's own status fragment, and credentials kept in env files under
  * <state_dir>/acl.  Env files no Tenant claims at start-up are orphans:
  * their users are deleted on every node.
@@ -40,8 +40,8 @@ struct frag {
 struct src {
 	struct acl *a;
 	struct stage *st;
-	struct store_watch *watch, *trig;
-	char *tenant_prefix, *trig_prefix;
+	struct store_watch *watch;
+	char *tenant_prefix;
 	int64_t timer;
 	struct frag *frags;
 	int frags_listed;	/* every fragment there was is in frags */
@@ -165,29 +165,9 @@ on_tenant(void *arg, const struct store_event *ev)
 }
 
 static void
-on_trigger(void *arg, const struct store_event *ev)
-{
-	struct src *s = arg;
-	char ns[254], name[254];
-	const char *rest;
-
-	if (ev->type != STORE_EV_PUT || strncmp(ev->key, s->trig_prefix,
-	    strlen(s->trig_prefix)) != 0)
-		return;
-	rest = ev->key + strlen(s->trig_prefix);
-	if (strcmp(rest, "_all") == 0)
-		acl_resync(s->a, NULL, NULL);
-	else if (sscanf(rest, "%253[^/]/%253[^/]", ns, name) == 2)
-		acl_resync(s->a, ns, name);
-}
-
-static void
 dispatch(struct src *s)
 {
 	if (s->watch != NULL && store_watch_dispatch(s->watch) < 0)
-		log_kv(LOG_WARN, "store watch error", "error", store_error(stage_store(s->st)),
-		    NULL);
-	if (s->trig != NULL && store_watch_dispatch(s->trig) < 0)
 		log_kv(LOG_WARN, "store watch error", "error", store_error(stage_store(s->st)),
 		    NULL);
 }
@@ -209,8 +189,6 @@ watch_timer(struct stage *st, void *arg)
 
 	dispatch(s);
 	if ((t2 = store_watch_timeout_ms(s->watch)) > 0 && t2 < t)
-		t = t2;
-	if ((t2 = store_watch_timeout_ms(s->trig)) > 0 && t2 < t)
 		t = t2;
 	s->timer = stage_add_timer(st, t, watch_timer, s);
 }
@@ -263,13 +241,9 @@ src_start(struct acl *a, struct stage *st)
 	s->a = a;
 	s->st = st;
 	s->tenant_prefix = key_resource_prefix("tenants", NULL);
-	s->trig_prefix = key_acl_resync_prefix();
 	/* watch first, then list (src_load): nothing put in between is missed */
-	if ((s->watch = watch(s, s->tenant_prefix, on_tenant)) == NULL ||
-	    (s->trig = watch(s, s->trig_prefix, on_trigger)) == NULL) {
-		store_watch_free(s->watch);
+	if ((s->watch = watch(s, s->tenant_prefix, on_tenant)) == NULL) {
 		free(s->tenant_prefix);
-		free(s->trig_prefix);
 		free(s);
 		return NULL;
 	}
@@ -366,9 +340,7 @@ src_stop(void *state)
 	if (s->timer > 0)
 		stage_cancel_timer(s->st, s->timer);
 	store_watch_free(s->watch);
-	store_watch_free(s->trig);
 	free(s->tenant_prefix);
-	free(s->trig_prefix);
 	free(s);
 }
 

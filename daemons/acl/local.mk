@@ -5,7 +5,7 @@ ACL_CORE_SRC = daemons/acl/acl_cmd.c daemons/acl/acl_cmd.h \
 ACL_IO_SRC = daemons/acl/acl_redis.c daemons/acl/acl_redis.h \
 	daemons/acl/acl_sentinel.c daemons/acl/acl_sentinel.h \
 	daemons/acl/acl_store.c daemons/acl/acl_kube.c daemons/acl/acl.h \
-	daemons/acl/acl_round.c daemons/acl/acl_impl.h
+	daemons/acl/acl_round.c daemons/acl/acl_trigger.c daemons/acl/acl_impl.h
 
 decodlibexec_PROGRAMS += daemons/acl/acl
 daemons_acl_acl_SOURCES = daemons/acl/acl.c $(ACL_CORE_SRC) $(ACL_IO_SRC)

@@ -7,7 +7,8 @@
 # its user works on every node with that password; a namespace without the
 # annotation gets nothing; `default` annotated is refused, the annotation
 # removed, the admin keeps access; a Secret deleted by hand is written again
-# with working credentials; a valkey-acl-sync change resyncs; a restart
+# with working credentials; a valkey-acl-sync change resyncs, and so does
+# `decoctl acl resync <namespace>` with the stage's config; a restart
 # keeps the password; a namespace that drops the annotation loses its user,
 # Secret and finalizer; a deleted namespace: user gone from every node,
 # finalizer released, the namespace really gone; no password in the log.
@@ -16,7 +17,9 @@
 . "$top_srcdir/t/lib/valkey.sh"
 
 ACL=$(bin acl)
+CTL=$(bin decoctl)
 [ -x "$ACL" ] || bail "acl not built"
+[ -x "$CTL" ] || bail "decoctl not built"
 vk_require
 
 kube_start
@@ -107,6 +110,15 @@ kubectl_admin annotate --overwrite namespace sites-alpha deco.sites/valkey-acl-s
 vk_admin "$VK_P2" acl deluser alpha >/dev/null
 kubectl_admin annotate --overwrite namespace sites-alpha deco.sites/valkey-acl-sync=2 >/dev/null
 check "a change of deco.sites/valkey-acl-sync resyncs the tenant" wait_for 20 has_user "$VK_P2" alpha
+
+# --- decoctl acl resync NAMESPACE (the trigger in the store, as the stage's config names it)
+vk_admin "$VK_P3" acl deluser alpha >/dev/null	# redis-cli as admin, password in REDISCLI_AUTH
+check "alpha deleted by hand on one node" no_user "$VK_P3" alpha
+out=$("$CTL" -c "$T/conf" acl resync sites-alpha 2>&1)
+is "$out" "namespace/sites-alpha resync requested" "decoctl acl resync NAMESPACE against a cluster"
+check "... brings the user back on that node" wait_for 20 has_user "$VK_P3" alpha
+check "... logged as a resync of the namespace's tenant" grep -q 'resync requested.*ns=sites-alpha name=sites-alpha' "$T/acl.log"
+is "$("$CTL" -c "$T/conf" acl resync 2>&1)" "resync of every tenant requested" "decoctl acl resync (every namespace)"
 
 # --- a restart reuses the Secret's password
 kill $APID; wait $APID 2>/dev/null
