@@ -56,7 +56,12 @@ restart_min = 200ms
 restart_max = 3s
 stable_after = 10s
 stop_timeout = 3s
+reload_token_file = $T/reload.token
 CONF
+# the replicas are as strict as the runtime: a reload needs the token
+umask 077
+head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$T/reload.token"
+umask 022
 export DECOD_CONFIG="$T/decod.conf"
 DB=$T/state/journal.db
 sql() { sqlite3 -cmd '.timeout 10000' "$DB" "$1"; }
@@ -71,7 +76,7 @@ rnd() { RN=$(( (RN * 1103515245 + 12345) % 2147483648 )); R=$(( (RN / 65536) % $
 PORTS=""
 i=1
 while [ $i -le "$NDF" ]; do
-	"$SITE" --port 0 > "$T/site$i.out" 2> "$T/site$i.err" &
+	"$SITE" --port 0 --token-file "$T/reload.token" > "$T/site$i.out" 2> "$T/site$i.err" &
 	track_pid $!
 	wait_for 10 grep -q '^listening on' "$T/site$i.out" || bail "replica $i did not start"
 	PORTS="$PORTS $(awk '/^listening on/ {print $3}' "$T/site$i.out")"
