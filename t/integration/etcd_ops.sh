@@ -6,4 +6,6 @@
 . "$top_srcdir/t/lib/etcd.sh"
 
 etcd_start || bail "etcd did not start"
-DECOD_TEST_ETCD="etcd:$ETCD_URL" DECOD_SESSION_TTL=2s exec "$top_builddir/t/unit/store_etcd_test"
+# not exec: the EXIT trap must run to stop etcd (an exec left it running)
+DECOD_TEST_ETCD="etcd:$ETCD_URL" DECOD_SESSION_TTL=2s "$top_builddir/t/unit/store_etcd_test"
+exit $?
