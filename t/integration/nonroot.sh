@@ -14,6 +14,11 @@ command -v setpriv >/dev/null || skip_all "setpriv (util-linux) not installed"
 id nobody >/dev/null 2>&1 && getent group nogroup >/dev/null ||
 	skip_all "no user nobody or group nogroup"
 command -v python3 >/dev/null || skip_all "python3 not installed"
+# the build tree must be reachable by nobody (a clone under a 0700 folder,
+# as mktemp -d makes, is not): say so rather than fail
+setpriv --reuid=nobody --regid=nogroup --clear-groups \
+    test -x "$top_builddir/decod" 2>/dev/null ||
+    skip_all "user nobody cannot reach the build tree $top_builddir (a parent folder is private)"
 
 DECOD=$top_builddir/decod
 DECOCTL=$top_builddir/decoctl
