@@ -19,17 +19,22 @@ so_setup
 SO_STAGES=fetcher
 N_LAT=${N_LAT:-200}
 N_START=${N_START:-10000}
+STEPS=${STEPS:-1 2 3}	# e.g. STEPS=2: the start-up alone
+step() { case " $STEPS " in *" $1 "*) return 0 ;; esac; return 1; }
 
 etcd_start >/dev/null || bail "etcd did not start"
 echo "# machine: $(nproc) cores, $(uname -sr), etcd $(etcd --version | head -1 | awk '{print $3}')"
 
 # 1. watch latency
+if step 1; then
 so_start a session_ttl=10s || bail "instance a"
 echo "watch latency (put -> renderer item), $N_LAT new Decofiles (lock taken on the way): $($PY latency "$ETCD_URL" lat $N_LAT "$T/a/state/journal.db")"
 echo "watch latency, an edit of each (lock already held): $($PY latency-edit "$ETCD_URL" lat $N_LAT "$T/a/state/journal.db")"
 so_stop a
+fi
 
 # 2. start-up with N_START Decofiles
+if step 2; then
 etcdctl --endpoints "$ETCD_URL" del --prefix /decod/ >/dev/null
 rm -rf "$T/a"
 t0=$(so_ms)
@@ -43,8 +48,10 @@ wait_for 300 all_in || echo "# start-up: not all reconciled within 300 s ($($PY 
 echo "start-up with $N_START Decofiles: stages ready ${ready} ms, every Decofile locked and handed to the renderer $(( $(so_ms) - t0 )) ms"
 echo "locks: $($PY owners "$ETCD_URL" | tr '\n' ' ')"
 so_stop a
+fi
 
 # 3. lock takeover
+step 3 &&
 for ttl in 2 10; do
 	etcdctl --endpoints "$ETCD_URL" del --prefix /decod/ >/dev/null
 	rm -rf "$T/a" "$T/b"

@@ -62,3 +62,13 @@ bench-acl: decoctl daemons/acl/acl
 	$(SHELL) $(srcdir)/bench/bench_acl.sh $(abs_top_builddir)
 .PHONY: bench-acl
 # --- end of acl benchmark
+# decod in a cluster at scale: `make bench-kube-scale` (10,000 CRs, restart,
+# 1,000 pods), against the plain client bench/kube_ssa in the same run
+noinst_PROGRAMS += bench/kube_ssa
+bench_kube_ssa_SOURCES = bench/kube_ssa.c
+bench_kube_ssa_LDADD = $(CURL_LIBS)
+EXTRA_DIST += bench/bench_kube_scale.sh bench/bench_kube_scale.py
+bench-kube-scale: decod bench/kube_ssa bench/replica
+	$(SHELL) $(srcdir)/bench/bench_kube_scale.sh $(abs_top_builddir)
+.PHONY: bench-kube-scale
+# --- end of the cluster scale benchmarks

@@ -586,7 +586,7 @@ frag_update(struct store *s, struct journal *j, const char *plural, const char *
 		return -1;
 	}
 	if (changed || force) {
-		if ((rc = store_put(s, key, text, strlen(text))) < 0)
+		if ((rc = store_put_volatile(s, key, text, strlen(text))) < 0)
 			log_kv(LOG_ERROR, "cannot write status", "key", key, "error",
 			    store_error(s), NULL);
 		else
@@ -608,6 +608,52 @@ status_set_condition(struct store *s, struct journal *j, const char *plural,
 {
 	return frag_update(s, j, plural, ns, name, stage, NULL, type, status, reason,
 	    message, 0);
+}
+
+int
+status_set(struct store *s, struct journal *j, const char *plural, const char *ns,
+    const char *name, const char *stage, const char *fields_json,
+    const struct status_cond *conds, size_t n)
+{
+	char *key = key_status(plural, ns, name, stage), *text;
+	size_t len = 0;
+	int changed = 0, rc = 0;
+	int *moved = xcalloc(n + 1, sizeof(*moved));
+
+	text = frag_text(s, key, &len);
+	for (size_t i = 0; i == 0 || i < n; i++) {
+		char *next;
+		int ch = 0;
+
+		/* the fields with the first condition, then each other one */
+		next = status_fragment_build(text, text != NULL ? strlen(text) : 0,
+		    i == 0 ? fields_json : NULL, i < n ? conds[i].type : NULL,
+		    i < n ? conds[i].status : NULL, i < n ? conds[i].reason : NULL,
+		    i < n ? conds[i].message : NULL, &ch, &moved[i]);
+		free(text);
+		if ((text = next) == NULL) {
+			free(moved);
+			free(key);
+			return -1;
+		}
+		changed |= ch;
+	}
+	if (changed) {
+		if ((rc = store_put_volatile(s, key, text, strlen(text))) < 0)
+			log_kv(LOG_ERROR, "cannot write status", "key", key, "error",
+			    store_error(s), NULL);
+		else
+			rc = 1;
+	}
+	for (size_t i = 0; rc == 1 && j != NULL && i < n; i++)
+		if (moved[i] && journal_record_condition(j, plural, ns, name, conds[i].type,
+		    conds[i].status, conds[i].reason, conds[i].message) < 0)
+			log_kv(LOG_WARN, "journal: cannot record condition", "error",
+			    journal_error(j), NULL);
+	free(text);
+	free(moved);
+	free(key);
+	return rc;
 }
 
 int

@@ -95,6 +95,24 @@ int status_set_condition(struct store *s, struct journal *j, const char *plural,
 int status_set_fields(struct store *s, const char *plural, const char *ns,
     const char *name, const char *stage, const char *fields_json);
 
+/* one condition of status_set */
+struct status_cond {
+	const char *type, *status, *reason, *message;
+};
+
+/*
+ * status_set - fields (NULL: none) and n conditions into stage's fragment
+ * with one store write, made only when the fragment changes: a stage that
+ * reports several things at once (Ready and its fields, PodsNotified and
+ * notifiedHash) writes them together, so a reader never sees half of it
+ * and the CR mirror gets one status write instead of several.  Each
+ * condition follows status_set_condition's rule.  Returns 1 if written, 0
+ * if nothing changed, -1 on error.
+ */
+int status_set(struct store *s, struct journal *j, const char *plural, const char *ns,
+    const char *name, const char *stage, const char *fields_json,
+    const struct status_cond *conds, size_t n);
+
 /*
  * status_fragment_build - a stage's new fragment from the one the caller
  * already holds, without touching the store, so the caller can batch the

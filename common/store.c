@@ -103,8 +103,33 @@ store_put(struct store *s, const char *key, const void *val, size_t len)
 }
 
 int
+store_put_volatile(struct store *s, const char *key, const void *val, size_t len)
+{
+	if (s->ops->put_volatile != NULL)
+		return s->ops->put_volatile(s->be, key, val, len);
+	return s->ops->put(s->be, key, val, len, 0);
+}
+
+static int put_many(struct store *s, const char *const *keys, const char *const *vals,
+    const size_t *lens, size_t n, int volatile_);
+
+int
 store_put_many(struct store *s, const char *const *keys, const char *const *vals,
     const size_t *lens, size_t n)
+{
+	return put_many(s, keys, vals, lens, n, 0);
+}
+
+int
+store_put_many_volatile(struct store *s, const char *const *keys, const char *const *vals,
+    const size_t *lens, size_t n)
+{
+	return put_many(s, keys, vals, lens, n, 1);
+}
+
+static int
+put_many(struct store *s, const char *const *keys, const char *const *vals,
+    const size_t *lens, size_t n, int volatile_)
 {
 	for (size_t i = 0; i < n; i++) {
 		if (keys[i] == NULL || keys[i][0] == '\0') {
@@ -121,7 +146,8 @@ store_put_many(struct store *s, const char *const *keys, const char *const *vals
 	if (s->ops->put_many != NULL)
 		return s->ops->put_many(s->be, keys, vals, lens, n);
 	for (size_t i = 0; i < n; i++)
-		if (s->ops->put(s->be, keys[i], vals[i] ? vals[i] : "", lens[i], 0) < 0)
+		if ((volatile_ ? store_put_volatile(s, keys[i], vals[i] ? vals[i] : "", lens[i]) :
+		    s->ops->put(s->be, keys[i], vals[i] ? vals[i] : "", lens[i], 0)) < 0)
 			return -1;
 	return 0;
 }

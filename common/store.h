@@ -57,6 +57,13 @@ const char *store_error(const struct store *s);
 
 int store_put(struct store *s, const char *key, const void *val, size_t len);
 /*
+ * store_put_volatile - store_put of a value that is rebuilt if lost (a
+ * stage's status fragment): the local store does not fsync it (readers
+ * and watchers see it at once; a power cut may lose the last one, which
+ * the stage rewrites on its next change).  On etcd the same as store_put.
+ */
+int store_put_volatile(struct store *s, const char *key, const void *val, size_t len);
+/*
  * store_put_many - put n distinct keys (keys[i] -> vals[i] of lens[i]
  * bytes), no TTL.  On etcd one txn per 127 keys (less when the values are
  * large), so a batch of n takes about n/127 round trips; each txn is all or
@@ -65,6 +72,9 @@ int store_put(struct store *s, const char *key, const void *val, size_t len);
  */
 int store_put_many(struct store *s, const char *const *keys, const char *const *vals,
     const size_t *lens, size_t n);
+/* store_put_many_volatile - store_put_many of values store_put_volatile would take */
+int store_put_many_volatile(struct store *s, const char *const *keys,
+    const char *const *vals, const size_t *lens, size_t n);
 /* store_put_ttl - the key disappears ttl_s seconds after the last put */
 int store_put_ttl(struct store *s, const char *key, const void *val, size_t len, int ttl_s);
 /* store_get - 0 found (*val malloc'd, NUL-terminated; caller frees), 1 absent, -1 error */

@@ -15,6 +15,8 @@ struct store_ops {
 	void *(*open)(struct store *s, const char *spec, const struct conf *cf);
 	void (*close)(void *be);
 	int (*put)(void *be, const char *key, const void *val, size_t len, int ttl_s);
+	/* put_volatile: a put the backend need not sync to disk; NULL: put */
+	int (*put_volatile)(void *be, const char *key, const void *val, size_t len);
 	/* put_many: n distinct keys, no TTL; 0 or -1.  NULL: store.c loops over put */
 	int (*put_many)(void *be, const char *const *keys, const char *const *vals,
 	    const size_t *lens, size_t n);

@@ -372,8 +372,62 @@ local_close(void *be)
 
 /* ---- put, get, delete ---- */
 
+/*
+ * write_tmp - the value into a new temporary file, fsync'd when sync.  The
+ * caller renames it into place (one rename: a temporary name of its own
+ * needs no second rename nor the fsync of the temporary folder).
+ */
+static int
+write_tmp(const char *tmp, const void *data, size_t len, int sync)
+{
+	const char *p = data;
+	int fd, saved;
+
+	if ((fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600)) < 0)
+		return -1;
+	while (len > 0) {
+		ssize_t n = write(fd, p, len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			goto fail;
+		p += n;
+		len -= (size_t)n;
+	}
+	if (sync && fsync(fd) < 0)
+		goto fail;
+	if (close(fd) < 0) {
+		fd = -1;
+		goto fail;
+	}
+	return 0;
+fail:
+	saved = errno;
+	if (fd >= 0)
+		close(fd);
+	errno = saved;
+	return -1;
+}
+
+static int local_put_sync(void *be, const char *key, const void *val, size_t len, int ttl_s,
+    int sync);
+
 static int
 local_put(void *be, const char *key, const void *val, size_t len, int ttl_s)
+{
+	return local_put_sync(be, key, val, len, ttl_s, 1);
+}
+
+/* local_put_volatile - no fsync: the page cache has it, a crash of decod loses nothing */
+static int
+local_put_volatile(void *be, const char *key, const void *val, size_t len)
+{
+	return local_put_sync(be, key, val, len, 0, 0);
+}
+
+static int
+local_put_sync(void *be, const char *key, const void *val, size_t len, int ttl_s, int sync)
 {
 	struct local *l = be;
 	char rel[LOCAL_REL_BUF], hdr[64], *path, *dir, *tmp, *slash;
@@ -407,12 +461,13 @@ local_put(void *be, const char *key, const void *val, size_t len, int ttl_s)
 		store_set_error(l->s, "put %s: mkdir %s: %s", key, dir, strerror(errno));
 		goto unlock;
 	}
-	if (write_file_atomic(tmp, b.data, b.len, 0600) < 0 || rename(tmp, path) < 0) {
+	if (write_tmp(tmp, b.data, b.len, sync) < 0 || rename(tmp, path) < 0) {
 		store_set_error(l->s, "put %s: write %s: %s", key, path, strerror(errno));
 		(void)unlink(tmp);
 		goto unlock;
 	}
-	fsync_dirpath(dir);
+	if (sync)
+		fsync_dirpath(dir);
 	rv = 0;
 unlock:
 	mut_unlock(l);
@@ -791,6 +846,7 @@ const struct store_ops store_local_ops = {
 	.open = local_open,
 	.close = local_close,
 	.put = local_put,
+	.put_volatile = local_put_volatile,
 	.get = local_get,
 	.del = local_del,
 	.del_prefix = local_del_prefix,

@@ -433,7 +433,7 @@ flush_cb(struct stage *st, void *arg)
 	}
 	if (n == 0)
 		return;
-	if (store_put_many(stage_store(st), keys, vals, lens, n) < 0) {
+	if (store_put_many_volatile(stage_store(st), keys, vals, lens, n) < 0) {
 		log_kv(LOG_WARN, "cannot write tenant conditions; retrying", "error",
 		    store_error(stage_store(st)), NULL);
 		s->flush_timer = stage_add_timer(st, 1000, flush_cb, s);

@@ -9,6 +9,7 @@
  */
 #include "config.h"
 
+#include <inttypes.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,6 +49,8 @@ struct fetch_kube {
 	int64_t sw_timer;
 	char *status_prefix;
 	uint64_t mirrored, status_writes;
+	uint64_t inflight;	/* status writes sent, not yet answered */
+	int caught_up;		/* "caught up" logged */
 	struct flight *flights[NFLIGHT];
 	/*
 	 * Without a supervisor (deploy/'s pod: one container per stage) the
@@ -334,6 +337,28 @@ sweep(struct fetch_kube *fk, const struct kind_info *ki, struct kube_informer *i
 	free(prefix);
 }
 
+/*
+ * caught_up - logged once, when both kinds are listed, every CR mirrored
+ * and compared with its fragments, and the status writes that asked for
+ * have landed (after a restart with everything reconciled: none)
+ */
+static void
+caught_up(struct fetch_kube *fk)
+{
+	char crs[32], mirrored[32], writes[32];
+
+	if (fk->caught_up || fk->inflight > 0 || !kube_informer_synced(fk->dfs) ||
+	    !kube_informer_synced(fk->tpls))
+		return;
+	fk->caught_up = 1;
+	snprintf(crs, sizeof(crs), "%zu", kube_informer_count(fk->dfs) +
+	    kube_informer_count(fk->tpls));
+	snprintf(mirrored, sizeof(mirrored), "%" PRIu64, fk->mirrored);
+	snprintf(writes, sizeof(writes), "%" PRIu64, fk->status_writes);
+	log_kv(LOG_INFO, "Kubernetes front door caught up", "crs", crs, "mirrored", mirrored,
+	    "status_writes", writes, NULL);
+}
+
 static void
 on_cr(void *arg, enum kube_event ev, yajl_val obj, yajl_val old, const struct kind_info *ki,
     struct kube_informer *inf)
@@ -343,9 +368,10 @@ on_cr(void *arg, enum kube_event ev, yajl_val obj, yajl_val old, const struct ki
 	(void)old;
 	if (!leading(fk))
 		return;		/* a standby: the leader's pod does the work */
-	if (ev == KUBE_SYNCED)
+	if (ev == KUBE_SYNCED) {
 		sweep(fk, ki, inf);
-	else
+		caught_up(fk);
+	} else
 		mirror(fk, ki, ev, obj);
 }
 
@@ -430,6 +456,7 @@ on_pushed(void *arg, const struct kube_resp *r)
 	struct flight **fs = flight_slot(fk, p->key), *f = *fs;
 	int again = f != NULL && f->again;
 
+	fk->inflight--;
 	if (kube_ok(r))
 		fk->status_writes++;
 	else if (r->status != 404)	/* 404: the CR went away meanwhile */
@@ -452,6 +479,70 @@ on_pushed(void *arg, const struct kube_resp *r)
 	}
 	free(p->key);
 	free(p);
+	caught_up(fk);
+}
+
+/*
+ * with_merged_conds - frag with each condition replaced by the one the
+ * merged status shows for its type (NULL: frag holds no condition, or
+ * none could be read).  Two stages may set one condition type (Syncing:
+ * the fetcher and the renderer); applying each stage's own value would
+ * make the CR flip between them and every restart rewrite one of them.
+ * Both apply the merged value instead (the one `decoctl get` shows), so
+ * their managers share it and the CR settles.
+ */
+static yajl_val
+with_merged_conds(struct fetch_kube *fk, const char *plural, const char *ns,
+    const char *name, yajl_val frag)
+{
+	yajl_val conds = json_get(frag, "conditions", NULL), merged, mconds, out = NULL;
+	struct buf m, b;
+	struct jw w;
+
+	if (conds == NULL || !YAJL_IS_ARRAY(conds) || conds->u.array.len == 0)
+		return NULL;
+	buf_init(&m);
+	if (resource_status_merged(stage_store(fk->st), plural, ns, name, &m) < 0 ||
+	    (merged = json_parse(m.data, m.len, NULL)) == NULL) {
+		buf_free(&m);
+		return NULL;
+	}
+	buf_free(&m);
+	mconds = json_get(merged, "conditions", NULL);
+	buf_init(&b);
+	jw_init(&w, &b);
+	jw_obj(&w);
+	for (size_t i = 0; i < frag->u.object.len; i++) {
+		yajl_val v = frag->u.object.values[i];
+
+		jw_key(&w, frag->u.object.keys[i]);
+		if (v != conds) {
+			jw_value(&w, v);
+			continue;
+		}
+		jw_arr(&w);
+		for (size_t c = 0; c < conds->u.array.len; c++) {
+			yajl_val cv = conds->u.array.values[c], use = cv;
+			const char *t = json_get_str(cv, "type", NULL);
+
+			for (size_t k = 0; t != NULL && mconds != NULL && YAJL_IS_ARRAY(mconds) &&
+			    k < mconds->u.array.len; k++) {
+				const char *mt = json_get_str(mconds->u.array.values[k], "type", NULL);
+
+				if (mt != NULL && strcmp(mt, t) == 0) {
+					use = mconds->u.array.values[k];
+					break;
+				}
+			}
+			jw_value(&w, use);
+		}
+		jw_end_arr(&w);
+	}
+	jw_end_obj(&w);
+	out = json_parse(b.data, b.len, NULL);
+	buf_free(&b);
+	yajl_tree_free(merged);
+	return out;
 }
 
 static void
@@ -481,6 +572,14 @@ status_push(struct fetch_kube *fk, const struct kind_info *ki, const char *ns,
 	}
 	if (val != NULL && (frag = json_parse(val, vlen, NULL)) == NULL)
 		return;
+	if (frag != NULL && YAJL_IS_OBJECT(frag)) {
+		yajl_val m = with_merged_conds(fk, ki->plural, ns, name, frag);
+
+		if (m != NULL) {
+			yajl_tree_free(frag);
+			frag = m;
+		}
+	}
 	body = fetch_kube_status_body(ki->kd->kind, ns, name, frag, val != NULL ? cur : NULL,
 	    &same, &len);
 	yajl_tree_free(frag);
@@ -503,6 +602,7 @@ status_push(struct fetch_kube *fk, const struct kind_info *ki, const char *ns,
 		*fs = f;
 	}
 	snprintf(p->what, sizeof(p->what), "%s/%s/%s (%s)", ki->plural, ns, name, manager);
+	fk->inflight++;
 	kube_apply(fk->k, ki->kd, ns, name, "status", manager, 1, body, len, on_pushed, p);
 	free(body);
 }

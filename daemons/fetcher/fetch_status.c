@@ -56,7 +56,8 @@ fetch_status_flush(struct stage *st, int rounds)
 			f->npend = 0;
 			break;
 		}
-		rc = store_put_many(stage_store(st), (const char *const *)keys, vals, lens, n);
+		rc = store_put_many_volatile(stage_store(st), (const char *const *)keys, vals,
+		    lens, n);
 		for (size_t i = 0; i < n; i++)
 			free(keys[i]);
 		if (rc < 0) {

@@ -185,13 +185,15 @@ on_flush(struct stage *st, void *arg)
 	record_acks(r);
 }
 
-/* set_pods - PodsNotified in the notifier's status fragment */
+/* set_pods - PodsNotified (and fields, NULL: none) in the notifier's status fragment */
 static void
-set_pods(struct stage *st, const char *ns, const char *name, const char *status,
-    const char *reason, const char *message)
+set_pods(struct stage *st, const char *ns, const char *name, const char *fields,
+    const char *status, const char *reason, const char *message)
 {
-	if (status_set_condition(stage_store(st), stage_journal(st), "decofiles", ns, name,
-	    STAGE, "PodsNotified", status, reason, message) < 0)
+	struct status_cond c = { "PodsNotified", status, reason, message };
+
+	if (status_set(stage_store(st), stage_journal(st), "decofiles", ns, name, STAGE,
+	    fields, &c, 1) < 0)
 		log_kv(LOG_WARN, "cannot set PodsNotified", "ns", ns, "name", name,
 		    "error", store_error(stage_store(st)), NULL);
 }
@@ -211,20 +213,20 @@ on_job_done(void *arg, struct notify_job *job)
 	snprintf(obj, sizeof(obj), "decofiles/%s/%s", r->ns, r->name);
 	snprintf(result, sizeof(result), "confirmed=%zu failed=%zu gone=%zu missing_token=%zu",
 	    s.confirmed, s.failed, s.gone, s.missing_token);
+	snprintf(fields, sizeof(fields), "{\"notifiedHash\":\"%s\",\"notifiedReplicas\":%zu,"
+	    "\"totalReplicas\":%zu}", r->hash, s.confirmed, notify_job_count(job) - s.gone);
+	/* PodsNotified and the fields it speaks of in one write */
 	if (s.failed == 0 && s.missing_token == 0) {
 		snprintf(msg, sizeof(msg), "Successfully notified all pods for %s", r->id);
-		set_pods(st, r->ns, r->name, "True", "NotificationSucceeded", msg);
+		set_pods(st, r->ns, r->name, fields, "True", "NotificationSucceeded", msg);
 	} else {
 		fails = notify_job_failures(job, FAIL_NAMES);
 		snprintf(msg, sizeof(msg), "Failed to notify pods for %s: %zu of %zu failed: %s",
 		    r->id, s.failed + s.missing_token, notify_job_count(job), fails);
 		free(fails);
-		set_pods(st, r->ns, r->name, "False", s.missing_token > 0 ?
+		set_pods(st, r->ns, r->name, fields, "False", s.missing_token > 0 ?
 		    "MissingReloadToken" : "NotificationFailed", msg);
 	}
-	snprintf(fields, sizeof(fields), "{\"notifiedHash\":\"%s\",\"notifiedReplicas\":%zu,"
-	    "\"totalReplicas\":%zu}", r->hash, s.confirmed, notify_job_count(job) - s.gone);
-	status_set_fields(stage_store(st), "decofiles", r->ns, r->name, STAGE, fields);
 	journal_audit(stage_journal(st), STAGE, obj, "notify", result);
 	log_kv(s.failed || s.missing_token ? LOG_WARN : LOG_INFO, "rollout finished",
 	    "object", obj, "change", r->id, "result", result, NULL);
@@ -429,7 +431,7 @@ on_item(struct stage *st, const struct journal_item *it)
 	struct rollout *r, *old;
 	yajl_val doc = NULL, *trees = NULL;
 	size_t count = 0, ntrees = 0;
-	char err[512], msg[1024];
+	char err[512], msg[1024], fields[256];
 	struct proto_notify_detail nd;
 	const char *style;
 	enum notify_style stl = NOTIFY_PUSH;
@@ -486,9 +488,6 @@ on_item(struct stage *st, const struct journal_item *it)
 		rollout_free(old);
 	}
 
-	snprintf(msg, sizeof(msg), "Notifying pods for %s", r->id);
-	set_pods(st, r->ns, r->name, "Unknown", "NotificationInProgress", msg);
-
 	if ((style = json_get_str(doc, "spec", "notify", "style", NULL)) != NULL &&
 	    strcmp(style, "poll") == 0)
 		stl = NOTIFY_POLL;
@@ -507,25 +506,27 @@ on_item(struct stage *st, const struct journal_item *it)
 	 * which version PodsNotified now speaks of, and how many replicas this
 	 * rollout has (`decoctl wait` reads both)
 	 */
-	snprintf(msg, sizeof(msg), "{\"notifiedHash\":\"%s\",\"notifiedReplicas\":0,"
+	snprintf(fields, sizeof(fields), "{\"notifiedHash\":\"%s\",\"notifiedReplicas\":0,"
 	    "\"totalReplicas\":%zu}", r->hash, count);
-	status_set_fields(stage_store(st), "decofiles", r->ns, r->name, STAGE, msg);
 	for (size_t i = 0; i < count; i++)
 		push |= t[i].style == NOTIFY_PUSH;
+	/* the condition with these fields: one status write per step */
 	if (push && (r->body = build_body(st, r->hash, r->timestamp, &r->body_len, err,
 	    sizeof(err))) == NULL) {
 		snprintf(msg, sizeof(msg), "Failed to notify pods for %s: %s", r->id, err);
-		set_pods(st, r->ns, r->name, "False", "NotificationFailed", msg);
+		set_pods(st, r->ns, r->name, fields, "False", "NotificationFailed", msg);
 		stage_item_error(st, err);
 		rv = STAGE_FAIL;
 		goto out;
 	}
 	if (count == 0) {
 		snprintf(msg, sizeof(msg), "Successfully notified all pods for %s", r->id);
-		set_pods(st, r->ns, r->name, "True", "NotificationSucceeded", msg);
+		set_pods(st, r->ns, r->name, fields, "True", "NotificationSucceeded", msg);
 		rv = STAGE_DONE;
 		goto out;
 	}
+	snprintf(msg, sizeof(msg), "Notifying pods for %s", r->id);
+	set_pods(st, r->ns, r->name, fields, "Unknown", "NotificationInProgress", msg);
 
 	notify_params_default(&p);
 	p.concurrency = (int)json_get_int(doc, conf_get_int(cf, "notify_concurrency"),

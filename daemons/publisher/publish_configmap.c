@@ -289,19 +289,25 @@ doc_detach(yajl_val doc)
 
 /* ---- status ---- */
 
+/*
+ * set_ready - Ready, the published fields and Drifted=InSync in one status
+ * write (one store put, one status apply on the CR)
+ */
 static void
 set_ready(struct pcm *c, const struct cmobj *o)
 {
 	struct store *s = stage_store(c->st);
 	char msg[600], when[40], loc[600], cm[300];
+	struct status_cond conds[2] = {
+		{ "Ready", "True", "ConfigMapCreated", msg },
+		{ "Drifted", "False", "InSync", "The ConfigMap holds the published version" },
+	};
 	struct buf b;
 	struct jw w;
 
 	snprintf(cm, sizeof(cm), CM_PREFIX "%s", o->name);
 	snprintf(msg, sizeof(msg), "ConfigMap %s created successfully from %s source", cm,
 	    o->source);
-	status_set_condition(s, stage_journal(c->st), "decofiles", o->ns, o->name, STAGE,
-	    "Ready", "True", "ConfigMapCreated", msg);
 	rfc3339_from(o->ts, when, sizeof(when));
 	location(o->ns, o->name, loc, sizeof(loc));
 	buf_init(&b);
@@ -322,7 +328,8 @@ set_ready(struct pcm *c, const struct cmobj *o)
 	jw_key(&w, "format");
 	jw_str(&w, "bin");
 	jw_end_obj(&w);
-	if (status_set_fields(s, "decofiles", o->ns, o->name, STAGE, b.data) < 0)
+	if (status_set(s, stage_journal(c->st), "decofiles", o->ns, o->name, STAGE, b.data,
+	    conds, 2) < 0)
 		log_kv(LOG_WARN, "cannot write status", "ns", o->ns, "name", o->name,
 		    "error", store_error(s), NULL);
 	buf_free(&b);
@@ -406,8 +413,6 @@ job_recorded(struct job *j)
 		log_kv(LOG_INFO, j->kind == JOB_ADOPT ? "ConfigMap adopted" : "published",
 		    "ns", j->ns, "name", j->name, "location", loc, "hash", j->hash, NULL);
 		set_ready(c, o);
-		status_set_condition(stage_store(st), jr, "decofiles", j->ns, j->name, STAGE,
-		    "Drifted", "False", "InSync", "The ConfigMap holds the published version");
 		job_settle(j, STAGE_DONE, j->kind == JOB_ADOPT ? "adopted" : "published");
 	} else if (j->kind == JOB_REPAIR) {
 		char n[32], msg[600];

@@ -181,12 +181,10 @@ publisher_write_status(struct stage *st, struct obj *o)
 	struct buf b;
 	struct jw w;
 	char msg[4400], when[40];
+	struct status_cond ready = { "Ready", "True", "Published", msg };
 	int rv = 0;
 
 	snprintf(msg, sizeof(msg), "Decofile published to %s", o->where.location);
-	if (status_set_condition(s, stage_journal(st), "decofiles", o->ns, o->name, STAGE,
-	    "Ready", "True", "Published", msg) < 0)
-		rv = -1;
 	rfc3339_from(o->timestamp, when, sizeof(when));
 	buf_init(&b);
 	jw_init(&w, &b);
@@ -202,7 +200,9 @@ publisher_write_status(struct stage *st, struct obj *o)
 	jw_key(&w, "format");
 	jw_str(&w, o->format);
 	jw_end_obj(&w);
-	if (status_set_fields(s, "decofiles", o->ns, o->name, STAGE, b.data) < 0)
+	/* the condition and its fields in one write */
+	if (status_set(s, stage_journal(st), "decofiles", o->ns, o->name, STAGE, b.data,
+	    &ready, 1) < 0)
 		rv = -1;
 	buf_free(&b);
 	o->status_dirty = rv < 0;

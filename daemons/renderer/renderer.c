@@ -195,11 +195,16 @@ rendered_commit(struct stage *st, const struct journal_item *it, const char *com
 	buf_free(&b);
 }
 
-/* resolved_templates - status field resolvedTemplates [{name, generation}] */
+/*
+ * status_rendered - a valid render's status in one write: Syncing=True,
+ * resolvedTemplates [{name, generation}] and renderedCommit (when known),
+ * so a reader never pairs this commit with an older verdict
+ */
 static void
-resolved_templates(struct stage *st, const struct journal_item *it,
-    char names[][254], size_t n)
+status_rendered(struct stage *st, const struct journal_item *it,
+    char names[][254], size_t n, const char *commit)
 {
+	struct status_cond c = { "Syncing", "True", "Rendered", "Decofile rendered and valid" };
 	struct buf b;
 	struct jw w;
 
@@ -224,10 +229,14 @@ resolved_templates(struct stage *st, const struct journal_item *it,
 		jw_end_obj(&w);
 	}
 	jw_end_arr(&w);
+	if (commit[0] != '\0') {
+		jw_key(&w, "renderedCommit");
+		jw_str(&w, commit);
+	}
 	jw_end_obj(&w);
-	if (status_set_fields(stage_store(st), "decofiles", it->ns, it->name, STAGE,
-	    b.data) < 0)
-		log_kv(LOG_WARN, "cannot write resolvedTemplates", "ns", it->ns, "name",
+	if (status_set(stage_store(st), stage_journal(st), "decofiles", it->ns, it->name,
+	    STAGE, b.data, &c, 1) < 0)
+		log_kv(LOG_WARN, "cannot write the render's status", "ns", it->ns, "name",
 		    it->name, NULL);
 	buf_free(&b);
 }
@@ -277,7 +286,7 @@ render(struct stage *st, const struct journal_item *it, yajl_val doc)
 	enum stage_result res = STAGE_DONE;
 	size_t ntrees = 0, nall = 0, binlen = 0;
 	char *bin = NULL;
-	int ntpl, missing, rv;
+	int ntpl, missing, rv, written = 0;
 
 	if (proto_render_detail_decode(it->detail, &rd, why, sizeof(why)) < 0) {
 		log_kv(LOG_ERROR, "bad item", "ns", it->ns, "name", it->name, "error", why, NULL);
@@ -414,11 +423,11 @@ render(struct stage *st, const struct journal_item *it, yajl_val doc)
 		log_kv(LOG_INFO, "rendered", "ns", it->ns, "name", it->name, "hash", hash,
 		    "format", format, "bytes", size, "commit", commit, NULL);
 	}
-	resolved_templates(st, it, names, (size_t)ntpl);
-	syncing(st, it, "True", "Rendered", "Decofile rendered and valid");
+	status_rendered(st, it, names, (size_t)ntpl, commit);
+	written = 1;
 out:
 	/* after Syncing, so a reader never pairs this commit with an older verdict */
-	if (commit[0] != '\0' && (res == STAGE_DONE))
+	if (commit[0] != '\0' && res == STAGE_DONE && !written)
 		rendered_commit(st, it, commit);
 	free(bin);
 	free(all);

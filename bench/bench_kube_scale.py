@@ -1,0 +1,148 @@
+#!/usr/bin/env python3
+"""bench_kube_scale.py - helpers of bench_kube_scale.sh, on the official
+Python client (python3-kubernetes), reading what the API server holds, never
+what decod says.
+
+  ready KUBECONFIG NS N TIMEOUT -- CMD...
+      Lists the Decofiles of NS (for a resourceVersion), starts a watch, runs
+      CMD (the fast creation of the CRs), and waits until N Decofiles show
+      Ready=True with a contentHash.  Prints the seconds from the start of
+      CMD to its end ("created"), to the first and to the last CR Ready.
+  writes KUBECONFIG / requests KUBECONFIG
+      apiserver_request_total summed by verb and resource (writes only), as
+      JSON on one line, from the API server's /metrics (requests: every verb).
+  notified KUBECONFIG NS NAME TIMEOUT
+      Waits until Decofile NS/NAME shows PodsNotified=True for the
+      contentHash it shows with Ready=True; prints both lastTransitionTimes.
+"""
+import json
+import re
+import subprocess
+import sys
+import threading
+import time
+
+from kubernetes import client, config
+
+G, V, P = "deco.sites", "v1alpha1", "decofiles"
+
+
+def cond(obj, t):
+    for c in (obj.get("status") or {}).get("conditions") or []:
+        if c.get("type") == t:
+            return c
+    return None
+
+
+def ready(cfg, ns, n, timeout, cmd):
+    config.load_kube_config(cfg)
+    api = client.ApiClient()
+    rv = client.CustomObjectsApi(api).list_namespaced_custom_object(G, V, ns, P, limit=1)[
+        "metadata"]["resourceVersion"]
+    done = set()
+    times = {}
+    t0 = time.monotonic()
+    proc = subprocess.Popen(cmd)
+
+    def waiter():
+        proc.wait()
+        times["created"] = time.monotonic() - t0
+    th = threading.Thread(target=waiter)
+    th.start()
+    deadline = t0 + timeout
+    while len(done) < n and time.monotonic() < deadline:
+        path = "/apis/%s/%s/namespaces/%s/%s" % (G, V, ns, P)
+        try:
+            r = api.call_api(path, "GET", query_params=[
+                ("watch", "1"), ("resourceVersion", rv), ("allowWatchBookmarks", "true"),
+                ("timeoutSeconds", str(int(max(1, deadline - time.monotonic()))))],
+                auth_settings=["BearerToken"], _preload_content=False,
+                _request_timeout=None)[0]
+        except Exception as e:  # noqa: BLE001 - retried until the deadline
+            print("watch: %s" % e, file=sys.stderr)
+            time.sleep(0.5)
+            continue
+        buf = b""
+        for chunk in r.stream(65536):
+            buf += chunk
+            while b"\n" in buf:
+                line, buf = buf.split(b"\n", 1)
+                ev = json.loads(line)
+                o = ev.get("object") or {}
+                rv = (o.get("metadata") or {}).get("resourceVersion", rv)
+                if ev.get("type") in ("ADDED", "MODIFIED"):
+                    c = cond(o, "Ready")
+                    name = o["metadata"]["name"]
+                    if (c and c.get("status") == "True" and (o.get("status") or {}).get(
+                            "contentHash") and name not in done):
+                        done.add(name)
+                        if len(done) == 1:
+                            times["first"] = time.monotonic() - t0
+                        if len(done) % 1000 == 0:
+                            print("# %d Ready at %.1f s" % (len(done), time.monotonic() - t0),
+                                  file=sys.stderr)
+                        if len(done) == n:
+                            times["last"] = time.monotonic() - t0
+                            break
+            if len(done) == n:
+                break
+        r.close()
+    th.join()
+    print(json.dumps({"n": n, "ready": len(done), **{k: round(v, 3) for k, v in times.items()}}))
+    return 0 if len(done) == n else 1
+
+
+WRITES = ("POST", "PUT", "PATCH", "APPLY", "DELETE", "DELETECOLLECTION")
+
+
+def writes(cfg, every=False):
+    config.load_kube_config(cfg)
+    api = client.ApiClient()
+    r = api.call_api("/metrics", "GET", auth_settings=["BearerToken"],
+                     _preload_content=False)[0]
+    out = {}
+    pat = re.compile(r'^apiserver_request_total\{(.*)\} ([0-9.e+]+)$')
+    for line in r.data.decode().splitlines():
+        m = pat.match(line)
+        if not m:
+            continue
+        lab = dict(re.findall(r'(\w+)="([^"]*)"', m.group(1)))
+        if lab.get("verb") not in WRITES and not every:
+            continue
+        k = "%s %s%s" % (lab["verb"], lab.get("resource", ""),
+                         "/" + lab["subresource"] if lab.get("subresource") else "")
+        out[k] = out.get(k, 0) + int(float(m.group(2)))
+    print(json.dumps(out, sort_keys=True))
+    return 0
+
+
+def notified(cfg, ns, name, timeout):
+    config.load_kube_config(cfg)
+    api = client.CustomObjectsApi()
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        o = api.get_namespaced_custom_object(G, V, ns, P, name)
+        st = o.get("status") or {}
+        pn, rd = cond(o, "PodsNotified"), cond(o, "Ready")
+        if (pn and pn.get("status") == "True" and rd and rd.get("status") == "True"
+                and st.get("notifiedHash") == st.get("contentHash")):
+            print(json.dumps({"ready": rd.get("lastTransitionTime"),
+                              "notified": pn.get("lastTransitionTime"),
+                              "message": pn.get("message")}))
+            return 0
+        time.sleep(0.2)
+    print(json.dumps(o.get("status")), file=sys.stderr)
+    return 1
+
+
+if __name__ == "__main__":
+    a = sys.argv[1:]
+    if a[0] == "ready":
+        sys.exit(ready(a[1], a[2], int(a[3]), float(a[4]), a[a.index("--") + 1:]))
+    if a[0] == "writes":
+        sys.exit(writes(a[1]))
+    if a[0] == "requests":
+        sys.exit(writes(a[1], True))
+    if a[0] == "notified":
+        sys.exit(notified(a[1], a[2], a[3], float(a[4])))
+    sys.exit(2)

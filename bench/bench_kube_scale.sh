@@ -1,0 +1,225 @@
+#!/bin/sh
+# bench_kube_scale.sh - decod in a cluster at scale, against the real API
+# server of ../shared/kube (KUBEBUILDER_ASSETS) on loopback, decod as
+# deploy/'s ServiceAccount:
+#   1. N Decofile CRs created at once (bench/kube_ssa, 16 connections) ->
+#      all Ready (N ConfigMaps, N status writes), beside what the API server
+#      sustains for the same 2N writes from a plain client in the same run
+#      (bench/kube_ssa: N ConfigMap applies + N status applies of a copy of
+#      the CRD in its own group, 16 keep-alive connections);
+#   2. decod restarted with all N reconciled: time to ready and caught up,
+#      and the writes the API server counted meanwhile (apiserver_request_total);
+#   3. PODS pods of one site (Running through pods/status, one bench/replica
+#      listening on every 127.0.X.Y) -> CR change to Ready and to PodsNotified.
+#   sh bench/bench_kube_scale.sh BUILD_DIR        (or `make bench-kube-scale`)
+#   N=10000 PODS=1000 ROUNDS=5 STEPS="1 2 3" are the defaults.
+top_builddir=$(cd "${1:-.}" && pwd)
+top_srcdir=$(cd "$(dirname "$0")/.." && pwd)
+N=${N:-10000}
+PODS=${PODS:-1000}
+ROUNDS=${ROUNDS:-5}
+STEPS=${STEPS:-1 2 3}
+export top_srcdir top_builddir
+. "$top_srcdir/t/lib/common.sh"
+. "$top_srcdir/t/lib/kube.sh"
+ulimit -n "$(ulimit -Hn)" 2>/dev/null
+
+PY="$KUBE_PY $top_srcdir/bench/bench_kube_scale.py"
+SSA=$(bin kube_ssa)
+step() { case " $STEPS " in *" $1 "*) return 0 ;; esac; return 1; }
+
+kube_start
+D=$top_srcdir/deploy
+kubectl_admin apply --server-side -f "$D/namespace.yaml" -f "$D/crd-decofile.yaml" \
+    -f "$D/crd-decofiletemplate.yaml" -f "$D/rbac.yaml" >/dev/null || bail "deploy/"
+# the plain client's own copy of the CRD (same schema, its own group), so
+# decod never sees its objects
+sed -e 's/decofiles\.deco\.sites/decofiles.plain.bench/' -e 's/group: deco\.sites/group: plain.bench/' \
+    "$D/crd-decofile.yaml" | kubectl_admin apply --server-side -f - >/dev/null || bail "plain CRD"
+kubectl_admin wait --for=condition=Established crd/decofiles.deco.sites \
+    crd/decofiles.plain.bench --timeout=30s >/dev/null
+for ns in bench plain pods; do kubectl_admin create namespace $ns >/dev/null; done
+ADM="-s $KUBE_URL -a $KUBE_DIR/ca.crt -c $KUBE_DIR/admin.crt -k $KUBE_DIR/admin.key"
+AP=application/apply-patch+yaml
+echo "# machine: $(nproc) cores, $(uname -sr), load $(cut -d' ' -f1-3 /proc/loadavg); kube-apiserver $("$KUBEBUILDER_ASSETS/kube-apiserver" --version | awk '{print $2}'), etcd 3.5 on loopback; N=$N"
+
+# cpu PID...: "comm utime+stime" in seconds for each process
+cpu() {
+	for p in "$@"; do
+		[ -r /proc/$p/stat ] || continue
+		sed 's/^[0-9]* (\([^)]*\)) /\1 /' /proc/$p/stat |
+		    awk -v hz="$(getconf CLK_TCK)" '{printf "%s=%.2f ", $1, ($13 + $14) / hz}'
+	done
+	echo
+}
+decod_pids() { echo "$DECOD_PID $(ps -o pid= --ppid "$DECOD_PID" | tr '\n' ' ')"; }
+cpu_delta() {	# BEFORE AFTER: per-process difference
+	awk -v a="$1" -v b="$2" 'BEGIN {
+		n = split(a, x, " "); for (i = 1; i <= n; i++) { split(x[i], kv, "="); s[kv[1]] = kv[2] }
+		n = split(b, y, " "); for (i = 1; i <= n; i++) { split(y[i], kv, "=");
+			printf "%s %.2f s, ", kv[1], kv[2] - s[kv[1]] } print "" }'
+}
+
+# --- the plain client: N plain CRs (untimed), then 2N timed writes
+CM_BODY='{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"decofile-d@N@","namespace":"plain","labels":{"app.kubernetes.io/managed-by":"decod"}},"data":{"decofile.bin":"G7cAAIwKJmGSRmRw0Uq1dXm4jHa7GDkQ8xyxA0CMoGWqyHEL/9JC6MQyP+NlgCcW5V9cRj8kLqIBBBPAZy@N@=","timestamp.txt":"1764800000"}}'
+ST_BODY='{"apiVersion":"plain.bench/v1alpha1","kind":"Decofile","metadata":{"name":"d@N@","namespace":"plain"},"status":{"configMapName":"decofile-d@N@","contentHash":"3f1a0c9ef0b2a4d1c5e6f7a8b9c0d1e2f3a4b5c6d7e8f9a0b1c2d3e4f5a6b7c8","lastUpdated":"2026-12-04T10:00:00Z","conditions":[{"type":"Ready","status":"True","reason":"ConfigMapCreated","message":"ConfigMap decofile-d@N@ created successfully from inline source","lastTransitionTime":"2026-12-04T10:00:00Z"}]}}'
+CR_BODY='{"apiVersion":"@G@/v1alpha1","kind":"Decofile","metadata":{"name":"d@N@","namespace":"@NS@"},"spec":{"source":"inline","inline":{"value":{"Header":{"title":"site @N@"},"Footer":{"n":"@N@"}}}}}'
+if step 1; then
+	echo "$CR_BODY" | sed -e 's/@G@/plain.bench/' -e 's/@NS@/plain/' >"$T/plain-cr.json"
+	"$SSA" $ADM -n "$N" -w PATCH "/apis/plain.bench/v1alpha1/namespaces/plain/decofiles/d@N@?fieldManager=bench" \
+	    $AP @"$T/plain-cr.json" >"$T/plain-create.out" || bail "plain CRs: $(cat "$T/plain-create.out")"
+	echo "# plain client, creating $N CRs (untimed setup): $(cat "$T/plain-create.out")"
+	apis=$(cpu "$KUBE_APISERVER_PID" "$KUBE_ETCD_PID")
+	"$SSA" $ADM -n "$N" \
+	    -w PATCH "/api/v1/namespaces/plain/configmaps/decofile-d@N@?fieldManager=plain&force=true" $AP "$CM_BODY" \
+	    -w PATCH "/apis/plain.bench/v1alpha1/namespaces/plain/decofiles/d@N@/status?fieldManager=plain&force=true" $AP "$ST_BODY" \
+	    >"$T/plain.out" || bail "plain client: $(cat "$T/plain.out")"
+	echo "# plain client, $N ConfigMap applies + $N status applies: $(cat "$T/plain.out")"
+	echo "#   CPU: $(cpu_delta "$apis" "$(cpu "$KUBE_APISERVER_PID" "$KUBE_ETCD_PID")")"
+	# the same writes decod makes: a ConfigMap and one status apply per
+	# stage (four field managers, their own conditions and fields)
+	sed 's/"name":"d@N@"/"name":"e@N@"/' "$T/plain-cr.json" >"$T/plain-cr4.json"
+	"$SSA" $ADM -n "$N" -w PATCH "/apis/plain.bench/v1alpha1/namespaces/plain/decofiles/e@N@?fieldManager=bench" \
+	    $AP @"$T/plain-cr4.json" >/dev/null || bail "plain CRs (4)"
+	S='{"apiVersion":"plain.bench/v1alpha1","kind":"Decofile","metadata":{"name":"e@N@","namespace":"plain"},"status":'
+	TS='"lastTransitionTime":"2026-12-04T10:00:00Z"'
+	SP="/apis/plain.bench/v1alpha1/namespaces/plain/decofiles/e@N@/status?force=true&fieldManager"
+	apis=$(cpu "$KUBE_APISERVER_PID" "$KUBE_ETCD_PID")
+	"$SSA" $ADM -n "$N" \
+	    -w PATCH "/api/v1/namespaces/plain/configmaps/decofile-e@N@?fieldManager=plain&force=true" $AP "$(echo "$CM_BODY" | sed 's/decofile-d@N@/decofile-e@N@/')" \
+	    -w PATCH "$SP=plain-fetcher" $AP "$S"'{"observedGeneration":1,"sourceType":"inline","conditions":[{"type":"Syncing","status":"True","reason":"Fetched","message":"Fetched from the source",'"$TS"'}]}}' \
+	    -w PATCH "$SP=plain-renderer" $AP "$S"'{"resolvedTemplates":[],"conditions":[{"type":"Syncing","status":"True","reason":"Fetched","message":"Fetched from the source",'"$TS"'}]}}' \
+	    -w PATCH "$SP=plain-publisher" $AP "$S"'{"configMapName":"decofile-e@N@","sourceType":"inline","contentHash":"3f1a0c9ef0b2a4d1c5e6f7a8b9c0d1e2f3a4b5c6d7e8f9a0b1c2d3e4f5a6b7c8","timestamp":1796404529,"lastUpdated":"2026-12-04T10:00:00Z","location":"configmap/plain/decofile-e@N@","format":"bin","conditions":[{"type":"Ready","status":"True","reason":"ConfigMapCreated","message":"ConfigMap decofile-e@N@ created successfully from inline source",'"$TS"'},{"type":"Drifted","status":"False","reason":"InSync","message":"The ConfigMap holds the published version",'"$TS"'}]}}' \
+	    -w PATCH "$SP=plain-notifier" $AP "$S"'{"notifiedHash":"3f1a0c9ef0b2a4d1c5e6f7a8b9c0d1e2f3a4b5c6d7e8f9a0b1c2d3e4f5a6b7c8","notifiedReplicas":0,"totalReplicas":0,"conditions":[{"type":"PodsNotified","status":"True","reason":"NotificationSucceeded","message":"Successfully notified all pods for timestamp:1796404529",'"$TS"'}]}}' \
+	    >"$T/plain4.out" || bail "plain client (4): $(cat "$T/plain4.out")"
+	echo "# plain client, the writes decod makes: $N ConfigMap applies + $((4 * N)) status applies under 4 field managers: $(cat "$T/plain4.out")"
+	echo "#   CPU: $(cpu_delta "$apis" "$(cpu "$KUBE_APISERVER_PID" "$KUBE_ETCD_PID")")"
+fi
+
+# --- decod
+TOKEN=$(kube_token decod-system decod 36000) || bail "no token"
+kube_token_config "$T/decod.kubeconfig" "$TOKEN" decod-system
+mkdir -p "$T/libexec"
+for s in fetcher renderer publisher notifier; do ln -s "$(bin $s)" "$T/libexec/$s"; done
+cat >"$T/decod.conf" <<CONF
+state_dir = $T/state
+runtime_dir = $T/run
+libexec_dir = $T/libexec
+kubeconfig = $T/decod.kubeconfig
+default_target = configmap
+CONF
+DECOD_PID=
+start_decod() {
+	: >"$T/decod.log"
+	"$top_builddir/decod" -c "$T/decod.conf" >>"$T/decod.log" 2>&1 &
+	DECOD_PID=$!
+	track_pid $DECOD_PID
+}
+stop_decod() {
+	kill -TERM "$DECOD_PID" 2>/dev/null
+	wait "$DECOD_PID" 2>/dev/null
+}
+now_ms() { date +%s%3N; }
+caught_up() {
+	grep -q 'front door caught up' "$T/decod.log" &&
+	    grep -q 'configmap target synced' "$T/decod.log" &&
+	    [ "$(sqlite3 "file:$T/state/journal.db?mode=ro" \
+	        "SELECT count(*) FROM items WHERE state = 'pending'" 2>/dev/null)" = 0 ]
+}
+# delta BEFORE AFTER: what grew between two JSON counts of $PY writes/requests
+delta() {
+	$KUBE_PY -c 'import json, sys
+a, b = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+d = {k: b[k] - a.get(k, 0) for k in b if b[k] - a.get(k, 0)}
+print(json.dumps(d, sort_keys=True) if d else "none")' "$1" "$2"
+}
+
+if step 1 || step 2; then
+	start_decod
+	wait_for 60 grep -q 'all stages ready' "$T/decod.log" || bail "decod did not start"
+	before=$(cpu $(decod_pids) "$KUBE_APISERVER_PID" "$KUBE_ETCD_PID")
+	r0=$($PY requests "$KUBE_ADMIN")
+	if [ -n "${PERF:-}" ]; then	# PERF=fetcher: perf record -g of that stage during step 1
+		perf record -g -o "$PERF_OUT" -p "$(ps -o pid= --ppid "$DECOD_PID" -o comm= | awk -v s="$PERF" '$2 == s {print $1}')" \
+		    >/dev/null 2>&1 &
+		PERF_PID=$!
+	fi
+	if [ -n "${STRACE:-}" ]; then	# STRACE=renderer: strace -c -w of that stage during step 1
+		strace -f -c -w -o "$STRACE_OUT" -p "$(ps -o pid= --ppid "$DECOD_PID" -o comm= | awk -v s="$STRACE" '$2 == s {print $1}')" \
+		    >/dev/null 2>&1 &
+		PERF_PID=$!
+	fi
+	echo "$CR_BODY" | sed -e 's/@G@/deco.sites/' -e 's/@NS@/bench/' >"$T/cr.json"
+	$PY ready "$KUBE_ADMIN" bench "$N" 900 -- "$SSA" $ADM -n "$N" \
+	    -w PATCH "/apis/deco.sites/v1alpha1/namespaces/bench/decofiles/d@N@?fieldManager=bench" \
+	    $AP @"$T/cr.json" >"$T/ready.out" || { cat "$T/ready.out"; tail -20 "$T/decod.log"; bail "not all Ready"; }
+	after=$(cpu $(decod_pids) "$KUBE_APISERVER_PID" "$KUBE_ETCD_PID")
+	[ -n "${PERF_PID:-}" ] && { kill -INT "$PERF_PID"; wait "$PERF_PID"; }
+	echo "# decod, $N CRs created at once -> all Ready (seconds from the start of the creation): $(cat "$T/ready.out")"
+	echo "#   CPU: $(cpu_delta "$before" "$after")"
+	echo "#   requests the API server counted (by verb resource, the creation included): $(delta "$r0" "$($PY requests "$KUBE_ADMIN")")"
+	cms=$(kubectl_admin -n bench get configmaps -o name --chunk-size=500 | grep -c decofile-)
+	echo "#   ConfigMaps decofile-* in bench: $cms"
+	[ -n "${SHOW:-}" ] && kubectl_admin -n bench get decofile d1 -o yaml --show-managed-fields
+fi
+
+if step 2; then
+	sleep 3		# let the last status writes and notifier rounds land
+	w0=$($PY writes "$KUBE_ADMIN")
+	stop_decod
+	t0=$(now_ms)
+	start_decod
+	wait_for 60 grep -q 'all stages ready' "$T/decod.log" || bail "decod did not restart"
+	t1=$(now_ms)
+	before=$(cpu $(decod_pids))
+	# caught up: the front door listed, mirrored and compared every CR (and
+	# its status writes landed), the publisher compared every ConfigMap, and
+	# no journal item waits for any stage
+	wait_for 60 caught_up || echo "# not caught up in 60 s"
+	t2=$(now_ms)
+	grep 'front door caught up' "$T/decod.log" | sed 's/^/#   /'
+	sleep 10
+	w1=$($PY writes "$KUBE_ADMIN")
+	echo "# restart with $N reconciled: stages ready $((t1 - t0)) ms, caught up $((t2 - t0)) ms"
+	echo "#   CPU from ready to 10 s after caught up: $(cpu_delta "$before" "$(cpu $(decod_pids))")"
+	echo "#   writes the API server counted across the restart (by verb resource): $(delta "$w0" "$w1")"
+	grep -c 'cannot\|error' "$T/decod.log" | sed 's/^/#   log lines with cannot or error: /'
+	[ -n "${SHOW:-}" ] && kubectl_admin -n bench get decofile d1 -o yaml --show-managed-fields
+fi
+
+if step 3; then
+	[ -n "$DECOD_PID" ] || { start_decod; wait_for 60 grep -q 'all stages ready' "$T/decod.log" || bail "decod"; }
+	"$(bin replica)" --any --keepalive --port 0 >"$T/replica.out" 2>&1 &
+	track_pid $!
+	wait_for 10 grep -q 'listening' "$T/replica.out" || bail "replica"
+	port=$(sed -n 's/.*listening.* \([0-9][0-9]*\).*/\1/p' "$T/replica.out" | head -1)
+	POD='{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p@N@","namespace":"pods","labels":{"app.deco/deploymentId":"site"}},"spec":{"automountServiceAccountToken":false,"containers":[{"name":"app","image":"localhost/site:bench","ports":[{"containerPort":'$port'}],"env":[{"name":"DECO_RELEASE_RELOAD_TOKEN","value":"tok-@N@"}]}]}}'
+	"$SSA" $ADM -n "$PODS" -w PATCH "/api/v1/namespaces/pods/pods/p@N@?fieldManager=bench" $AP "$POD" \
+	    >"$T/pods.out" || bail "pods: $(cat "$T/pods.out")"
+	# pod i at 127.0.(i/250).(i%250+1): pods/status by a merge patch each
+	i=0
+	: >"$T/podstatus.sh"
+	while [ $i -lt "$PODS" ]; do
+		echo "$i 127.0.$((i / 250 + 1)).$((i % 250 + 1))"
+		i=$((i + 1))
+	done >"$T/ips"
+	$KUBE_PY - "$KUBE_ADMIN" "$T/ips" <<'E' || bail "pods/status"
+import sys, concurrent.futures
+from kubernetes import client, config
+config.load_kube_config(sys.argv[1])
+api = client.CoreV1Api()
+def run(line):
+    i, ip = line.split()
+    api.patch_namespaced_pod_status("p" + i, "pods", {"status": {"phase": "Running", "podIP": ip, "podIPs": [{"ip": ip}]}})
+with concurrent.futures.ThreadPoolExecutor(16) as ex:
+    list(ex.map(run, open(sys.argv[2]).read().splitlines()))
+E
+	echo "# $PODS pods Running at 127.0.X.Y:$port (one bench/replica)"
+	printf 'apiVersion: deco.sites/v1alpha1\nkind: Decofile\nmetadata: {name: site, namespace: pods}\nspec: {source: inline, inline: {value: {Bench: {round: -1, at: "0"}, Header: {title: bench}}}}\n' |
+	    kubectl_admin apply --server-side -f - >/dev/null
+	kubectl_admin -n pods wait --for=condition=PodsNotified decofile/site --timeout=120s >/dev/null || bail "first rollout"
+	$KUBE_PY "$top_srcdir/bench/bench_kube.py" "$KUBE_ADMIN" pods site "$ROUNDS" || bail "bench failed"
+	echo "#   PodsNotified: $(kubectl_admin -n pods get decofile site -o jsonpath='{.status.conditions[?(@.type=="PodsNotified")].message}')"
+fi
+stop_decod
+[ -n "${KEEP_LOG:-}" ] && cp "$T/decod.log" "$KEEP_LOG"
