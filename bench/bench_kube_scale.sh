@@ -12,7 +12,8 @@
 #   3. PODS pods of one site (Running through pods/status, one bench/replica
 #      listening on every 127.0.X.Y) -> CR change to Ready and to PodsNotified.
 #   sh bench/bench_kube_scale.sh BUILD_DIR        (or `make bench-kube-scale`)
-#   N=10000 PODS=1000 ROUNDS=5 STEPS="1 2 3" are the defaults.
+#   N=10000 PODS=1000 ROUNDS=5 STEPS="1 2 3" PLAIN4=1 are the defaults
+#   (PLAIN4=0: leave out the plain client's run of decod's own write set).
 top_builddir=$(cd "${1:-.}" && pwd)
 top_srcdir=$(cd "$(dirname "$0")/.." && pwd)
 N=${N:-10000}
@@ -39,6 +40,7 @@ sed -e 's/decofiles\.deco\.sites/decofiles.plain.bench/' -e 's/group: deco\.site
 kubectl_admin wait --for=condition=Established crd/decofiles.deco.sites \
     crd/decofiles.plain.bench --timeout=30s >/dev/null
 for ns in bench plain pods; do kubectl_admin create namespace $ns >/dev/null; done
+kubectl_admin -n pods create serviceaccount default >/dev/null
 ADM="-s $KUBE_URL -a $KUBE_DIR/ca.crt -c $KUBE_DIR/admin.crt -k $KUBE_DIR/admin.key"
 AP=application/apply-patch+yaml
 echo "# machine: $(nproc) cores, $(uname -sr), load $(cut -d' ' -f1-3 /proc/loadavg); kube-apiserver $("$KUBEBUILDER_ASSETS/kube-apiserver" --version | awk '{print $2}'), etcd 3.5 on loopback; N=$N"
@@ -78,6 +80,7 @@ if step 1; then
 	echo "#   CPU: $(cpu_delta "$apis" "$(cpu "$KUBE_APISERVER_PID" "$KUBE_ETCD_PID")")"
 	# the same writes decod makes: a ConfigMap and one status apply per
 	# stage (four field managers, their own conditions and fields)
+	[ "${PLAIN4:-1}" = 1 ] && {
 	sed 's/"name":"d@N@"/"name":"e@N@"/' "$T/plain-cr.json" >"$T/plain-cr4.json"
 	"$SSA" $ADM -n "$N" -w PATCH "/apis/plain.bench/v1alpha1/namespaces/plain/decofiles/e@N@?fieldManager=bench" \
 	    $AP @"$T/plain-cr4.json" >/dev/null || bail "plain CRs (4)"
@@ -94,6 +97,7 @@ if step 1; then
 	    >"$T/plain4.out" || bail "plain client (4): $(cat "$T/plain4.out")"
 	echo "# plain client, the writes decod makes: $N ConfigMap applies + $((4 * N)) status applies under 4 field managers: $(cat "$T/plain4.out")"
 	echo "#   CPU: $(cpu_delta "$apis" "$(cpu "$KUBE_APISERVER_PID" "$KUBE_ETCD_PID")")"
+	}
 fi
 
 # --- decod
@@ -219,7 +223,7 @@ E
 	    kubectl_admin apply --server-side -f - >/dev/null
 	kubectl_admin -n pods wait --for=condition=PodsNotified decofile/site --timeout=120s >/dev/null || bail "first rollout"
 	$KUBE_PY "$top_srcdir/bench/bench_kube.py" "$KUBE_ADMIN" pods site "$ROUNDS" || bail "bench failed"
-	echo "#   PodsNotified: $(kubectl_admin -n pods get decofile site -o jsonpath='{.status.conditions[?(@.type=="PodsNotified")].message}')"
+	echo "#   PodsNotified: $(kubectl_admin -n pods get decofile site -o jsonpath='{.status.conditions[?(@.type=="PodsNotified")].message}, {.status.notifiedReplicas} of {.status.totalReplicas} replicas')"
 fi
 stop_decod
 [ -n "${KEEP_LOG:-}" ] && cp "$T/decod.log" "$KEEP_LOG"

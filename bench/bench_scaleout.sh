@@ -43,9 +43,18 @@ echo "loaded $N_START Decofiles into etcd in $(( $(so_ms) - t0 )) ms"
 t0=$(so_ms)
 so_start a session_ttl=10s || bail "instance a (start-up)"
 ready=$(( $(so_ms) - t0 ))
+if [ -n "${PERF_OUT:-}" ]; then	# perf record -g of the fetcher during the start-up
+	perf record -g -o "$PERF_OUT" -p "$(so_fetcher_pid a)" >/dev/null 2>&1 &
+	PERF_PID=$!
+fi
+if [ -n "${STRACE_OUT:-}" ]; then	# strace -c -w of the fetcher during the start-up
+	strace -f -c -w -o "$STRACE_OUT" -p "$(so_fetcher_pid a)" >/dev/null 2>&1 &
+	PERF_PID=$!
+fi
 all_in() { [ "$($PY count "$T/a/state/journal.db")" -ge "$N_START" ]; }
 wait_for 300 all_in || echo "# start-up: not all reconciled within 300 s ($($PY count "$T/a/state/journal.db"))"
 echo "start-up with $N_START Decofiles: stages ready ${ready} ms, every Decofile locked and handed to the renderer $(( $(so_ms) - t0 )) ms"
+[ -n "${PERF_PID:-}" ] && { kill -INT "$PERF_PID"; wait "$PERF_PID"; }
 echo "locks: $($PY owners "$ETCD_URL" | tr '\n' ' ')"
 so_stop a
 fi

@@ -29,6 +29,14 @@
 
 #define API_VERSION "deco.sites/v1alpha1"
 #define NFLIGHT 4096	/* buckets of the writes-in-flight table */
+/*
+ * Status writes in flight at most.  Thousands at once (10,000 CRs created
+ * together) queue in the API server until their deadline passes, and the
+ * supervisor's Lease renewal waits behind them (it lost the lease and
+ * stopped decod so); the rest wait here, one entry per fragment, and are
+ * read from the store when their turn comes.
+ */
+#define MAX_INFLIGHT 32
 
 /*
  * One status write in flight per fragment (kind/ns/name/stage): two applies
@@ -39,6 +47,10 @@ struct flight {
 	struct flight *next;
 	char *key;		/* the fragment's store key */
 	int again;
+	int queued;		/* waiting for a slot (in fk->qhead), not sent */
+	struct flight *qnext;
+	const struct kind_info *ki;
+	char *ns, *name, *stage;
 };
 
 struct fetch_kube {
@@ -50,6 +62,7 @@ struct fetch_kube {
 	char *status_prefix;
 	uint64_t mirrored, status_writes;
 	uint64_t inflight;	/* status writes sent, not yet answered */
+	struct flight *qhead, *qtail;	/* status writes waiting for a slot */
 	int caught_up;		/* "caught up" logged */
 	struct flight *flights[NFLIGHT];
 	/*
@@ -347,7 +360,8 @@ caught_up(struct fetch_kube *fk)
 {
 	char crs[32], mirrored[32], writes[32];
 
-	if (fk->caught_up || fk->inflight > 0 || !kube_informer_synced(fk->dfs) ||
+	if (fk->caught_up || fk->inflight > 0 || fk->qhead != NULL ||
+	    !kube_informer_synced(fk->dfs) ||
 	    !kube_informer_synced(fk->tpls))
 		return;
 	fk->caught_up = 1;
@@ -449,25 +463,88 @@ flight_slot(struct fetch_kube *fk, const char *key)
 }
 
 static void
+flight_free(struct flight *f)
+{
+	free(f->key);
+	free(f->ns);
+	free(f->name);
+	free(f->stage);
+	free(f);
+}
+
+/* enqueue - fragment key waits for a slot (key is taken) */
+static void
+enqueue(struct fetch_kube *fk, char *key, const struct kind_info *ki, const char *ns,
+    const char *name, const char *stage)
+{
+	struct flight **fs = flight_slot(fk, key), *f;
+
+	if (*fs != NULL) {
+		free(key);
+		return;
+	}
+	f = xcalloc(1, sizeof(*f));
+	f->key = key;
+	f->queued = 1;
+	f->ki = ki;
+	f->ns = xstrdup(ns);
+	f->name = xstrdup(name);
+	f->stage = xstrdup(stage);
+	*fs = f;
+	if (fk->qtail != NULL)
+		fk->qtail->qnext = f;
+	else
+		fk->qhead = f;
+	fk->qtail = f;
+}
+
+/* pump - send waiting writes while slots are free, each as the store has it now */
+static void
+pump(struct fetch_kube *fk)
+{
+	while (fk->qhead != NULL && fk->inflight < MAX_INFLIGHT) {
+		struct flight *f = fk->qhead, **fs = flight_slot(fk, f->key);
+		char *val = NULL;
+		size_t len = 0;
+		int rc;
+
+		if ((fk->qhead = f->qnext) == NULL)
+			fk->qtail = NULL;
+		if (*fs == f)
+			*fs = f->next;
+		rc = store_get(stage_store(fk->st), f->key, &val, &len);
+		if (rc == 0 || rc == 1)
+			status_push(fk, f->ki, f->ns, f->name, f->stage, rc == 0 ? val : NULL, len);
+		free(val);
+		flight_free(f);
+	}
+}
+
+static void
 on_pushed(void *arg, const struct kube_resp *r)
 {
 	struct push *p = arg;
 	struct fetch_kube *fk = p->fk;
 	struct flight **fs = flight_slot(fk, p->key), *f = *fs;
-	int again = f != NULL && f->again;
+	int again = f != NULL && f->again, retry = 0;
 
 	fk->inflight--;
 	if (kube_ok(r))
 		fk->status_writes++;
-	else if (r->status != 404)	/* 404: the CR went away meanwhile */
+	else if (r->status != 404) {	/* 404: the CR went away meanwhile */
 		log_kv(LOG_WARN, "cannot write status to the CR", "object", p->what,
 		    "error", r->err, NULL);
+		/* out of time or overloaded: again, behind the writes waiting */
+		retry = r->status == 0 || r->status == 409 || r->status == 429 ||
+		    r->status >= 500;
+	}
 	if (f != NULL) {
 		*fs = f->next;
-		free(f->key);
-		free(f);
+		flight_free(f);
 	}
-	if (again) {
+	if (retry && leading(fk))
+		enqueue(fk, xstrdup(p->key), p->ki, p->ns, p->name, p->stage);
+	else if (again) {
 		/* it changed while this write was in flight: write what it is now */
 		char *val = NULL;
 		size_t len = 0;
@@ -479,6 +556,7 @@ on_pushed(void *arg, const struct kube_resp *r)
 	}
 	free(p->key);
 	free(p);
+	pump(fk);
 	caught_up(fk);
 }
 
@@ -564,8 +642,14 @@ status_push(struct fetch_kube *fk, const struct kind_info *ki, const char *ns,
 		struct flight **fs = flight_slot(fk, key);
 
 		if (*fs != NULL) {
-			(*fs)->again = 1;	/* written again when the one in flight lands */
+			/* written again when the one in flight lands; a waiting one reads the store */
+			if (!(*fs)->queued)
+				(*fs)->again = 1;
 			free(key);
+			return;
+		}
+		if (fk->inflight >= MAX_INFLIGHT) {
+			enqueue(fk, key, ki, ns, name, stage);
 			return;
 		}
 		free(key);
@@ -732,8 +816,7 @@ fetch_kube_free(struct fetch_kube *fk)
 			struct flight *f = fk->flights[i];
 
 			fk->flights[i] = f->next;
-			free(f->key);
-			free(f);
+			flight_free(f);
 		}
 	free(fk->status_prefix);
 	free(fk);
