@@ -13,7 +13,8 @@
 #      listening on every 127.0.X.Y) -> CR change to Ready and to PodsNotified.
 #   sh bench/bench_kube_scale.sh BUILD_DIR        (or `make bench-kube-scale`)
 #   N=10000 PODS=1000 ROUNDS=5 STEPS="1 2 3" PLAIN4=1 are the defaults
-#   (PLAIN4=0: leave out the plain client's run of decod's own write set).
+#   (PLAIN4=0: leave out the plain client's run of decod's own write set;
+#   PLAIN=0: no plain client at all, for a quick look at decod alone).
 top_builddir=$(cd "${1:-.}" && pwd)
 top_srcdir=$(cd "$(dirname "$0")/.." && pwd)
 N=${N:-10000}
@@ -66,7 +67,7 @@ cpu_delta() {	# BEFORE AFTER: per-process difference
 CM_BODY='{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"decofile-d@N@","namespace":"plain","labels":{"app.kubernetes.io/managed-by":"decod"}},"data":{"decofile.bin":"G7cAAIwKJmGSRmRw0Uq1dXm4jHa7GDkQ8xyxA0CMoGWqyHEL/9JC6MQyP+NlgCcW5V9cRj8kLqIBBBPAZy@N@=","timestamp.txt":"1764800000"}}'
 ST_BODY='{"apiVersion":"plain.bench/v1alpha1","kind":"Decofile","metadata":{"name":"d@N@","namespace":"plain"},"status":{"configMapName":"decofile-d@N@","contentHash":"3f1a0c9ef0b2a4d1c5e6f7a8b9c0d1e2f3a4b5c6d7e8f9a0b1c2d3e4f5a6b7c8","lastUpdated":"2026-12-04T10:00:00Z","conditions":[{"type":"Ready","status":"True","reason":"ConfigMapCreated","message":"ConfigMap decofile-d@N@ created successfully from inline source","lastTransitionTime":"2026-12-04T10:00:00Z"}]}}'
 CR_BODY='{"apiVersion":"@G@/v1alpha1","kind":"Decofile","metadata":{"name":"d@N@","namespace":"@NS@"},"spec":{"source":"inline","inline":{"value":{"Header":{"title":"site @N@"},"Footer":{"n":"@N@"}}}}}'
-if step 1; then
+if step 1 && [ "${PLAIN:-1}" = 1 ]; then
 	echo "$CR_BODY" | sed -e 's/@G@/plain.bench/' -e 's/@NS@/plain/' >"$T/plain-cr.json"
 	"$SSA" $ADM -n "$N" -w PATCH "/apis/plain.bench/v1alpha1/namespaces/plain/decofiles/d@N@?fieldManager=bench" \
 	    $AP @"$T/plain-cr.json" >"$T/plain-create.out" || bail "plain CRs: $(cat "$T/plain-create.out")"

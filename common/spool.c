@@ -7,6 +7,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,6 +75,102 @@ spool_put(struct spool *sp, const void *data, size_t len, char *hash)
 	if (mkdir(sub, 0700) < 0 && errno != EEXIST)
 		return -1;
 	return write_file_atomic(path, data, len, 0600);
+}
+
+int
+spool_stage(struct spool *sp, const void *data, size_t len, char *hash, char **tmp)
+{
+	static unsigned seq;
+	char path[4096], sub[4096];
+	const char *p = data;
+	int fd, saved;
+
+	*tmp = NULL;
+	sha256_hex(data, len, hash);
+	if (spool_path(sp, hash, path, sizeof(path)) < 0)
+		return -1;
+	if (access(path, F_OK) == 0)
+		return 0;
+	snprintf(sub, sizeof(sub), "%s/%.2s", sp->dir, hash);
+	if (mkdir(sub, 0700) < 0 && errno != EEXIST)
+		return -1;
+	*tmp = xasprintf("%s.tmp.%ld.%u", path, (long)getpid(),
+	    __atomic_fetch_add(&seq, 1, __ATOMIC_RELAXED));
+	if ((fd = open(*tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600)) < 0)
+		goto fail;
+	while (len > 0) {
+		ssize_t n = write(fd, p, len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			saved = errno;
+			close(fd);
+			unlink(*tmp);
+			errno = saved;
+			goto fail;
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+	if (close(fd) < 0) {
+		saved = errno;
+		unlink(*tmp);
+		errno = saved;
+		goto fail;
+	}
+	return 0;
+fail:
+	saved = errno;
+	free(*tmp);
+	*tmp = NULL;
+	errno = saved;
+	return -1;
+}
+
+int
+spool_commit(struct spool *sp, char **tmps, const char (*hashes)[65], size_t n)
+{
+	char path[4096], dir[4096];
+	int rv = 0;
+
+	/* every file's data first: on ext4 the first fsync commits them all */
+	for (size_t i = 0; i < n && rv == 0; i++) {
+		int fd;
+
+		if (tmps[i] == NULL)
+			continue;
+		if ((fd = open(tmps[i], O_RDONLY | O_CLOEXEC)) < 0 || fsync(fd) < 0)
+			rv = -1;
+		if (fd >= 0)
+			close(fd);
+	}
+	/* then the names, and each folder once */
+	for (size_t i = 0; i < n; i++) {
+		if (tmps[i] == NULL)
+			continue;
+		if (rv == 0 && (spool_path(sp, hashes[i], path, sizeof(path)) < 0 ||
+		    rename(tmps[i], path) < 0))
+			rv = -1;
+		if (rv < 0)
+			unlink(tmps[i]);
+	}
+	for (size_t i = 0; i < n && rv == 0; i++) {
+		int seen = 0, fd;
+
+		if (tmps[i] == NULL)
+			continue;
+		for (size_t k = 0; k < i && !seen; k++)
+			seen = tmps[k] != NULL && strncmp(hashes[k], hashes[i], 2) == 0;
+		if (seen)
+			continue;
+		snprintf(dir, sizeof(dir), "%s/%.2s", sp->dir, hashes[i]);
+		if ((fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) >= 0) {
+			(void)fsync(fd);
+			close(fd);
+		}
+	}
+	return rv;
 }
 
 char *

@@ -18,6 +18,17 @@ void spool_close(struct spool *sp);
 
 /* spool_put - store data; writes its hash into hash (65 bytes); 0 or -1 */
 int spool_put(struct spool *sp, const void *data, size_t len, char *hash);
+/*
+ * spool_stage, spool_commit - spool_put of many blobs with the syncs
+ * grouped: spool_stage writes data under a temporary name without fsync
+ * (*tmp: that name, malloc'd; NULL when the blob is already there) and
+ * hash as spool_put does; spool_commit fsyncs every staged file, renames
+ * each to its hash and fsyncs each folder once, so a blob never shows
+ * under its hash before its bytes are on disk.  The caller frees the
+ * names.  0 or -1 (staged files that could not be committed are removed).
+ */
+int spool_stage(struct spool *sp, const void *data, size_t len, char *hash, char **tmp);
+int spool_commit(struct spool *sp, char **tmps, const char (*hashes)[65], size_t n);
 
 /*
  * spool_get - read the blob named hash; returns a new NUL-terminated

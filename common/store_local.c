@@ -747,6 +747,27 @@ local_del_prefix(void *be, const char *prefix)
 
 /* ---- job locks ---- */
 
+static struct held **
+held_bucket(struct local *l, const char *rel)
+{
+	uint64_t h = 1469598103934665603ull;
+
+	for (const char *p = rel; *p != '\0'; p++)
+		h = (h ^ (unsigned char)*p) * 1099511628211ull;
+	return &l->hbucket[h % LOCAL_HELD_BUCKETS];
+}
+
+/* held_unhash - take h out of its bucket */
+static void
+held_unhash(struct local *l, struct held *h)
+{
+	for (struct held **hp = held_bucket(l, h->rel); *hp != NULL; hp = &(*hp)->hnext)
+		if (*hp == h) {
+			*hp = h->hnext;
+			return;
+		}
+}
+
 static int
 local_try_lock(void *be, const char *key, char **holder)
 {
@@ -759,7 +780,7 @@ local_try_lock(void *be, const char *key, char **holder)
 
 	if (local_clean_key(l, "lock", key, rel, 0) < 0)
 		return -1;
-	for (h = l->held; h != NULL; h = h->next)
+	for (h = *held_bucket(l, rel); h != NULL; h = h->hnext)
 		if (strcmp(h->rel, rel) == 0)
 			return 1;
 	path = enc_path(l->locks, rel, ".lock");
@@ -786,6 +807,8 @@ local_try_lock(void *be, const char *key, char **holder)
 		h->fd = fd;
 		h->next = l->held;
 		l->held = h;
+		h->hnext = *held_bucket(l, h->rel);
+		*held_bucket(l, h->rel) = h;
 		return 1;
 	}
 	if (errno != EWOULDBLOCK) {
@@ -829,8 +852,14 @@ local_unlock(void *be, const char *key)
 
 	if (local_clean_key(l, "unlock", key, rel, 0) < 0)
 		return -1;
-	for (hp = &l->held; (h = *hp) != NULL; hp = &h->next)
-		if (strcmp(h->rel, rel) == 0) {
+	for (h = *held_bucket(l, rel); h != NULL; h = h->hnext)
+		if (strcmp(h->rel, rel) == 0)
+			break;
+	if (h == NULL)
+		return 0;
+	held_unhash(l, h);
+	for (hp = &l->held; *hp != NULL; hp = &(*hp)->next)
+		if (*hp == h) {
 			*hp = h->next;
 			(void)ftruncate(h->fd, 0);
 			close(h->fd);

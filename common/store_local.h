@@ -15,10 +15,13 @@
 /* keys: PATH_REL_MAX bytes, components PATH_COMP_MAX (253 = 255 minus ".d"/".v") */
 #define LOCAL_REL_BUF (PATH_REL_MAX + 8)	/* room for path_clean's output */
 
+#define LOCAL_HELD_BUCKETS 4096
+
 struct held {
 	char *rel;
 	int fd;
 	struct held *next;
+	struct held *hnext;	/* in the bucket of rel's hash */
 };
 
 struct local {
@@ -27,6 +30,8 @@ struct local {
 	int revfd;
 	unsigned seq;
 	struct held *held;
+	/* the held locks by rel: 10,000 job locks at start-up made a list scan per lock quadratic */
+	struct held *hbucket[LOCAL_HELD_BUCKETS];
 };
 
 /*

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/spool.h"
 #include "common/util.h"
@@ -23,6 +24,12 @@ struct fetch_tree {
 	struct proto_tree pt;	/* the manifest's entries */
 	size_t cap;
 	uint64_t bytes;
+	/*
+	 * the blobs written but not yet synced, one per entry (NULL: it was
+	 * there already): fetch_tree_finish syncs them together, so a tree
+	 * of n blobs costs about one disk commit instead of 2n fsyncs
+	 */
+	char **tmps;
 };
 
 int
@@ -53,6 +60,12 @@ fetch_tree_free(struct fetch_tree *t)
 {
 	if (t == NULL)
 		return;
+	for (size_t i = 0; i < t->pt.n; i++)
+		if (t->tmps[i] != NULL) {
+			unlink(t->tmps[i]);	/* never committed */
+			free(t->tmps[i]);
+		}
+	free(t->tmps);
 	proto_tree_free(&t->pt);
 	free(t);
 }
@@ -83,9 +96,10 @@ fetch_tree_add(struct fetch_tree *t, const char *key, const char *path,
 	if (t->pt.n == t->cap) {
 		t->cap = t->cap ? t->cap * 2 : 16;
 		t->pt.e = xrealloc(t->pt.e, t->cap * sizeof(*t->pt.e));
+		t->tmps = xrealloc(t->tmps, t->cap * sizeof(*t->tmps));
 	}
 	e = &t->pt.e[t->pt.n];
-	if (spool_put(t->sp, data, len, e->blob) < 0)
+	if (spool_stage(t->sp, data, len, e->blob, &t->tmps[t->pt.n]) < 0)
 		return fetch_result_error(res, "FetchError", "%s: cannot write to the spool: %s",
 		    path, strerror(errno));
 	e->key = xstrdup(key);
@@ -112,6 +126,23 @@ fetch_tree_finish(struct fetch_tree *t, const char *source, const char *commit,
 	char err[512];
 	int rc = 0;
 
+	/* the blobs on disk under their names before the manifest names them */
+	{
+		const char (*hashes)[65] = xcalloc(t->pt.n + 1, sizeof(*hashes));
+		char (*h)[65] = (char (*)[65])hashes;
+
+		for (size_t i = 0; i < t->pt.n; i++)
+			memcpy(h[i], t->pt.e[i].blob, 65);
+		rc = spool_commit(t->sp, t->tmps, hashes, t->pt.n);
+		for (size_t i = 0; i < t->pt.n; i++) {
+			free(t->tmps[i]);
+			t->tmps[i] = NULL;
+		}
+		free(h);
+		if (rc < 0)
+			return fetch_result_error(res, "FetchError",
+			    "cannot write to the spool: %s", strerror(errno));
+	}
 	if (t->pt.n > 1)
 		qsort(t->pt.e, t->pt.n, sizeof(*t->pt.e), entry_cmp);
 	snprintf(t->pt.source, sizeof(t->pt.source), "%s", source);
