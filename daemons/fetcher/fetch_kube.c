@@ -63,6 +63,7 @@ struct fetch_kube {
 	uint64_t mirrored, status_writes;
 	uint64_t inflight;	/* status writes sent, not yet answered */
 	struct flight *qhead, *qtail;	/* status writes waiting for a slot */
+	yajl_val pa_merged;	/* push_all's CR, its merged status (read once, not per stage) */
 	int caught_up;		/* "caught up" logged */
 	struct flight *flights[NFLIGHT];
 	/*
@@ -263,11 +264,19 @@ push_all(struct fetch_kube *fk, const struct kind_info *ki, const char *ns, cons
 
 	if (store_list(stage_store(fk->st), prefix, &l) == 0) {
 		size_t plen = strlen(prefix);
+		struct buf m;
 
+		buf_init(&m);
+		if (l.n > 0 && resource_status_merged(stage_store(fk->st), ki->plural, ns, name,
+		    &m) == 0)
+			fk->pa_merged = json_parse(m.data, m.len, NULL);
+		buf_free(&m);
 		for (size_t i = 0; i < l.n; i++)
 			if (strlen(l.kvs[i].key) > plen && strchr(l.kvs[i].key + plen, '/') == NULL)
 				status_push(fk, ki, ns, name, l.kvs[i].key + plen, l.kvs[i].value,
 				    l.kvs[i].vlen);
+		yajl_tree_free(fk->pa_merged);
+		fk->pa_merged = NULL;
 		store_list_free(&l);
 	}
 	free(prefix);
@@ -579,13 +588,17 @@ with_merged_conds(struct fetch_kube *fk, const char *plural, const char *ns,
 
 	if (conds == NULL || !YAJL_IS_ARRAY(conds) || conds->u.array.len == 0)
 		return NULL;
-	buf_init(&m);
-	if (resource_status_merged(stage_store(fk->st), plural, ns, name, &m) < 0 ||
-	    (merged = json_parse(m.data, m.len, NULL)) == NULL) {
+	if (fk->pa_merged != NULL)
+		merged = fk->pa_merged;		/* push_all read it for this CR */
+	else {
+		buf_init(&m);
+		if (resource_status_merged(stage_store(fk->st), plural, ns, name, &m) < 0 ||
+		    (merged = json_parse(m.data, m.len, NULL)) == NULL) {
+			buf_free(&m);
+			return NULL;
+		}
 		buf_free(&m);
-		return NULL;
 	}
-	buf_free(&m);
 	mconds = json_get(merged, "conditions", NULL);
 	buf_init(&b);
 	jw_init(&w, &b);
@@ -619,7 +632,8 @@ with_merged_conds(struct fetch_kube *fk, const char *plural, const char *ns,
 	jw_end_obj(&w);
 	out = json_parse(b.data, b.len, NULL);
 	buf_free(&b);
-	yajl_tree_free(merged);
+	if (merged != fk->pa_merged)
+		yajl_tree_free(merged);
 	return out;
 }
 
