@@ -159,13 +159,13 @@ if step 1 || step 2; then
 	    -w PATCH "/apis/deco.sites/v1alpha1/namespaces/bench/decofiles/d@N@?fieldManager=bench" \
 	    $AP @"$T/cr.json" >"$T/ready.out" || { cat "$T/ready.out"; tail -20 "$T/decod.log"; bail "not all Ready"; }
 	after=$(cpu $(decod_pids) "$KUBE_APISERVER_PID" "$KUBE_ETCD_PID")
-	[ -n "${PERF_PID:-}" ] && { kill -INT "$PERF_PID"; wait "$PERF_PID"; }
+	if [ -n "${PERF_PID:-}" ]; then kill -INT "$PERF_PID"; wait "$PERF_PID"; fi
 	echo "# decod, $N CRs created at once -> all Ready (seconds from the start of the creation): $(cat "$T/ready.out")"
 	echo "#   CPU: $(cpu_delta "$before" "$after")"
 	echo "#   requests the API server counted (by verb resource, the creation included): $(delta "$r0" "$($PY requests "$KUBE_ADMIN")")"
 	cms=$(kubectl_admin -n bench get configmaps -o name --chunk-size=500 | grep -c decofile-)
 	echo "#   ConfigMaps decofile-* in bench: $cms"
-	[ -n "${SHOW:-}" ] && kubectl_admin -n bench get decofile d1 -o yaml --show-managed-fields
+	if [ -n "${SHOW:-}" ]; then kubectl_admin -n bench get decofile d1 -o yaml --show-managed-fields; fi
 fi
 
 if step 2; then
@@ -189,7 +189,7 @@ if step 2; then
 	echo "#   CPU from ready to 10 s after caught up: $(cpu_delta "$before" "$(cpu $(decod_pids))")"
 	echo "#   writes the API server counted across the restart (by verb resource): $(delta "$w0" "$w1")"
 	grep -c 'cannot\|error' "$T/decod.log" | sed 's/^/#   log lines with cannot or error: /'
-	[ -n "${SHOW:-}" ] && kubectl_admin -n bench get decofile d1 -o yaml --show-managed-fields
+	if [ -n "${SHOW:-}" ]; then kubectl_admin -n bench get decofile d1 -o yaml --show-managed-fields; fi
 fi
 
 if step 3; then
@@ -227,4 +227,4 @@ E
 	echo "#   PodsNotified: $(kubectl_admin -n pods get decofile site -o jsonpath='{.status.conditions[?(@.type=="PodsNotified")].message}, {.status.notifiedReplicas} of {.status.totalReplicas} replicas')"
 fi
 stop_decod
-[ -n "${KEEP_LOG:-}" ] && cp "$T/decod.log" "$KEEP_LOG"
+if [ -n "${KEEP_LOG:-}" ]; then cp "$T/decod.log" "$KEEP_LOG"; fi

@@ -54,7 +54,7 @@ fi
 all_in() { [ "$($PY count "$T/a/state/journal.db")" -ge "$N_START" ]; }
 wait_for 300 all_in || echo "# start-up: not all reconciled within 300 s ($($PY count "$T/a/state/journal.db"))"
 echo "start-up with $N_START Decofiles: stages ready ${ready} ms, every Decofile locked and handed to the renderer $(( $(so_ms) - t0 )) ms"
-[ -n "${PERF_PID:-}" ] && { kill -INT "$PERF_PID"; wait "$PERF_PID"; }
+if [ -n "${PERF_PID:-}" ]; then kill -INT "$PERF_PID"; wait "$PERF_PID"; fi
 echo "locks: $($PY owners "$ETCD_URL" | tr '\n' ' ')"
 so_stop a
 fi

@@ -80,5 +80,7 @@ t_unit_proto_tree_test_LDADD = $(TEST_LIBS)
 TESTS += t/unit/proto_detail_test t/unit/proto_tree_test
 TESTS += t/integration/kube_leader.sh
 EXTRA_DIST += t/integration/kube_leader.sh
+TESTS += t/integration/kube_scale_smoke.sh
+EXTRA_DIST += t/integration/kube_scale_smoke.sh
 TESTS += t/integration/kube_e2e.sh
 EXTRA_DIST += t/integration/kube_e2e.sh
