@@ -55,14 +55,17 @@ install -d -o 10001 -g 10001 -m 0750 "$R/var/lib/decod" "$R/run/decod"
 # a build that links what the base lacks (the sanitizer run's libasan and
 # libubsan): the host's copy, the same Debian release
 missing=""
-tar -tf "$T/base.tar" | sed 's,^\./,/,; s,^/lib/,/usr/lib/,' >"$T/base.files"
+tar -tf "$T/base.tar" | sed 's,^\./,/,' >"$T/base.files"
 for f in "$R"/usr/sbin/* "$R"/usr/bin/* "$R"/usr/libexec/decod/*; do
 	[ -f "$f" ] || continue
 	for lib in $(ldd "$f" 2>/dev/null | awk '$2 == "=>" && $3 ~ /^\// {print $3}'); do
-		grep -qxF "$(echo "$lib" | sed 's,^/lib/,/usr/lib/,')" "$T/base.files" && continue
-		[ -e "$R$lib" ] && continue
-		mkdir -p "$R$(dirname "$lib")"
-		cp -L "$lib" "$R$lib"
+		# Debian 12 is merged-/usr: /lib is a link to usr/lib, and a
+		# real lib/ folder in this layer would hide the base's
+		to=$(echo "$lib" | sed 's,^/lib/,/usr/lib/,; s,^/lib64/,/usr/lib64/,')
+		grep -qxF "$to" "$T/base.files" && continue
+		[ -e "$R$to" ] && continue
+		mkdir -p "$R$(dirname "$to")"
+		cp -L "$lib" "$R$to"
 		missing="$missing $(basename "$lib")"
 	done
 done
@@ -179,11 +182,26 @@ for c in p["status"].get("containerStatuses", []):
           c.get("containerID", "").split("//")[-1])
 PY
 }
-if wait_for "$(scaled 60)" avail; then ok 0 "the Deployment becomes Available"; else
+# crashing: a container restarted three times already (no use waiting)
+crashing() {
+	pod_state >"$T/state.c" 2>/dev/null &&
+	    [ "$(awk '$1 != "POD" && $3 >= 3' "$T/state.c")" != "" ]
+}
+avail_or_crashing() { avail || crashing; }
+# container_logs: the last lines each container wrote (the kubelet's files)
+container_logs() {
+	for f in "$NODE_DIR"/pod-logs/*/*/*.log; do
+		[ -f "$f" ] || continue
+		echo "# --- $(basename "$(dirname "$f")") $(basename "$f")"
+		tail -5 "$f" 2>/dev/null | cut -c1-300 | sed 's/^/#   /'
+	done
+}
+wait_for "$(scaled 60)" avail_or_crashing
+if avail; then ok 0 "the Deployment becomes Available"; else
 	ok 1 "the Deployment becomes Available"
 	kubectl_admin -n decod-system describe pods >"$T/describe.txt" 2>&1
-	sed 's/^/#   /' "$T/describe.txt" | tail -60
-	tail -20 "$NODE_DIR/kubelet.log" | sed 's/^/#   /'
+	grep -A12 '^Events' "$T/describe.txt" | sed 's/^/#   /'
+	container_logs
 	bail "decod's pod did not become ready"
 fi
 step "Deployment Available"
