@@ -215,6 +215,17 @@ done
 is "$(grep -vc '^POD' "$T/state0")" "$(echo "$CONTAINERS" | wc -l)" \
     "the pod runs exactly the rendered containers"
 
+# the fetcher holds the Lease under the pod's name (POD_NAME from the
+# downward API: with hostNetwork the hostname is the node's)
+pod_name=$(awk '$1 == "POD" {print $2}' "$T/state0")
+holder() {
+	kubectl_admin -n decod-system get lease decod-leader \
+	    -o jsonpath='{.spec.holderIdentity}' 2>/dev/null
+}
+holder_is_pod() { [ "$(holder)" = "$pod_name" ]; }
+wait_for "$(scaled 30)" holder_is_pod
+is "$(holder)" "$pod_name" "Lease decod-leader is held by the pod, by its name"
+
 # --- kill one container's process: that one alone restarts --------------------
 victim=$(echo "$CONTAINERS" | sed -n 2p)
 [ -n "$victim" ] || victim=$(echo "$CONTAINERS" | sed -n 1p)
