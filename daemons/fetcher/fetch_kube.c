@@ -288,7 +288,9 @@ mirror(struct fetch_kube *fk, const struct kind_info *ki, enum kube_event ev, ya
 		    "ns", kube_obj_ns(obj), "name", kube_obj_name(obj), NULL);
 		return;
 	}
-	if (resource_put(s, doc, NULL, &changed, plural, ns, name, err, sizeof(err)) < 0)
+	/* the CR's generation, so observedGeneration speaks of the CR's own */
+	if (resource_put_gen(s, doc, json_get_int(obj, 0, "metadata", "generation", NULL),
+	    NULL, &changed, plural, ns, name, err, sizeof(err)) < 0)
 		log_kv(LOG_WARN, "cannot mirror the CR into the store", "kind", ki->plural,
 		    "ns", kube_obj_ns(obj), "name", kube_obj_name(obj), "error", err, NULL);
 	else if (changed) {
