@@ -64,7 +64,9 @@ sed -i "s#server: \"$KUBE_URL\", certificate-authority: \"$KUBE_DIR/ca.crt\"#ser
 grep -q "$PURL" "$T/decod.kubeconfig" || bail "could not point the kubeconfig at the proxy"
 export KUBECONFIG="$T/decod.kubeconfig"
 
-KT=$(scaled 4)		# kube_timeout, seconds
+# kube_timeout, seconds: calls here take milliseconds, sanitizers or not;
+# it bounds how long the cases with a write failing past it take
+KT=$((3 + ${DECOD_TEST_TIME_SCALE:-1}))
 mkdir -p "$T/libexec"
 for s in fetcher renderer publisher notifier; do ln -s "$(bin $s)" "$T/libexec/$s"; done
 cat >"$T/decod.conf" <<CONF
@@ -152,7 +154,7 @@ ok 0 "every Decofile rolled out"
 is "$(crjson pre | jq -c '[.metadata.generation, .status.observedGeneration]')" "[2,2]" \
     "observedGeneration of a CR edited before decod saw it is its own generation (2)"
 PIDS=$(stage_pids)
-diag "stages: $PIDS"
+diag "stages: $PIDS; restarts: $("$DECOCTL" -c "$T/decod.conf" stages -o json | jq -c '[(.stages // .)[] | {(.name): .restarts}] | add')"
 echo "$PIDS" | jq -e '.fetcher > 0 and .publisher > 0 and .notifier > 0' >/dev/null ||
     bail "decoctl stages gave no PIDs"
 
