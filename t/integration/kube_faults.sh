@@ -221,7 +221,8 @@ edit three 2
 mark s2
 check "... still refused after the edit" wait_for "$(scaled 20)" sh -c \
     "curl -sf $PURL/__log | jq -e '(map(.req) | index(\"MARK s2\")) as \$i | [.[\$i:][] | select(.status == 0 and (.req | contains(\"$W\")))] | length >= 2' >/dev/null"
-is "$(crjson three | jq -r .status.contentHash)" "$(hash_of 1)" "decod has not seen the edit while its watch is down"
+is "$("$DECOCTL" -c "$T/decod.conf" -n $NS get decofile three -o json | jq -c .spec.inline.value)" '{"v":1}' \
+    "decod has not seen the edit while its watch is down"
 clear_faults
 check "a CR edited while the watch was down is reconciled after the reconnect" \
     wait_for "$(scaled 30)" rolled three 2
