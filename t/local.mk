@@ -86,3 +86,5 @@ TESTS += t/integration/kube_leader.sh
 EXTRA_DIST += t/integration/kube_leader.sh
 TESTS += t/integration/kube_e2e.sh
 EXTRA_DIST += t/integration/kube_e2e.sh
+TESTS += t/integration/kube_faults.sh
+EXTRA_DIST += t/integration/kube_faults.sh

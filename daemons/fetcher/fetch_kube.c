@@ -28,16 +28,26 @@
 
 #define API_VERSION "deco.sites/v1alpha1"
 #define NFLIGHT 4096	/* buckets of the writes-in-flight table */
+#define PUSH_RETRY_MIN_MS 500	/* a failed status write is tried again, doubling */
+#define PUSH_RETRY_MAX_MS 30000
 
 /*
  * One status write in flight per fragment (kind/ns/name/stage): two applies
  * of one manager racing could land out of order (Unknown after True), so a
  * fragment that changes meanwhile is written again, from the store, after.
+ * A write that fails (past its deadline: the server down, 5xx, 429) is
+ * written again later, from the store, with a doubling pause: no other
+ * event would bring the CR's status back in step.
  */
+struct push;
+
 struct flight {
 	struct flight *next;
 	char *key;		/* the fragment's store key */
 	int again;
+	int fails;		/* failed writes in a row */
+	int64_t timer;		/* > 0: waiting to write again */
+	struct push *wait;	/* the push the timer will redo (owned) */
 };
 
 struct fetch_kube {
@@ -288,7 +298,9 @@ mirror(struct fetch_kube *fk, const struct kind_info *ki, enum kube_event ev, ya
 		    "ns", kube_obj_ns(obj), "name", kube_obj_name(obj), NULL);
 		return;
 	}
-	if (resource_put(s, doc, NULL, &changed, plural, ns, name, err, sizeof(err)) < 0)
+	/* the CR's generation, so observedGeneration speaks of the CR's own */
+	if (resource_put_gen(s, doc, json_get_int(obj, 0, "metadata", "generation", NULL),
+	    NULL, &changed, plural, ns, name, err, sizeof(err)) < 0)
 		log_kv(LOG_WARN, "cannot mirror the CR into the store", "kind", ki->plural,
 		    "ns", kube_obj_ns(obj), "name", kube_obj_name(obj), "error", err, NULL);
 	else if (changed) {
@@ -422,36 +434,85 @@ flight_slot(struct fetch_kube *fk, const char *key)
 	return f;
 }
 
+/* repush - write p's fragment as the store holds it now; fails carries over */
+static void
+repush(struct fetch_kube *fk, const struct push *p, int fails)
+{
+	char *val = NULL;
+	size_t len = 0;
+	int rc = store_get(stage_store(fk->st), p->key, &val, &len);
+	struct flight *f;
+
+	if (rc == 0 || rc == 1)
+		status_push(fk, p->ki, p->ns, p->name, p->stage, rc == 0 ? val : NULL, len);
+	free(val);
+	if ((f = *flight_slot(fk, p->key)) != NULL)
+		f->fails = fails;
+}
+
+/* flight_end - forget key's flight; returns its failure count */
+static int
+flight_end(struct fetch_kube *fk, const char *key)
+{
+	struct flight **fs = flight_slot(fk, key), *f = *fs;
+	int fails;
+
+	if (f == NULL)
+		return 0;
+	fails = f->fails;
+	*fs = f->next;
+	free(f->key);
+	free(f);
+	return fails;
+}
+
+static void
+push_free(struct push *p)
+{
+	free(p->key);
+	free(p);
+}
+
+static void
+push_retry(struct stage *st, void *arg)
+{
+	struct push *p = arg;
+	int fails;
+
+	(void)st;
+	fails = flight_end(p->fk, p->key);
+	repush(p->fk, p, fails);
+	push_free(p);
+}
+
 static void
 on_pushed(void *arg, const struct kube_resp *r)
 {
 	struct push *p = arg;
 	struct fetch_kube *fk = p->fk;
-	struct flight **fs = flight_slot(fk, p->key), *f = *fs;
+	struct flight *f = *flight_slot(fk, p->key);
 	int again = f != NULL && f->again;
 
 	if (kube_ok(r))
 		fk->status_writes++;
-	else if (r->status != 404)	/* 404: the CR went away meanwhile */
-		log_kv(LOG_WARN, "cannot write status to the CR", "object", p->what,
-		    "error", r->err, NULL);
-	if (f != NULL) {
-		*fs = f->next;
-		free(f->key);
-		free(f);
-	}
-	if (again) {
-		/* it changed while this write was in flight: write what it is now */
-		char *val = NULL;
-		size_t len = 0;
-		int rc = store_get(stage_store(fk->st), p->key, &val, &len);
+	else if (r->status != 404) {	/* 404: the CR went away meanwhile */
+		log_kv(LOG_WARN, "cannot write status to the CR; trying again later",
+		    "object", p->what, "error", r->err, NULL);
+		if (f != NULL) {
+			int64_t d = (int64_t)PUSH_RETRY_MIN_MS << (f->fails < 6 ? f->fails : 6);
 
-		if (rc == 0 || rc == 1)
-			status_push(fk, p->ki, p->ns, p->name, p->stage, rc == 0 ? val : NULL, len);
-		free(val);
+			f->fails++;
+			f->again = 0;
+			f->wait = p;
+			f->timer = stage_add_timer(fk->st, d < PUSH_RETRY_MAX_MS ? d :
+			    PUSH_RETRY_MAX_MS, push_retry, p);
+			return;
+		}
 	}
-	free(p->key);
-	free(p);
+	flight_end(fk, p->key);
+	if (again)	/* it changed while this write was in flight: write what it is now */
+		repush(fk, p, 0);
+	push_free(p);
 }
 
 static void
@@ -632,6 +693,10 @@ fetch_kube_free(struct fetch_kube *fk)
 			struct flight *f = fk->flights[i];
 
 			fk->flights[i] = f->next;
+			if (f->timer > 0)
+				stage_cancel_timer(fk->st, f->timer);
+			if (f->wait != NULL)
+				push_free(f->wait);
 			free(f->key);
 			free(f);
 		}
