@@ -29,6 +29,7 @@ pkgs=$(awk '/apt-get install/ {buf=""; on=1} on {buf=buf " " $0}
     "$top_srcdir/deploy/Dockerfile" |
     sed 's/.*--no-install-recommends//; s/&&.*//; s/\\//g')
 case " $pkgs " in *" libnng1 "*) ;; *) bail "cannot read the packages of deploy/Dockerfile: '$pkgs'" ;; esac
+# shellcheck disable=SC2086 # one argument per package
 node_base_root "$T/base.tar" $pkgs || bail "cannot make the Debian root (debootstrap)"
 base_sum=$(cat "$(readlink -f "$T/base.tar").sha256")
 step "base root ready"
@@ -81,7 +82,8 @@ node_image_import decod:test /usr/sbin/decod "$T/base.tar=$base_sum" "$T/decod-l
     >"$T/import.out" 2>&1 &
 import_pid=$!
 track_pid "$import_pid"
-KUBE_BIND=$NODE_HOST_IP
+KUBE_BIND=$NODE_HOST_IP	# read by kube_start
+export KUBE_BIND
 kube_start
 step "API server on $KUBE_URL"
 
@@ -119,7 +121,7 @@ print("\n".join(names))
 PY
 [ $? -eq 0 ] || { sed 's/^/# /' "$T/overlay.err"; bail "cannot write the overlay"; }
 CONTAINERS=$(cat "$T/containers")
-diag "containers of the rendered pod: $(echo $CONTAINERS)"
+diag "containers of the rendered pod: $(echo "$CONTAINERS" | tr '\n' ' ')"
 kubectl kustomize "$T/overlay" >"$T/rendered.yaml" 2>"$T/kustomize.err" ||
     { sed 's/^/# /' "$T/kustomize.err"; bail "kubectl kustomize of the overlay failed"; }
 # cert-manager's kinds are left out (their CRDs do not exist here), as

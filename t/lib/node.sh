@@ -15,7 +15,8 @@
 #   node_base_root TARBALL PKGS...
 #                            a Debian 12 minbase root with PKGS, made once
 #                            by debootstrap and cached under
-#                            /var/cache/decod-test/ (keyed by the list)
+#                            /var/cache/decod-test/ (keyed by the list;
+#                            DECOD_TEST_CACHE names another folder)
 #   node_ctr ARGS...         ctr on the node's containerd, namespace k8s.io
 #   node_stop                all of it, in order (also run at exit)
 # Needs root, containerd, runc, ctr, nsenter, ip.  Once KUBEBUILDER_ASSETS
@@ -37,7 +38,7 @@ NODE_CTRD_PID=""
 NODE_KUBELET_PID=""
 NODE_SCHED_PID=""
 NODE_NAME=decod-test-node
-NODE_CACHE=/var/cache/decod-test
+NODE_CACHE=${DECOD_TEST_CACHE:-/var/cache/decod-test}
 
 node_ctr() {
 	ctr --address "$NODE_DIR/containerd.sock" -n k8s.io "$@"
@@ -123,6 +124,7 @@ node_image_import() {
 	o=$(mktemp -d "$NODE_DIR/oci.XXXXXX")
 	mkdir -p "$o/blobs/sha256"
 	diffs=""; layers=""
+	# shellcheck disable=SC2046 # "DIGEST SIZE" split on purpose
 	for l in "$@"; do
 		case $l in
 		*=*) set -- $(_node_blob "$o" "${l%%=*}" "${l##*=}") ;;
@@ -135,9 +137,11 @@ node_image_import() {
 	[ -n "$entry" ] && ep="[\"$entry\"]"
 	printf '{"architecture":"amd64","os":"linux","config":{"Entrypoint":%s,"Env":["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"]},"rootfs":{"type":"layers","diff_ids":[%s]}}' \
 	    "$ep" "$diffs" >"$o/config.json"
+	# shellcheck disable=SC2046
 	set -- $(_node_blob "$o" "$o/config.json")
 	printf '{"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json","config":{"mediaType":"application/vnd.oci.image.config.v1+json","digest":"sha256:%s","size":%s},"layers":[%s]}' \
 	    "$1" "$2" "$layers" >"$o/manifest.json"
+	# shellcheck disable=SC2046
 	set -- $(_node_blob "$o" "$o/manifest.json")
 	printf '{"schemaVersion":2,"manifests":[{"mediaType":"application/vnd.oci.image.manifest.v1+json","digest":"sha256:%s","size":%s,"annotations":{"io.containerd.image.name":"%s","org.opencontainers.image.ref.name":"%s"}}]}' \
 	    "$1" "$2" "$ref" "$ref" >"$o/index.json"
