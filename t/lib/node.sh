@@ -47,6 +47,8 @@ node_ctr() {
 # `ip netns exec`, which remounts /sys and hides the cgroups)
 node_in() { nsenter --net="/run/netns/$NODE_NS" "$@"; }
 
+_node_veth_up() { ip link show dev "$NODE_VETH" | grep -q 'state UP'; }
+
 # node_net: a network namespace and a veth pair on a /30 of 10.213.0.0/16
 # that no other namespace of this machine uses
 node_net() {
@@ -78,8 +80,7 @@ node_net() {
 	node_in ip addr add "$NODE_IP/30" dev "${NODE_VETH}n"
 	node_in ip link set "${NODE_VETH}n" up
 	node_in ip link set lo up
-	wait_for 10 node_in ping -c1 -W1 "$NODE_HOST_IP" ||
-	    wait_for 10 ip -4 addr show dev "$NODE_VETH" || bail "veth does not come up"
+	wait_for 10 _node_veth_up || bail "the veth pair does not come up"
 	export NODE_HOST_IP NODE_IP
 }
 
@@ -219,7 +220,6 @@ TOML
 # API server (after kube_start and node_runtime_start); returns once the
 # Node is Ready and schedulable
 node_start() {
-
 	cat >"$NODE_DIR/kubelet.yaml" <<YAML
 apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
@@ -306,14 +306,16 @@ node_stop() {
 	fi
 	_kube_kill "$NODE_CTRD_PID" 5
 	# the shims (and anything else still in the namespace): ours by netns
-	for p in $(ip netns pids "$NODE_NS" 2>/dev/null); do kill -KILL "$p" 2>/dev/null; done
+	for np in $(ip netns pids "$NODE_NS" 2>/dev/null); do kill -KILL "$np" 2>/dev/null; done
 	i=0
 	while [ -n "$(ip netns pids "$NODE_NS" 2>/dev/null)" ] && [ $i -lt 50 ]; do
 		sleep 0.1; i=$((i + 1))
 	done
 	for m in $(_node_mounts); do umount "$m" 2>/dev/null || umount -l "$m"; done
 	# what a container killed behind runc's back may leave: its cgroups
-	# (cgroupsPerQOS is off: /k8s.io/ID under each hierarchy)
+	# (cgroupsPerQOS is off: /k8s.io/ID under each hierarchy); runc's own
+	# state names them too when containerd could not be asked
+	ids="$ids $(ls "$NODE_DIR/containerd/runc/k8s.io" 2>/dev/null)"
 	for id in $ids; do
 		for cg in /sys/fs/cgroup/*/k8s.io/"$id"; do
 			[ -d "$cg" ] && rmdir "$cg" 2>/dev/null
