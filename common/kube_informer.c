@@ -447,6 +447,8 @@ kube_informer_pump(struct kube_informer *inf)
 		inf->relist = 0;
 		if (inf->gone) {
 			inf->gone = 0;
+			log_kv(LOG_INFO, "kube watch: resourceVersion gone (410), re-listing",
+			    "resource", inf->kd->resource, NULL);
 			relist(inf, 0);
 		} else
 			relist(inf, next_backoff(inf));
@@ -467,6 +469,8 @@ on_watch_end(void *arg, const struct kube_resp *r)
 	buf_reset(&inf->in);
 	if (r->status == 410) {
 		inf->stats.gone++;
+		log_kv(LOG_INFO, "kube watch: resourceVersion gone (410), re-listing",
+		    "resource", inf->kd->resource, NULL);
 		relist(inf, 0);
 	} else if (kube_ok(r)) {
 		/* the server's timeout, or a clean close: go on from where we are */

@@ -8,7 +8,7 @@ libdecod_a_SOURCES = \
 	common/conf.c common/conf.h \
 	common/spool.c common/spool.h \
 	common/journal.c common/journal.h common/journal_impl.h common/journal_query.c \
-	common/stage.c common/stage.h \
+	common/stage.c common/stage.h common/stage_health.c common/stage_health.h \
 	common/housekeeping.c common/housekeeping.h \
 	common/store.c common/store.h common/store_impl.h \
 	common/store_local.c common/store_local.h common/store_local_watch.c \
@@ -18,7 +18,7 @@ libdecod_a_SOURCES = \
 	common/resource.c common/resource.h \
 	common/s3key.c common/s3key.h \
 	common/curl_epoll.c common/curl_epoll.h \
-	common/kube.c common/kube.h common/kube_impl.h \
+	common/kube.c common/kube.h common/kube_impl.h common/kube_objects.c \
 	common/kube_config.c common/kube_informer.c common/kube_lease.c \
 	common/metrics.c common/metrics.h \
 	proto/proto.c proto/proto.h proto/proto_detail.c proto/proto_tree.c

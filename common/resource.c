@@ -251,6 +251,15 @@ int
 resource_put(struct store *s, yajl_val doc, const char *default_ns, int *changed,
     char *out_plural, char *out_ns, char *out_name, char *err, size_t errlen)
 {
+	return resource_put_gen(s, doc, 0, default_ns, changed, out_plural, out_ns,
+	    out_name, err, errlen);
+}
+
+int
+resource_put_gen(struct store *s, yajl_val doc, int64_t generation,
+    const char *default_ns, int *changed, char *out_plural, char *out_ns,
+    char *out_name, char *err, size_t errlen)
+{
 	const char *api = json_get_str(doc, "apiVersion", NULL);
 	const char *kind = json_get_str(doc, "kind", NULL);
 	const char *name = json_get_str(doc, "metadata", "name", NULL);
@@ -296,6 +305,11 @@ resource_put(struct store *s, yajl_val doc, const char *default_ns, int *changed
 		same = strcmp(oldspec, newspec) == 0;
 		if (!same)
 			gen++;
+	}
+	if (generation > 0) {
+		/* the source's own count (a CR's metadata.generation) */
+		same = same && gen == generation;
+		gen = generation;
 	}
 	rfc3339_now(now, sizeof(now));
 	buf_init(&b);

@@ -78,6 +78,18 @@ int resource_put(struct store *s, yajl_val doc, const char *default_ns,
     char *err, size_t errlen);
 
 /*
+ * resource_put_gen - resource_put for a mirror of an object that counts its
+ * own generations (a Kubernetes CR): generation > 0 is stored as
+ * metadata.generation as given, and a generation that differs from the
+ * stored one is a change even when the spec is the same (edited away and
+ * back), so status.observedGeneration can name the CR's own generation.
+ * generation 0: resource_put.
+ */
+int resource_put_gen(struct store *s, yajl_val doc, int64_t generation,
+    const char *default_ns, int *changed, char *out_plural, char *out_ns,
+    char *out_name, char *err, size_t errlen);
+
+/*
  * status_set_condition - in stage's status fragment, set condition type.
  * lastTransitionTime moves only when status or message changes; when it
  * does, the transition is recorded in the journal (j may be NULL).

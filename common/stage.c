@@ -40,6 +40,7 @@
 #include "common/log.h"
 #include "common/spool.h"
 #include "common/stage.h"
+#include "common/stage_health.h"
 #include "common/store.h"
 #include "common/store_keys.h"
 #include "common/util.h"
@@ -769,60 +770,13 @@ housekeeping_timer(struct stage *st, void *arg)
 	st->hk_timer = stage_add_timer(st, st->hk_interval, housekeeping_timer, NULL);
 }
 
-/* alive_file - <runtime_dir>/<stage>.alive */
-static void
-alive_file(struct conf *cf, const char *name, char *path, size_t size)
-{
-	snprintf(path, size, "%s/%s.alive", conf_get(cf, "runtime_dir"), name);
-}
-
 /* heartbeat_timer - touch the heartbeat file (make it if it is gone) */
 static void
 heartbeat_timer(struct stage *st, void *arg)
 {
 	(void)arg;
-	if (utimensat(AT_FDCWD, st->alive_path, NULL, 0) < 0) {
-		int fd = open(st->alive_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-
-		if (fd < 0) {
-			log_kv(LOG_WARN, "cannot write the heartbeat file", "path", st->alive_path,
-			    "error", strerror(errno), NULL);
-		} else {
-			char line[32];
-			int n = snprintf(line, sizeof(line), "%ld\n", (long)getpid());
-
-			if (write(fd, line, (size_t)n) != n)
-				log_kv(LOG_WARN, "cannot write the heartbeat file", "path",
-				    st->alive_path, "error", strerror(errno), NULL);
-			close(fd);
-		}
-	}
+	stage_alive_touch(st->alive_path);
 	(void)stage_add_timer(st, HEARTBEAT_MS, heartbeat_timer, NULL);
-}
-
-/*
- * health_check - the probe: 0 when the stage's heartbeat file is at most
- * max_age seconds old, else 1; one line on stdout either way
- */
-static int
-health_check(struct conf *cf, const char *name, long max_age)
-{
-	char path[4096];
-	struct stat sb;
-	long age;
-
-	alive_file(cf, name, path, sizeof(path));
-	if (stat(path, &sb) < 0) {
-		printf("%s: not ready (%s: %s)\n", name, path, strerror(errno));
-		return 1;
-	}
-	age = (long)(time(NULL) - sb.st_mtime);
-	if (age > max_age) {
-		printf("%s: not alive (heartbeat %lds old, limit %lds)\n", name, age, max_age);
-		return 1;
-	}
-	printf("%s: ok (heartbeat %lds old)\n", name, age < 0 ? 0 : age);
-	return 0;
 }
 
 static int
@@ -890,7 +844,7 @@ stage_main(int argc, char **argv, const struct stage_ops *ops)
 			conf_free(cf);
 			return 2;
 		}
-		rc = health_check(cf, ops->name, health);
+		rc = stage_health_check(cf, ops->name, health);
 		conf_free(cf);
 		return rc;
 	}
@@ -908,7 +862,7 @@ stage_main(int argc, char **argv, const struct stage_ops *ops)
 	}
 	install_signals();
 	/* a heartbeat left by an earlier run (a killed container) is not ours */
-	alive_file(st->cf, ops->name, st->alive_path, sizeof(st->alive_path));
+	stage_alive_path(st->cf, ops->name, st->alive_path, sizeof(st->alive_path));
 	(void)unlink(st->alive_path);
 	setup(st);
 	if (ops->init != NULL && ops->init(st) < 0)

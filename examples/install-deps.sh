@@ -14,6 +14,9 @@ PKGS="$PKGS docker-registry apache2-utils python3-cryptography"
 PKGS="$PKGS python3-kubernetes"
 # the acl stage's tests and benchmark: a real master, replicas and sentinels
 PKGS="$PKGS redis-server redis-sentinel redis-tools"
+# deploy/ on a real node (t/integration/deploy_node.sh, t/lib/node.sh): the
+# kubelet's container runtime, the image's Debian root, the test's netns
+PKGS="$PKGS containerd runc debootstrap iproute2 util-linux libc6-dev"
 missing=""
 for p in $PKGS; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' ||
@@ -37,4 +40,6 @@ if command -v systemctl >/dev/null 2>&1; then
 	systemctl disable --now etcd >/dev/null 2>&1 || true
 	# likewise docker-registry (:5000): the OCI tests start their own
 	systemctl disable --now docker-registry >/dev/null 2>&1 || true
+	# and containerd: deploy_node.sh runs its own in its own namespace
+	systemctl disable --now containerd >/dev/null 2>&1 || true
 fi

@@ -61,6 +61,10 @@ EXTRA_DIST += t/integration/stage_health.sh
 # deploy/ as CI applies it (server-side, strict) and its RBAC as decod's account
 TESTS += t/integration/deploy_apply.sh
 EXTRA_DIST += t/integration/deploy_apply.sh
+# deploy/ for real on a node (kubelet + containerd + runc, t/lib/node.sh):
+# Available, every container ready, one killed restarts alone
+TESTS += t/integration/deploy_node.sh
+EXTRA_DIST += t/integration/deploy_node.sh t/lib/node.sh
 
 TESTS += t/integration/check_config.sh
 EXTRA_DIST += t/integration/check_config.sh
@@ -84,3 +88,5 @@ TESTS += t/integration/kube_scale_smoke.sh
 EXTRA_DIST += t/integration/kube_scale_smoke.sh
 TESTS += t/integration/kube_e2e.sh
 EXTRA_DIST += t/integration/kube_e2e.sh
+TESTS += t/integration/kube_faults.sh
+EXTRA_DIST += t/integration/kube_faults.sh

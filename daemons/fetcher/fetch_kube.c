@@ -37,12 +37,19 @@
  * read from the store when their turn comes.
  */
 #define MAX_INFLIGHT 32
+#define PUSH_RETRY_MIN_MS 500	/* a failed status write is tried again, doubling */
+#define PUSH_RETRY_MAX_MS 30000
 
 /*
  * One status write in flight per fragment (kind/ns/name/stage): two applies
  * of one manager racing could land out of order (Unknown after True), so a
  * fragment that changes meanwhile is written again, from the store, after.
+ * A write that fails (past its deadline: the server down, 5xx, 429) is
+ * written again later, from the store, with a doubling pause: no other
+ * event would bring the CR's status back in step.
  */
+struct push;
+
 struct flight {
 	struct flight *next;
 	char *key;		/* the fragment's store key */
@@ -51,6 +58,9 @@ struct flight {
 	struct flight *qnext;
 	const struct kind_info *ki;
 	char *ns, *name, *stage;
+	int fails;		/* failed writes in a row */
+	int64_t timer;		/* > 0: waiting to write again */
+	struct push *wait;	/* the push the timer will redo (owned) */
 };
 
 struct fetch_kube {
@@ -313,7 +323,9 @@ mirror(struct fetch_kube *fk, const struct kind_info *ki, enum kube_event ev, ya
 		    "ns", kube_obj_ns(obj), "name", kube_obj_name(obj), NULL);
 		return;
 	}
-	if (resource_put(s, doc, NULL, &changed, plural, ns, name, err, sizeof(err)) < 0)
+	/* the CR's generation, so observedGeneration speaks of the CR's own */
+	if (resource_put_gen(s, doc, json_get_int(obj, 0, "metadata", "generation", NULL),
+	    NULL, &changed, plural, ns, name, err, sizeof(err)) < 0)
 		log_kv(LOG_WARN, "cannot mirror the CR into the store", "kind", ki->plural,
 		    "ns", kube_obj_ns(obj), "name", kube_obj_name(obj), "error", err, NULL);
 	else if (changed) {
@@ -471,6 +483,58 @@ flight_slot(struct fetch_kube *fk, const char *key)
 	return f;
 }
 
+static void flight_free(struct flight *f);
+
+/* repush - write p's fragment as the store holds it now; fails carries over */
+static void
+repush(struct fetch_kube *fk, const struct push *p, int fails)
+{
+	char *val = NULL;
+	size_t len = 0;
+	int rc = store_get(stage_store(fk->st), p->key, &val, &len);
+	struct flight *f;
+
+	if (rc == 0 || rc == 1)
+		status_push(fk, p->ki, p->ns, p->name, p->stage, rc == 0 ? val : NULL, len);
+	free(val);
+	if ((f = *flight_slot(fk, p->key)) != NULL)
+		f->fails = fails;
+}
+
+/* flight_end - forget key's flight; returns its failure count */
+static int
+flight_end(struct fetch_kube *fk, const char *key)
+{
+	struct flight **fs = flight_slot(fk, key), *f = *fs;
+	int fails;
+
+	if (f == NULL)
+		return 0;
+	fails = f->fails;
+	*fs = f->next;
+	flight_free(f);
+	return fails;
+}
+
+static void
+push_free(struct push *p)
+{
+	free(p->key);
+	free(p);
+}
+
+static void
+push_retry(struct stage *st, void *arg)
+{
+	struct push *p = arg;
+	int fails;
+
+	(void)st;
+	fails = flight_end(p->fk, p->key);
+	repush(p->fk, p, fails);
+	push_free(p);
+}
+
 static void
 flight_free(struct flight *f)
 {
@@ -534,37 +598,31 @@ on_pushed(void *arg, const struct kube_resp *r)
 {
 	struct push *p = arg;
 	struct fetch_kube *fk = p->fk;
-	struct flight **fs = flight_slot(fk, p->key), *f = *fs;
-	int again = f != NULL && f->again, retry = 0;
+	struct flight *f = *flight_slot(fk, p->key);
+	int again = f != NULL && f->again;
 
 	fk->inflight--;
 	if (kube_ok(r))
 		fk->status_writes++;
 	else if (r->status != 404) {	/* 404: the CR went away meanwhile */
-		log_kv(LOG_WARN, "cannot write status to the CR", "object", p->what,
-		    "error", r->err, NULL);
-		/* out of time or overloaded: again, behind the writes waiting */
-		retry = r->status == 0 || r->status == 409 || r->status == 429 ||
-		    r->status >= 500;
-	}
-	if (f != NULL) {
-		*fs = f->next;
-		flight_free(f);
-	}
-	if (retry && leading(fk))
-		enqueue(fk, xstrdup(p->key), p->ki, p->ns, p->name, p->stage);
-	else if (again) {
-		/* it changed while this write was in flight: write what it is now */
-		char *val = NULL;
-		size_t len = 0;
-		int rc = store_get(stage_store(fk->st), p->key, &val, &len);
+		log_kv(LOG_WARN, "cannot write status to the CR; trying again later",
+		    "object", p->what, "error", r->err, NULL);
+		if (f != NULL) {
+			int64_t d = (int64_t)PUSH_RETRY_MIN_MS << (f->fails < 6 ? f->fails : 6);
 
-		if (rc == 0 || rc == 1)
-			status_push(fk, p->ki, p->ns, p->name, p->stage, rc == 0 ? val : NULL, len);
-		free(val);
+			f->fails++;
+			f->again = 0;
+			f->wait = p;
+			f->timer = stage_add_timer(fk->st, d < PUSH_RETRY_MAX_MS ? d :
+			    PUSH_RETRY_MAX_MS, push_retry, p);
+			pump(fk);	/* its slot is free while it waits */
+			return;
+		}
 	}
-	free(p->key);
-	free(p);
+	flight_end(fk, p->key);
+	if (again)	/* it changed while this write was in flight: write what it is now */
+		repush(fk, p, 0);
+	push_free(p);
 	pump(fk);
 	caught_up(fk);
 }
@@ -830,6 +888,10 @@ fetch_kube_free(struct fetch_kube *fk)
 			struct flight *f = fk->flights[i];
 
 			fk->flights[i] = f->next;
+			if (f->timer > 0)
+				stage_cancel_timer(fk->st, f->timer);
+			if (f->wait != NULL)
+				push_free(f->wait);
 			flight_free(f);
 		}
 	free(fk->status_prefix);

@@ -54,240 +54,8 @@
 #define MAX_FILE ((uint64_t)32 << 20)
 #define HAND_BATCH 200		/* finished fetches recorded per journal transaction */
 
-/* one fetch for the worker: everything copied, nothing shared */
-struct job {
-	char ns[254], name[254];
-	char source[16];
-	int64_t generation;
-	int force;		/* read the tree even if the remote id did not move */
-	char last_id[96];	/* git, github, oci: remote id of the last good fetch */
-	char *url, *ref, *dir, *secret_file, *path, *inline_json;
-	char *org, *repo, *image;	/* github, oci */
-	char etag[256];		/* github: ETag of last_id's answer; out: the new one */
-	char known_sha[41];	/* github: the sha the loop's poll saw move */
-	char *oci_auth;		/* oci: Authorization line in, the one that worked out */
-	struct stage *st;	/* set while a poll on the loop is in flight */
-	int64_t t0;
-	/* results */
-	struct fetch_result res;
-	char remote_id[96];
-	int unchanged;		/* same remote id, tree not read */
-	int64_t took_ms;
-	/* finishing (loop thread) */
-	int skip;		/* finished in the first phase */
-	int handed;		/* 1: record + item written in the open transaction, -1 failed */
-	struct job *next;
-};
-
-static void schedule(struct stage *st, struct src *s, int64_t after_ms, int force);
 static int64_t jitter(int64_t ms);
 
-/* ---- the worker thread ---- */
-
-static void
-job_free(struct job *j)
-{
-	if (j == NULL)
-		return;
-	free(j->url);
-	free(j->ref);
-	free(j->dir);
-	free(j->secret_file);
-	free(j->path);
-	free(j->inline_json);
-	fetch_secret_free(j->oci_auth);
-	free(j->org);
-	free(j->repo);
-	free(j->image);
-	free(j);
-}
-
-/* github_token - the token for j (secret, github_token_file, GITHUB_TOKEN) or NULL */
-static char *
-github_token(struct fetcher *f, const struct job *j)
-{
-	return j->secret_file != NULL ? fetch_secret_read(j->secret_file, "token") :
-	    f->github_token_file != NULL ? fetch_secret_read(f->github_token_file, "token") :
-	    f->github_env_token != NULL ? xstrdup(f->github_env_token) : NULL;
-}
-
-/* run_github - the github source on a worker; the token is read now and wiped after */
-static void
-run_github(struct fetcher *f, struct job *j, int64_t deadline)
-{
-	struct fetch_github_req req;
-	struct fetch_github_out out;
-	char *token = github_token(f, j);
-
-	memset(&req, 0, sizeof(req));
-	req.api_url = f->github_api;
-	req.allow_http = strncmp(f->github_api, "http://", 7) == 0;
-	req.org = j->org;
-	req.repo = j->repo;
-	req.commit = j->ref;
-	req.path = j->path;
-	req.token = token;
-	req.last_sha = j->last_id;
-	req.etag = j->etag;
-	req.force = j->force;
-	req.known_sha = j->known_sha[0] != '\0' ? j->known_sha : NULL;
-	req.known_etag = j->etag;
-	req.deadline = deadline;
-	req.lim = f->lim;
-	req.alim = f->alim;
-	if (token == NULL && (j->secret_file != NULL || f->github_token_file != NULL))
-		fetch_result_error(&j->res, "FetchError", "cannot read the GitHub token (%s)",
-		    j->secret_file != NULL ? "spec.github.secret" : "github_token_file");
-	else if (fetch_github(f->sp, &req, &out, &j->res) == 0) {
-		snprintf(j->remote_id, sizeof(j->remote_id), "%s", out.sha);
-		snprintf(j->etag, sizeof(j->etag), "%s", out.etag);
-		j->unchanged = out.unchanged;
-	}
-	fetch_secret_free(token);
-}
-
-/* run_oci - the oci source on a worker; credentials are read now and wiped after */
-static void
-run_oci(struct fetcher *f, struct job *j, int64_t deadline)
-{
-	struct fetch_oci_req req;
-	struct fetch_oci_out out;
-	char *creds = j->secret_file != NULL ?
-	    fetch_secret_read(j->secret_file, "credentials") : NULL;
-
-	memset(&req, 0, sizeof(req));
-	req.image = j->image;
-	req.dir = j->dir;
-	req.creds = creds;
-	req.insecure = f->oci_insecure;
-	req.auth = j->oci_auth;
-	req.last_digest = j->last_id;
-	req.force = j->force;
-	req.deadline = deadline;
-	req.lim = f->lim;
-	req.alim = f->alim;
-	if (j->secret_file != NULL && creds == NULL)
-		fetch_result_error(&j->res, "FetchError", "cannot read the secret of spec.oci");
-	else if (fetch_oci(f->sp, &req, &out, &j->res) == 0) {
-		snprintf(j->remote_id, sizeof(j->remote_id), "%s", out.digest);
-		j->unchanged = out.unchanged;
-		fetch_secret_free(j->oci_auth);
-		j->oci_auth = out.auth[0] != '\0' ? xstrdup(out.auth) : NULL;
-	}
-	explicit_bzero(out.auth, sizeof(out.auth));
-	fetch_secret_free(creds);
-}
-
-/* run_job - one fetch on a pool worker, within its own deadline */
-static void
-run_job(struct fetcher *f, struct job *j)
-{
-	int64_t t0 = now_ms();
-	int64_t deadline = t0 + f->timeout_ms;
-
-	if (strcmp(j->source, "inline") == 0) {
-		yajl_val v = j->inline_json ? json_parse(j->inline_json,
-		    strlen(j->inline_json), NULL) : NULL;
-
-		fetch_inline(f->sp, &f->lim, v, &j->res);
-		yajl_tree_free(v);
-	} else if (strcmp(j->source, "dir") == 0) {
-		fetch_dir(f->sp, &f->lim, j->path, &j->res);
-	} else if (strcmp(j->source, "git") == 0) {
-		struct fetch_git_req req;
-
-		memset(&req, 0, sizeof(req));
-		req.url = j->url;
-		req.ref = j->ref;
-		req.dir = j->dir;
-		req.cache_root = f->cache_root;
-		req.secret_file = j->secret_file;
-		req.askpass = f->askpass;
-		req.timeout_ms = f->timeout_ms;
-		req.deadline = deadline;
-		req.lim = f->lim;
-		if (fetch_git_resolve(&req, j->remote_id, &j->res) == 0) {
-			if (!j->force && strcmp(j->remote_id, j->last_id) == 0)
-				j->unchanged = 1;
-			else
-				fetch_git_tree(f->sp, &req, j->remote_id, &j->res);
-		}
-	} else if (strcmp(j->source, "github") == 0) {
-		run_github(f, j, deadline);
-	} else if (strcmp(j->source, "oci") == 0) {
-		run_oci(f, j, deadline);
-	}
-	j->took_ms = now_ms() - t0;
-}
-
-/* a fetch that waits on a remote (git, github, oci), not on local work */
-static int
-remote_job(const struct job *j)
-{
-	return strcmp(j->source, "inline") != 0 && strcmp(j->source, "dir") != 0;
-}
-
-/*
- * take - the first queued job this worker may run, off the queue (mutex
- * held), or NULL.  Remote fetches may hold every worker but one: that one
- * is kept for inline and dir sources, so however many remotes hang, a
- * local source never waits behind them.
- */
-static struct job *
-take(struct fetcher *f)
-{
-	int remote_ok = f->nthreads < 2 || f->remote_busy < f->nthreads - 1;
-
-	for (struct job **pp = &f->todo; *pp != NULL; pp = &(*pp)->next) {
-		struct job *j = *pp;
-
-		if (remote_job(j) && !remote_ok)
-			continue;
-		*pp = j->next;
-		if (f->todo_tail == &j->next)
-			f->todo_tail = pp;
-		j->next = NULL;
-		if (remote_job(j))
-			f->remote_busy++;
-		return j;
-	}
-	return NULL;
-}
-
-static void *
-worker(void *arg)
-{
-	struct fetcher *f = arg;
-	struct job *j;
-
-	pthread_mutex_lock(&f->mu);
-	for (;;) {
-		j = NULL;
-		while (!f->stop && (j = take(f)) == NULL)
-			pthread_cond_wait(&f->cv, &f->mu);
-		if (f->stop) {
-			if (j != NULL) {	/* back on the queue: shutdown frees it */
-				j->next = f->todo;
-				f->todo = j;
-				if (f->todo_tail == &f->todo)
-					f->todo_tail = &j->next;
-			}
-			break;
-		}
-		pthread_mutex_unlock(&f->mu);
-		run_job(f, j);
-		pthread_mutex_lock(&f->mu);
-		if (remote_job(j)) {
-			f->remote_busy--;
-			pthread_cond_broadcast(&f->cv);	/* a held-back remote job may go */
-		}
-		*f->done_tail = j;
-		f->done_tail = &j->next;
-		stage_wake(f->st);
-	}
-	pthread_mutex_unlock(&f->mu);
-	return NULL;
-}
 
 /* ---- journal (loop thread) ---- */
 
@@ -396,8 +164,22 @@ fetcher_src_find(struct fetcher *f, const char *ns, const char *name)
 	return NULL;
 }
 
-static void
-src_free(struct stage *st, struct src *s)
+struct src *
+fetcher_src_new(struct fetcher *f, const char *ns, const char *name)
+{
+	struct src *s = xcalloc(1, sizeof(*s));
+
+	snprintf(s->ns, sizeof(s->ns), "%s", ns);
+	snprintf(s->name, sizeof(s->name), "%s", name);
+	s->next = f->srcs;
+	f->srcs = s;
+	s->hnext = f->htab[src_hash(ns, name)];
+	f->htab[src_hash(ns, name)] = s;
+	return s;
+}
+
+void
+fetcher_src_free(struct stage *st, struct src *s)
 {
 	struct fetcher *f = F(st);
 
@@ -440,7 +222,7 @@ finish_first(struct stage *st, struct job *j, int in_txn)
 		return;
 	s->busy = 0;
 	if (s->gone) {
-		src_free(st, s);
+		fetcher_src_free(st, s);
 		return;
 	}
 	if (j->res.reason != NULL) {
@@ -455,9 +237,9 @@ finish_first(struct stage *st, struct job *j, int in_txn)
 		    NULL);
 		fetch_status_syncing(st, s, "False", j->res.reason, j->res.error);
 		if (s->again && j->res.retry_after_ms == 0)
-			schedule(st, s, 0, s->again_force);
+			fetcher_schedule(st, s, 0, s->again_force);
 		else
-			schedule(st, s, wait, 0);
+			fetcher_schedule(st, s, wait, 0);
 		return;
 	}
 	s->failures = 0;
@@ -513,11 +295,11 @@ finish_second(struct stage *st, struct job *j, int committed)
 		    j->st != NULL && j->unchanged ? "loop" : "worker", NULL);
 	}
 	if (s->again)
-		schedule(st, s, 0, s->again_force);
+		fetcher_schedule(st, s, 0, s->again_force);
 	else if (s->failures > 0)
-		schedule(st, s, backoff_ms(s->failures), 1);
+		fetcher_schedule(st, s, backoff_ms(s->failures), 1);
 	else if (s->period_ms > 0)
-		schedule(st, s, jitter(s->period_ms), 0);
+		fetcher_schedule(st, s, jitter(s->period_ms), 0);
 }
 
 /*
@@ -564,7 +346,7 @@ on_wake(struct stage *st, void *arg)
 		while ((j = chunk) != NULL) {
 			chunk = j->next;
 			finish_second(st, j, committed);
-			job_free(j);
+			fetch_job_free(j);
 		}
 	}
 }
@@ -659,7 +441,7 @@ make_job(struct stage *st, struct src *s, int force)
 	if (msg[0] != '\0') {
 		log_kv(LOG_WARN, "cannot fetch", "ns", s->ns, "name", s->name, "error", msg, NULL);
 		fetch_status_syncing(st, s, "False", "FetchError", msg);
-		job_free(j);
+		fetch_job_free(j);
 		return NULL;
 	}
 	return j;
@@ -746,7 +528,7 @@ poll_on_loop(struct stage *st, struct job *j)
 	req.force = j->force;
 	if (fetch_github_poll_request(&req, url, sizeof(url), inm, sizeof(inm)) < 0)
 		return -1;
-	token = github_token(f, j);
+	token = fetch_github_token(f, j);
 	if (token == NULL && (j->secret_file != NULL || f->github_token_file != NULL))
 		return -1;	/* the worker says it cannot read the token */
 	hdrs[0] = fetch_github_poll_headers[0];
@@ -788,7 +570,7 @@ poll_cb(struct stage *st, void *arg)
 	if ((j = make_job(st, s, force)) == NULL) {
 		/* a bad spec waits for an edit; a missing secret may appear */
 		if (s->period_ms > 0)
-			schedule(st, s, backoff_ms(++s->failures), force);
+			fetcher_schedule(st, s, backoff_ms(++s->failures), force);
 		return;
 	}
 	s->busy = 1;
@@ -798,8 +580,8 @@ poll_cb(struct stage *st, void *arg)
 }
 
 /* schedule - poll s after after_ms (jitter is the caller's); force reads the tree */
-static void
-schedule(struct stage *st, struct src *s, int64_t after_ms, int force)
+void
+fetcher_schedule(struct stage *st, struct src *s, int64_t after_ms, int force)
 {
 	if (force)
 		s->again_force = 1;
@@ -823,201 +605,6 @@ jitter(int64_t ms)
 }
 
 /* the poll period of doc's source; 0: only on spec changes */
-static int64_t
-period_of(struct fetcher *f, yajl_val doc, const char *source)
-{
-	const char *p;
-	int64_t ms;
-
-	if (strcmp(source, "inline") == 0)
-		return 0;
-	/* a full sha or a digest never moves: fetched once, not polled */
-	p = json_get_str(doc, "spec", "github", "commit", NULL);
-	if (strcmp(source, "github") == 0 && p != NULL && strlen(p) == 40 &&
-	    strspn(p, "0123456789abcdefABCDEF") == 40)
-		return 0;
-	p = json_get_str(doc, "spec", "oci", "image", NULL);
-	if (strcmp(source, "oci") == 0 && p != NULL && strstr(p, "@sha256:") != NULL)
-		return 0;
-	p = json_get_str(doc, "spec", source, "period", NULL);
-	if (p != NULL && parse_duration_ms(p, &ms) == 0 && ms >= 1000)
-		return ms;
-	return f->poll_ms;
-}
-
-/* a Decofile was put (or listed) */
-static void
-upsert(struct stage *st, const char *ns, const char *name, const char *val, size_t len)
-{
-	struct fetcher *f = F(st);
-	struct src *s = fetcher_src_find(f, ns, name);
-	char h[65];
-	yajl_val doc;
-	struct buf b;
-
-	if ((doc = json_parse(val, len, NULL)) == NULL) {
-		log_kv(LOG_WARN, "Decofile is not JSON; ignored", "ns", ns, "name", name, NULL);
-		return;
-	}
-	buf_init(&b);
-	{
-		struct jw w;
-
-		jw_init(&w, &b);
-		jw_value(&w, json_get(doc, "spec", NULL));
-	}
-	buf_printf(&b, "#%lld", (long long)decofile_generation(doc));
-	sha256_hex(b.data, b.len, h);
-	buf_free(&b);
-	if (s == NULL) {
-		s = xcalloc(1, sizeof(*s));
-		snprintf(s->ns, sizeof(s->ns), "%s", ns);
-		snprintf(s->name, sizeof(s->name), "%s", name);
-		s->next = f->srcs;
-		f->srcs = s;
-		s->hnext = f->htab[src_hash(ns, name)];
-		f->htab[src_hash(ns, name)] = s;
-	} else if (strcmp(s->spec_hash, h) == 0) {
-		yajl_tree_free(doc);	/* metadata or status only: nothing to do */
-		return;
-	}
-	s->gone = 0;
-	memcpy(s->spec_hash, h, sizeof(h));
-	free(s->doc);
-	s->doc = xstrndup(val, len);
-	snprintf(s->source, sizeof(s->source), "%s", decofile_source(doc));
-	s->generation = decofile_generation(doc);
-	s->period_ms = period_of(f, doc, s->source);
-	s->failures = 0;
-	yajl_tree_free(doc);
-	if (fetch_lock_want(f->locks, ns, name))
-		schedule(st, s, 0, 1);
-	else
-		s->again_force = 1;	/* fetch at once when the lock is ours */
-}
-
-static void
-drop(struct stage *st, const char *ns, const char *name)
-{
-	struct src *s = fetcher_src_find(F(st), ns, name);
-
-	if (s == NULL)
-		return;
-	log_kv(LOG_INFO, "Decofile deleted; schedule dropped", "ns", ns, "name", name, NULL);
-	fetch_lock_drop(F(st)->locks, ns, name);
-	if (s->busy)
-		s->gone = 1;
-	else
-		src_free(st, s);
-}
-
-static int
-relist(struct stage *st)
-{
-	struct fetcher *f = F(st);
-	struct store_list l;
-	char kind[254], ns[254], name[254];
-
-	if (store_list(stage_store(st), f->df_prefix, &l) < 0) {
-		log_kv(LOG_ERROR, "cannot list Decofiles", "error", store_error(stage_store(st)),
-		    NULL);
-		return -1;
-	}
-	for (struct src *s = f->srcs; s != NULL; s = s->next)
-		s->listed = 0;
-	for (size_t i = 0; i < l.n; i++) {
-		struct src *s;
-
-		if (key_parse_resource(l.kvs[i].key, kind, ns, name) < 0)
-			continue;
-		upsert(st, ns, name, l.kvs[i].value, l.kvs[i].vlen);
-		if ((s = fetcher_src_find(f, ns, name)) != NULL)
-			s->listed = 1;
-	}
-	/* sweep what is no longer listed */
-	for (struct src *s = f->srcs, *next; s != NULL; s = next) {
-		next = s->next;
-		if (!s->listed)
-			drop(st, s->ns, s->name);
-	}
-	store_list_free(&l);
-	return 0;
-}
-
-static void
-on_df_event(void *arg, const struct store_event *ev)
-{
-	struct stage *st = arg;
-	char kind[254], ns[254], name[254];
-
-	if (ev->type == STORE_EV_RELIST) {
-		relist(st);
-		return;
-	}
-	if (key_parse_resource(ev->key, kind, ns, name) < 0 || strcmp(kind, "decofiles") != 0)
-		return;
-	if (ev->type == STORE_EV_DELETE)
-		drop(st, ns, name);
-	else
-		upsert(st, ns, name, ev->value, ev->vlen);
-}
-
-static void
-on_sync_event(void *arg, const struct store_event *ev)
-{
-	struct stage *st = arg;
-	struct fetcher *f = F(st);
-	char ns[254], name[254];
-	const char *rest;
-	struct src *s;
-
-	if (ev->type != STORE_EV_PUT || strncmp(ev->key, f->sync_prefix,
-	    strlen(f->sync_prefix)) != 0)
-		return;
-	rest = ev->key + strlen(f->sync_prefix);
-	if (sscanf(rest, "%253[^/]/%253[^/]", ns, name) != 2 ||
-	    (s = fetcher_src_find(f, ns, name)) == NULL)
-		return;
-	log_kv(LOG_INFO, "sync requested", "ns", ns, "name", name, NULL);
-	s->failures = 0;
-	schedule(st, s, 0, 0);
-}
-
-static void
-dispatch(struct stage *st)
-{
-	struct fetcher *f = F(st);
-
-	if (f->watch != NULL && store_watch_dispatch(f->watch) < 0)
-		log_kv(LOG_WARN, "store watch error", "error", store_error(stage_store(st)), NULL);
-	if (f->sync_watch != NULL && store_watch_dispatch(f->sync_watch) < 0)
-		log_kv(LOG_WARN, "store watch error", "error", store_error(stage_store(st)), NULL);
-}
-
-static void
-on_watch_fd(struct stage *st, int fd, short revents, void *arg)
-{
-	(void)fd;
-	(void)revents;
-	(void)arg;
-	dispatch(st);
-}
-
-static void
-watch_timer_cb(struct stage *st, void *arg)
-{
-	struct fetcher *f = F(st);
-	int t = 1000, t2;
-
-	(void)arg;
-	dispatch(st);
-	if (f->watch != NULL && (t2 = store_watch_timeout_ms(f->watch)) > 0 && t2 < t)
-		t = t2;
-	if (f->sync_watch != NULL && (t2 = store_watch_timeout_ms(f->sync_watch)) > 0 &&
-	    t2 < t)
-		t = t2;
-	f->watch_timer = stage_add_timer(st, t, watch_timer_cb, NULL);
-}
 
 /* ---- job locks (fetch_lock.c calls these) ---- */
 
@@ -1031,7 +618,7 @@ lock_gained(struct stage *st, const char *ns, const char *name)
 	log_kv(LOG_INFO, "job lock taken; working the decofile", "ns", ns, "name", name,
 	    NULL);
 	s->failures = 0;
-	schedule(st, s, 0, 1);
+	fetcher_schedule(st, s, 0, 1);
 }
 
 static void
@@ -1074,23 +661,6 @@ static const struct fetch_lock_ops lock_ops = {
 };
 
 /* ---- stage callbacks ---- */
-
-static struct store_watch *
-watch(struct stage *st, const char *prefix, store_watch_cb cb)
-{
-	struct store_watch *w = store_watch_new(stage_store(st), prefix, 0, cb, st);
-	int fd;
-
-	if (w == NULL) {
-		log_kv(LOG_ERROR, "cannot watch the store", "prefix", prefix, "error",
-		    store_error(stage_store(st)), NULL);
-		return NULL;
-	}
-	if ((fd = store_watch_fd(w)) >= 0)
-		stage_add_fd(st, fd, POLLIN, on_watch_fd, NULL);
-	return w;
-}
-
 static int
 fetcher_init(struct stage *st)
 {
@@ -1140,7 +710,7 @@ fetcher_init(struct stage *st)
 		    NULL);
 	f->threads = xcalloc((size_t)f->nthreads, sizeof(*f->threads));
 	for (int i = 0; i < f->nthreads; i++) {
-		if (pthread_create(&f->threads[i], NULL, worker, f) != 0) {
+		if (pthread_create(&f->threads[i], NULL, fetch_worker, f) != 0) {
 			log_kv(LOG_ERROR, "cannot start a fetch worker", NULL);
 			f->nthreads = i;
 			return -1;
@@ -1150,13 +720,11 @@ fetcher_init(struct stage *st)
 	/* watch first, then list: nothing put in between is missed */
 	f->df_prefix = key_resource_prefix("decofiles", NULL);
 	f->sync_prefix = xasprintf("%s/sync/", keys_prefix());
-	if ((f->watch = watch(st, f->df_prefix, on_df_event)) == NULL ||
-	    (f->sync_watch = watch(st, f->sync_prefix, on_sync_event)) == NULL)
+	if (fetch_watch_start(st) < 0)
 		return -1;
-	f->watch_timer = stage_add_timer(st, 1000, watch_timer_cb, NULL);
 	if ((f->locks = fetch_lock_new(st, &lock_ops)) == NULL)
 		return -1;
-	if (relist(st) < 0)
+	if (fetch_watch_relist(st) < 0)
 		return -1;
 	fetch_status_load(st);
 	{
@@ -1201,7 +769,7 @@ fetcher_shutdown(struct stage *st)
 	fetch_poll_free(f->poll);
 	while ((j = f->polling) != NULL) {
 		f->polling = j->next;
-		job_free(j);
+		fetch_job_free(j);
 	}
 	free(f->threads);
 	free(f->github_api);
@@ -1210,11 +778,11 @@ fetcher_shutdown(struct stage *st)
 	free(f->oci_insecure);
 	while ((j = f->todo) != NULL) {
 		f->todo = j->next;
-		job_free(j);
+		fetch_job_free(j);
 	}
 	while ((j = f->done) != NULL) {
 		f->done = j->next;
-		job_free(j);
+		fetch_job_free(j);
 	}
 	if (f->flush_timer > 0)
 		stage_cancel_timer(st, f->flush_timer);
@@ -1222,7 +790,7 @@ fetcher_shutdown(struct stage *st)
 		log_kv(LOG_WARN, "status changes lost at shutdown", NULL);
 	fetch_kube_free(f->kube);
 	while (f->srcs != NULL)
-		src_free(st, f->srcs);
+		fetcher_src_free(st, f->srcs);
 	fetch_lock_free(f->locks);
 	store_watch_free(f->watch);
 	store_watch_free(f->sync_watch);

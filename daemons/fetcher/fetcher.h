@@ -1,6 +1,7 @@
 /*
  * fetcher.h - the fetcher stage's own state, shared by fetcher.c (the
- * stage: schedules, worker pool, loop polls, journal) and fetch_status.c (its status
+ * stage: schedules, loop polls, journal), fetch_worker.c (the pool),
+ * fetch_watch.c (Decofiles from the store) and fetch_status.c (its status
  * fragment, written in batches).  Only daemons/fetcher/ includes this.
  */
 #ifndef DECOD_FETCHER_H
@@ -23,7 +24,6 @@ struct store_watch;
 struct fetch_lock;
 struct fetch_kube;
 struct spool;
-struct job;
 struct fetch_poll;
 
 /* one Decofile's schedule */
@@ -83,6 +83,31 @@ struct fetcher {
 	int64_t flush_timer;
 };
 
+/* one fetch for a worker: everything copied, nothing shared */
+struct job {
+	char ns[254], name[254];
+	char source[16];
+	int64_t generation;
+	int force;		/* read the tree even if the remote id did not move */
+	char last_id[96];	/* git, github, oci: remote id of the last good fetch */
+	char *url, *ref, *dir, *secret_file, *path, *inline_json;
+	char *org, *repo, *image;	/* github, oci */
+	char etag[256];		/* github: ETag of last_id's answer; out: the new one */
+	char known_sha[41];	/* github: the sha the loop's poll saw move */
+	char *oci_auth;		/* oci: Authorization line in, the one that worked out */
+	struct stage *st;	/* set while a poll on the loop is in flight */
+	int64_t t0;
+	/* results */
+	struct fetch_result res;
+	char remote_id[96];
+	int unchanged;		/* same remote id, tree not read */
+	int64_t took_ms;
+	/* finishing (loop thread) */
+	int skip;		/* finished in the first phase */
+	int handed;		/* 1: record + item written in the open transaction, -1 failed */
+	struct job *next;
+};
+
 #define F(st) ((struct fetcher *)stage_data(st))
 
 /* what a src's cached status fragment is worth */
@@ -94,6 +119,35 @@ enum {
 
 /* fetcher_src_find - the schedule of ns/name, or NULL (fetcher.c) */
 struct src *fetcher_src_find(struct fetcher *f, const char *ns, const char *name);
+
+/* fetcher_src_new - a new empty schedule for ns/name, linked in (fetcher.c) */
+struct src *fetcher_src_new(struct fetcher *f, const char *ns, const char *name);
+/* fetcher_src_free - unlink s, cancel its timer, free it (fetcher.c) */
+void fetcher_src_free(struct stage *st, struct src *s);
+/*
+ * fetcher_schedule - fetch s after after_ms (jitter is the caller's);
+ * force reads the tree even if the remote id did not move (fetcher.c)
+ */
+void fetcher_schedule(struct stage *st, struct src *s, int64_t after_ms, int force);
+
+/* ---- fetch_worker.c ---- */
+
+/* fetch_job_free - j and everything it holds (secrets wiped); NULL is fine */
+void fetch_job_free(struct job *j);
+/*
+ * fetch_github_token - j's GitHub token (its secret, github_token_file or
+ * GITHUB_TOKEN), or NULL; free it with fetch_secret_free
+ */
+char *fetch_github_token(struct fetcher *f, const struct job *j);
+/* fetch_worker - a pool thread's body: arg is the struct fetcher */
+void *fetch_worker(void *arg);
+
+/* ---- fetch_watch.c ---- */
+
+/* fetch_watch_start - watch the decofiles and sync prefixes (before the relist); 0 or -1 */
+int fetch_watch_start(struct stage *st);
+/* fetch_watch_relist - list every Decofile: upsert each, drop the rest; 0 or -1 */
+int fetch_watch_relist(struct stage *st);
 
 /* ---- fetch_status.c ---- */
 

@@ -550,33 +550,15 @@ job_pump(struct notify_job *job)
 void
 notify_engine_dispatch(struct notify_engine *e)
 {
-	struct epoll_event evs[512];
-	int n, running, round;
+	int n, round;
 	CURLMsg *m;
 
-	/* sockets that are ready */
-	do {
-		n = epoll_wait(e->epfd, evs, 512, 0);
-		for (int i = 0; i < n; i++) {
-			int mask = 0;
-
-			if (evs[i].events & EPOLLIN)
-				mask |= CURL_CSELECT_IN;
-			if (evs[i].events & EPOLLOUT)
-				mask |= CURL_CSELECT_OUT;
-			if (evs[i].events & (EPOLLERR | EPOLLHUP))
-				mask |= CURL_CSELECT_ERR;
-			curl_multi_socket_action(e->multi, evs[i].data.fd, mask, &running);
-		}
-	} while (n == 512);
+	curl_epoll_ready(e->multi, e->epfd);
 
 	for (round = 0; round < 4; round++) {
 		struct notify_job *j, *next;
 
-		if (e->curl_due >= 0 && now_ms() >= e->curl_due) {
-			e->curl_due = -1;
-			curl_multi_socket_action(e->multi, CURL_SOCKET_TIMEOUT, 0, &running);
-		}
+		curl_epoll_timeout(e->multi, &e->curl_due);
 		while ((m = curl_multi_info_read(e->multi, &n)) != NULL) {
 			struct job_call *c = NULL;
 

@@ -7,7 +7,8 @@ daemons_publisher_libpublish_a_SOURCES = \
 	daemons/publisher/publish_file.c daemons/publisher/publish_file.h \
 	daemons/publisher/sigv4.c daemons/publisher/sigv4.h \
 	daemons/publisher/s3.c daemons/publisher/s3.h \
-	daemons/publisher/publish_s3.c daemons/publisher/publish_target.h \
+	daemons/publisher/publish_s3.c daemons/publisher/publish_s3.h \
+	daemons/publisher/publish_s3_obj.c daemons/publisher/publish_target.h \
 	daemons/publisher/publish_configmap.c daemons/publisher/publish_configmap.h
 PUBLISH_LIBS = daemons/publisher/libpublish.a
 

@@ -16,8 +16,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <openssl/evp.h>
-
 #include "common/conf.h"
 #include "common/hash.h"
 #include "common/journal.h"
@@ -30,247 +28,14 @@
 #include "common/store.h"
 #include "common/store_keys.h"
 #include "common/util.h"
+#include "daemons/publisher/publish_s3.h"
 #include "daemons/publisher/publish_target.h"
 #include "daemons/publisher/s3.h"
 #include "proto/proto.h"
 
-#define STAGE "publisher"
-#define TARGET "s3"
-#define DELETION_ANNOTATION "deco.sites/deletion"
-#define MAX_SPOOL_MISSES 5
-#define START_SPREAD_MS 10000	/* first checks after start spread over this */
-#define GONE_RETRY_MS 5000
-
-enum op { OP_PUBLISH, OP_REPAIR, OP_CHECK, OP_DELETE };
-
-struct s3obj {
-	char ns[254];
-	char name[254];
-	char key[1100];
-	char content_hash[65];		/* what we published ("" not yet) */
-	char put_etag[130];		/* ETag our last PUT got ("" unknown) */
-	char md5_etag[40];		/* "\"<md5 of the bytes>\"" ("" not computed) */
-	int64_t timestamp;
-	int detach;
-	int nreq;			/* requests in flight */
-	int putting;			/* a PUT is among them */
-	unsigned gen;			/* bumped by each publish: older checks are stale */
-	int64_t next_check;		/* monotonic ms */
-	long repairs;
-	int status_dirty;
-	int gone;			/* Decofile deleted: object to be let go */
-	int complained;
-	struct s3obj *next;
-};
-
-struct s3t {
-	struct stage *st;
-	struct s3_client *c;		/* NULL: not configured (cfg_err says why) */
-	char cfg_err[512];
-	char bucket[256], prefix[512], public_host[512];
-	int64_t check_ms;
-	int concurrency;
-	int gc;
-	int64_t timer;
-	struct s3obj *objs;
-	size_t nobjs;
-	int64_t next_due;		/* no check is due before (monotonic ms) */
-	long repairs, puts, heads;
-};
-
-/* one request in flight */
-struct ctx {
-	struct s3t *t;
-	struct s3obj *o;
-	enum op op;
-	unsigned gen;
-	struct journal_item it;		/* OP_PUBLISH */
-	char hash[65];			/* content hash being put */
-	char md5_etag[40];
-	char detail[300];		/* OP_REPAIR: what was wrong */
-};
-
 static void rearm(struct s3t *t);
 static void forget(struct s3t *t, struct s3obj *o);
 static void pump(struct s3t *t);
-
-/* ---- objects ---- */
-
-static struct s3obj *
-obj_find(struct s3t *t, const char *ns, const char *name)
-{
-	for (struct s3obj *o = t->objs; o != NULL; o = o->next)
-		if (strcmp(o->ns, ns) == 0 && strcmp(o->name, name) == 0)
-			return o;
-	return NULL;
-}
-
-static struct s3obj *
-obj_get(struct s3t *t, const char *ns, const char *name)
-{
-	struct s3obj *o = obj_find(t, ns, name);
-
-	if (o != NULL)
-		return o;
-	o = xcalloc(1, sizeof(*o));
-	snprintf(o->ns, sizeof(o->ns), "%s", ns);
-	snprintf(o->name, sizeof(o->name), "%s", name);
-	o->next = t->objs;
-	t->objs = o;
-	t->nobjs++;
-	return o;
-}
-
-static void
-obj_free(struct s3t *t, struct s3obj *o)
-{
-	for (struct s3obj **pp = &t->objs; *pp != NULL; pp = &(*pp)->next) {
-		if (*pp == o) {
-			*pp = o->next;
-			t->nobjs--;
-			break;
-		}
-	}
-	free(o);
-}
-
-/* check_at - o's next drift check; keeps t->next_due the earliest of all */
-static void
-check_at(struct s3t *t, struct s3obj *o, int64_t when)
-{
-	o->next_check = when;
-	if (when < t->next_due)
-		t->next_due = when;
-}
-
-static void
-object_id(const struct s3obj *o, char *out, size_t len)
-{
-	snprintf(out, len, "decofile/%s/%s", o->ns, o->name);
-}
-
-static void
-location_of(const struct s3t *t, const char *key, char *out, size_t len)
-{
-	snprintf(out, len, "s3://%s/%s", t->bucket, key);
-}
-
-static void
-url_of(const struct s3t *t, const char *key, char *out, size_t len)
-{
-	snprintf(out, len, "https://%s/%s", t->public_host, key);
-}
-
-/* md5_etag - the ETag S3 gives a single-part upload of data: "\"<md5 hex>\"" */
-static void
-md5_etag(const void *data, size_t len, char out[40])
-{
-	unsigned char md[EVP_MAX_MD_SIZE];
-	unsigned int mdlen = 0;
-	char hex[33];
-
-	if (EVP_Digest(data, len, md, &mdlen, EVP_md5(), NULL) != 1 || mdlen != 16) {
-		out[0] = '\0';
-		return;
-	}
-	hex_encode(md, 16, hex);
-	snprintf(out, 40, "\"%s\"", hex);
-}
-
-static int
-doc_detach(yajl_val doc)
-{
-	const char *v = json_get_str(doc, "metadata", "annotations", DELETION_ANNOTATION, NULL);
-
-	return v != NULL && strcmp(v, "detach") == 0;
-}
-
-static void
-set_policy(struct s3t *t, struct s3obj *o, int detach)
-{
-	char obj[600];
-
-	if (o->detach == detach)
-		return;
-	o->detach = detach;
-	object_id(o, obj, sizeof(obj));
-	journal_audit(stage_journal(t->st), STAGE, obj, "deletion-policy",
-	    detach ? "deletion=detach" : "deletion=delete");
-}
-
-/* ---- status ---- */
-
-static int
-write_status(struct s3t *t, struct s3obj *o)
-{
-	struct store *s = stage_store(t->st);
-	char url[2000], loc[1500], msg[2100], when[40];
-	struct buf b;
-	struct jw w;
-	int rv = 0;
-
-	url_of(t, o->key, url, sizeof(url));
-	location_of(t, o->key, loc, sizeof(loc));
-	snprintf(msg, sizeof(msg), "Decofile delivered to %s", url);
-	if (status_set_condition(s, stage_journal(t->st), "decofiles", o->ns, o->name, STAGE,
-	    "Ready", "True", "S3Uploaded", msg) < 0)
-		rv = -1;
-	rfc3339_from(o->timestamp, when, sizeof(when));
-	buf_init(&b);
-	jw_init(&w, &b);
-	jw_obj(&w);
-	jw_key(&w, "contentHash");
-	jw_str(&w, o->content_hash);
-	jw_key(&w, "timestamp");
-	jw_int(&w, o->timestamp);
-	jw_key(&w, "lastUpdated");
-	jw_str(&w, when);
-	jw_key(&w, "location");
-	jw_str(&w, loc);
-	jw_key(&w, "s3URL");
-	jw_str(&w, url);
-	jw_key(&w, "format");
-	jw_str(&w, "json");
-	jw_end_obj(&w);
-	if (status_set_fields(s, "decofiles", o->ns, o->name, STAGE, b.data) < 0)
-		rv = -1;
-	buf_free(&b);
-	o->status_dirty = rv < 0;
-	if (rv < 0)
-		log_kv(LOG_WARN, "cannot write status; will retry", "ns", o->ns, "name",
-		    o->name, "error", store_error(s), NULL);
-	return rv;
-}
-
-static void
-not_ready(struct s3t *t, const char *ns, const char *name, const char *reason,
-    const char *msg)
-{
-	status_set_condition(stage_store(t->st), stage_journal(t->st), "decofiles", ns, name,
-	    STAGE, "Ready", "False", reason, msg);
-}
-
-/* published - the publisher's status fragment: hash, location, timestamp */
-static void
-published(struct s3t *t, const char *ns, const char *name, char hash[65], char *loc,
-    size_t loclen, int64_t *ts)
-{
-	yajl_val f = status_get_fragment(stage_store(t->st), "decofiles", ns, name, STAGE);
-	const char *v;
-
-	hash[0] = '\0';
-	loc[0] = '\0';
-	*ts = 0;
-	if (f == NULL)
-		return;
-	if ((v = json_get_str(f, "contentHash", NULL)) != NULL && is_sha256_hex(v))
-		snprintf(hash, 65, "%s", v);
-	if ((v = json_get_str(f, "location", NULL)) != NULL)
-		snprintf(loc, loclen, "%s", v);
-	*ts = json_get_int(f, 0, "timestamp", NULL);
-	yajl_tree_free(f);
-}
-
 /* ---- requests ---- */
 
 static void on_done(void *arg, const struct s3_result *r);
@@ -301,7 +66,7 @@ start_put(struct s3t *t, struct s3obj *o, struct ctx *x, const char *hash, char 
 		return -1;
 	}
 	snprintf(x->hash, sizeof(x->hash), "%s", hash);
-	md5_etag(data, len, x->md5_etag);
+	s3t_md5_etag(data, len, x->md5_etag);
 	if (s3_put(t->c, o->key, data, len, hash, on_done, x, err, errlen) < 0) {
 		free(data);
 		return -1;
@@ -320,7 +85,7 @@ describe_failure(struct s3t *t, const struct s3obj *o, const char *what,
 {
 	char loc[1500];
 
-	location_of(t, o->key, loc, sizeof(loc));
+	s3t_location(t, o->key, loc, sizeof(loc));
 	if (r->status > 0)
 		snprintf(out, len, "%s %s failed: %s (HTTP %ld): %s", what, loc, r->code,
 		    r->status, r->message);
@@ -341,18 +106,18 @@ published_ok(struct s3t *t, struct ctx *x, const struct s3_result *r)
 	struct proto_notify_detail nd;
 	int64_t last_ts = 0, pts, ts;
 
-	location_of(t, o->key, loc, sizeof(loc));
-	url_of(t, o->key, url, sizeof(url));
+	s3t_location(t, o->key, loc, sizeof(loc));
+	s3t_url(t, o->key, url, sizeof(url));
 	if (proto_publish_detail_decode(x->it.detail, &pd, why, sizeof(why)) == 0)
 		snprintf(commit, sizeof(commit), "%s", pd.commit);	/* checked by on_item */
 	journal_last_publish(j, o->ns, o->name, TARGET, last, &last_ts);
-	published(t, o->ns, o->name, phash, ploc, sizeof(ploc), &pts);
+	s3t_published(t, o->ns, o->name, phash, ploc, sizeof(ploc), &pts);
 	if (pts > last_ts)
 		last_ts = pts;
 	ts = wall_ms() / 1000;
 	if (ts <= last_ts)
 		ts = last_ts + 1;
-	object_id(o, obj, sizeof(obj));
+	s3t_object_id(o, obj, sizeof(obj));
 	snprintf(detail, sizeof(detail), "hash=%s location=%s timestamp=%lld deletion=%s"
 	    " etag=%s", x->hash, loc, (long long)ts, o->detach ? "detach" : "delete",
 	    r->etag[0] ? r->etag : "-");
@@ -385,11 +150,11 @@ published_ok(struct s3t *t, struct ctx *x, const struct s3_result *r)
 	memcpy(o->md5_etag, x->md5_etag, sizeof(o->md5_etag));
 	o->timestamp = ts;
 	o->complained = 0;
-	check_at(t, o, now_ms() + t->check_ms);
+	s3t_check_at(t, o, now_ms() + t->check_ms);
 	snprintf(n, sizeof(n), "%lld", (long long)r->ms);
 	log_kv(LOG_INFO, "published", "ns", o->ns, "name", o->name, "location", loc,
 	    "hash", x->hash, "ms", n, NULL);
-	write_status(t, o);
+	s3t_write_status(t, o);
 	status_set_condition(stage_store(st), j, "decofiles", o->ns, o->name, STAGE,
 	    "Drifted", "False", "InSync", "The target holds the published version");
 }
@@ -401,13 +166,13 @@ repaired(struct s3t *t, struct ctx *x, const struct s3_result *r)
 	struct s3obj *o = x->o;
 	char loc[1500], obj[600], msg[800], n[32];
 
-	location_of(t, o->key, loc, sizeof(loc));
+	s3t_location(t, o->key, loc, sizeof(loc));
 	snprintf(o->put_etag, sizeof(o->put_etag), "%s", r->etag);
 	memcpy(o->md5_etag, x->md5_etag, sizeof(o->md5_etag));
 	o->repairs++;
 	t->repairs++;
-	check_at(t, o, now_ms() + t->check_ms);
-	object_id(o, obj, sizeof(obj));
+	s3t_check_at(t, o, now_ms() + t->check_ms);
+	s3t_object_id(o, obj, sizeof(obj));
 	snprintf(n, sizeof(n), "%ld", o->repairs);
 	log_kv(LOG_WARN, "drift repaired", "ns", o->ns, "name", o->name, "location", loc,
 	    "detail", x->detail, "repairs", n, NULL);
@@ -429,11 +194,11 @@ hand_over(struct s3t *t, struct s3obj *o)
 	char phash[65], ploc[1500], loc[1500], obj[600], detail[600];
 	int64_t pts;
 
-	published(t, o->ns, o->name, phash, ploc, sizeof(ploc), &pts);
+	s3t_published(t, o->ns, o->name, phash, ploc, sizeof(ploc), &pts);
 	if (phash[0] == '\0' || pts <= o->timestamp || strcmp(phash, o->content_hash) == 0)
 		return 0;
-	location_of(t, o->key, loc, sizeof(loc));
-	object_id(o, obj, sizeof(obj));
+	s3t_location(t, o->key, loc, sizeof(loc));
+	s3t_object_id(o, obj, sizeof(obj));
 	snprintf(detail, sizeof(detail), "hash=%s timestamp=%lld published by another"
 	    " instance after ours (hash=%s timestamp=%lld)", phash, (long long)pts,
 	    o->content_hash, (long long)o->timestamp);
@@ -445,7 +210,7 @@ hand_over(struct s3t *t, struct s3obj *o)
 		    journal_error(j), NULL);
 		journal_rollback(j);
 	}
-	obj_free(t, o);
+	s3t_obj_free(t, o);
 	return 1;
 }
 
@@ -457,7 +222,7 @@ checked(struct s3t *t, struct ctx *x, const struct s3_result *r)
 	struct ctx *y;
 	char err[2048];
 
-	check_at(t, o, now_ms() + t->check_ms);
+	s3t_check_at(t, o, now_ms() + t->check_ms);
 	if (x->gen != o->gen || o->putting || o->content_hash[0] == '\0')
 		return 0;	/* a publish started meanwhile: it decides */
 	if (r->ok) {
@@ -470,7 +235,7 @@ checked(struct s3t *t, struct ctx *x, const struct s3_result *r)
 			char *data = spool_get(stage_spool(t->st), o->content_hash, &len);
 
 			if (data != NULL) {
-				md5_etag(data, len, o->md5_etag);
+				s3t_md5_etag(data, len, o->md5_etag);
 				free(data);
 				if (strcmp(r->etag, o->md5_etag) == 0)
 					goto in_sync;
@@ -503,7 +268,7 @@ checked(struct s3t *t, struct ctx *x, const struct s3_result *r)
 in_sync:
 	o->complained = 0;
 	if (o->status_dirty)
-		write_status(t, o);
+		s3t_write_status(t, o);
 	return 0;
 }
 
@@ -529,7 +294,7 @@ on_done(void *arg, const struct s3_result *r)
 			published_ok(t, x, r);
 		} else {
 			describe_failure(t, o, "PutObject", r, err, sizeof(err));
-			not_ready(t, o->ns, o->name, "S3UploadFailed", err);
+			s3t_not_ready(t, o->ns, o->name, "S3UploadFailed", err);
 			stage_finish(t->st, x->it.id, STAGE_RETRY, err);
 		}
 		break;
@@ -565,7 +330,7 @@ on_done(void *arg, const struct s3_result *r)
 	}
 	free(x);
 	if (o->nreq == 0)
-		check_at(t, o, o->next_check);	/* pump skipped it while busy */
+		s3t_check_at(t, o, o->next_check);	/* pump skipped it while busy */
 	/* a Decofile deleted while a request flew is let go now (a failed delete: on a tick) */
 	if (o->gone && o->nreq == 0 && (op != OP_DELETE || o->detach == -1))
 		forget(t, o);
@@ -591,8 +356,8 @@ forget(struct s3t *t, struct s3obj *o)
 	o->gone = 1;
 	if (o->nreq > 0)
 		return;
-	location_of(t, o->key, loc, sizeof(loc));
-	object_id(o, obj, sizeof(obj));
+	s3t_location(t, o->key, loc, sizeof(loc));
+	s3t_object_id(o, obj, sizeof(obj));
 	if (o->detach == -1) {
 		action = "prune";
 		snprintf(detail, sizeof(detail), "deleted %s", loc);
@@ -628,7 +393,7 @@ forget(struct s3t *t, struct s3obj *o)
 		log_kv(LOG_WARN, "cannot delete status fragment", "key", key, "error",
 		    store_error(stage_store(t->st)), NULL);
 	free(key);
-	obj_free(t, o);
+	s3t_obj_free(t, o);
 }
 
 /* ---- the loop ---- */
@@ -684,7 +449,7 @@ start_check(struct s3t *t, struct s3obj *o)
 			log_kv(LOG_WARN, "cannot check object", "ns", o->ns, "name", o->name,
 			    "error", err, NULL);
 		o->complained = 1;
-		check_at(t, o, now_ms() + t->check_ms);
+		s3t_check_at(t, o, now_ms() + t->check_ms);
 		free(x);
 		return;
 	}
@@ -744,7 +509,7 @@ s3_tick(struct stage *st, void *arg)
 			continue;
 		}
 		if (o->status_dirty)
-			write_status(t, o);
+			s3t_write_status(t, o);
 	}
 	pump(t);
 }
@@ -768,40 +533,40 @@ s3_publish(struct stage *st, void *arg, const struct journal_item *it, yajl_val 
 	int64_t pts;
 
 	if (t->c == NULL) {
-		not_ready(t, it->ns, it->name, "S3NotConfigured", t->cfg_err);
+		s3t_not_ready(t, it->ns, it->name, "S3NotConfigured", t->cfg_err);
 		return retry(st, t->cfg_err);
 	}
 	if (s3_credentials_ok(t->c, err, sizeof(err)) < 0) {
-		not_ready(t, it->ns, it->name, "S3NotConfigured", err);
+		s3t_not_ready(t, it->ns, it->name, "S3NotConfigured", err);
 		return retry(st, err);
 	}
 	if (s3key_build(t->prefix, it->ns, decofile_deployment_id(doc), key, sizeof(key)) < 0) {
 		snprintf(err, sizeof(err), "cannot build the S3 key for deploymentId \"%s\"",
 		    decofile_deployment_id(doc));
-		not_ready(t, it->ns, it->name, "S3UploadFailed", err);
+		s3t_not_ready(t, it->ns, it->name, "S3UploadFailed", err);
 		stage_item_error(st, err);
 		return STAGE_FAIL;
 	}
-	location_of(t, key, loc, sizeof(loc));
-	o = obj_find(t, it->ns, it->name);
+	s3t_location(t, key, loc, sizeof(loc));
+	o = s3t_obj_find(t, it->ns, it->name);
 	if (o != NULL && o->gone && o->nreq > 0)
 		return retry(st, "the previous object of this Decofile is being deleted");
 	if (o != NULL) {
 		o->gone = 0;
-		set_policy(t, o, doc_detach(doc));
+		s3t_set_policy(t, o, s3t_doc_detach(doc));
 		if (o->putting)
 			return retry(st, "an upload of this Decofile is in flight");
 	}
 
 	/* skip when the status already says this content is there */
-	published(t, it->ns, it->name, phash, ploc, sizeof(ploc), &pts);
+	s3t_published(t, it->ns, it->name, phash, ploc, sizeof(ploc), &pts);
 	if (strcmp(phash, it->hash) == 0 && strcmp(ploc, loc) == 0) {
 		struct journal *j = stage_journal(st);
 
 		if (o == NULL) {
-			o = obj_get(t, it->ns, it->name);
-			o->detach = doc_detach(doc);
-			check_at(t, o, now_ms());	/* look at it soon */
+			o = s3t_obj_get(t, it->ns, it->name);
+			o->detach = s3t_doc_detach(doc);
+			s3t_check_at(t, o, now_ms());	/* look at it soon */
 		}
 		if (strcmp(o->content_hash, it->hash) != 0) {
 			o->put_etag[0] = '\0';	/* ETags of other bytes: worked out again */
@@ -810,7 +575,7 @@ s3_publish(struct stage *st, void *arg, const struct journal_item *it, yajl_val 
 		snprintf(o->key, sizeof(o->key), "%s", key);
 		memcpy(o->content_hash, it->hash, sizeof(o->content_hash));
 		o->timestamp = pts;
-		object_id(o, obj, sizeof(obj));
+		s3t_object_id(o, obj, sizeof(obj));
 		if (stage_begin(st) < 0)
 			return retry(st, "journal busy");
 		if (journal_inventory_put(j, it->ns, it->name, TARGET, loc, it->hash) < 0) {
@@ -824,8 +589,8 @@ s3_publish(struct stage *st, void *arg, const struct journal_item *it, yajl_val 
 	}
 
 	if (o == NULL) {
-		o = obj_get(t, it->ns, it->name);
-		o->detach = doc_detach(doc);
+		o = s3t_obj_get(t, it->ns, it->name);
+		o->detach = s3t_doc_detach(doc);
 	}
 	snprintf(o->key, sizeof(o->key), "%s", key);
 	o->gen++;
@@ -834,8 +599,8 @@ s3_publish(struct stage *st, void *arg, const struct journal_item *it, yajl_val 
 	if (start_put(t, o, x, it->hash, err, sizeof(err)) < 0) {
 		free(x);
 		if (o->content_hash[0] == '\0' && o->nreq == 0)
-			obj_free(t, o);
-		not_ready(t, it->ns, it->name, "S3UploadFailed", err);
+			s3t_obj_free(t, o);
+		s3t_not_ready(t, it->ns, it->name, "S3UploadFailed", err);
 		stage_item_error(st, err);
 		return errno == ENOENT && it->attempts >= MAX_SPOOL_MISSES ? STAGE_FAIL :
 		    STAGE_RETRY;
@@ -849,7 +614,7 @@ static void
 s3_decofile(struct stage *st, void *arg, const char *ns, const char *name, yajl_val doc)
 {
 	struct s3t *t = arg;
-	struct s3obj *o = t != NULL ? obj_find(t, ns, name) : NULL;
+	struct s3obj *o = t != NULL ? s3t_obj_find(t, ns, name) : NULL;
 
 	if (o == NULL)
 		return;
@@ -857,7 +622,7 @@ s3_decofile(struct stage *st, void *arg, const char *ns, const char *name, yajl_
 		forget(t, o);
 		return;
 	}
-	set_policy(t, o, doc_detach(doc));
+	s3t_set_policy(t, o, s3t_doc_detach(doc));
 	if (strcmp(decofile_target(doc, conf_get(stage_conf(st), "default_target")),
 	    TARGET) != 0) {
 		log_kv(LOG_INFO, "Decofile no longer targets s3", "ns", ns, "name", name, NULL);
@@ -865,7 +630,7 @@ s3_decofile(struct stage *st, void *arg, const char *ns, const char *name, yajl_
 		return;
 	}
 	o->gone = 0;
-	check_at(t, o, o->next_check);
+	s3t_check_at(t, o, o->next_check);
 }
 
 static void
@@ -935,7 +700,7 @@ load(struct s3t *t)
 			yajl_tree_free(f);
 			continue;
 		}
-		o = obj_get(t, ns, name);
+		o = s3t_obj_get(t, ns, name);
 		snprintf(o->key, sizeof(o->key), "%s", loc + wlen);
 		snprintf(o->content_hash, sizeof(o->content_hash), "%s", h);
 		o->timestamp = json_get_int(f, 0, "timestamp", NULL);
@@ -947,9 +712,9 @@ load(struct s3t *t)
 			continue;
 		}
 		if (rv == 0)
-			o->detach = doc_detach(doc);
+			o->detach = s3t_doc_detach(doc);
 		yajl_tree_free(doc);
-		check_at(t, o, now_ms() + (spread > 0 ? (int64_t)(random() % spread) : 0));
+		s3t_check_at(t, o, now_ms() + (spread > 0 ? (int64_t)(random() % spread) : 0));
 	}
 	store_list_free(&l);
 	free(prefix);
@@ -1016,7 +781,7 @@ s3_shutdown(struct stage *st, void *arg)
 		stage_cancel_timer(st, t->timer);
 	s3_client_free(t->c);	/* each request's callback frees its context */
 	while (t->objs != NULL)
-		obj_free(t, t->objs);
+		s3t_obj_free(t, t->objs);
 	free(t);
 }
 

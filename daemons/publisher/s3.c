@@ -674,26 +674,11 @@ finish(struct s3_client *c, struct req *r, CURLcode rc)
 void
 s3_client_dispatch(struct s3_client *c)
 {
-	struct epoll_event evs[64];
 	CURLMsg *m;
-	int n, running, left;
+	int left;
 
-	n = epoll_wait(c->epfd, evs, 64, 0);
-	for (int i = 0; i < n; i++) {
-		int flags = 0;
-
-		if (evs[i].events & (EPOLLIN | EPOLLHUP))
-			flags |= CURL_CSELECT_IN;
-		if (evs[i].events & EPOLLOUT)
-			flags |= CURL_CSELECT_OUT;
-		if (evs[i].events & EPOLLERR)
-			flags |= CURL_CSELECT_ERR;
-		curl_multi_socket_action(c->multi, evs[i].data.fd, flags, &running);
-	}
-	if (c->curl_due >= 0 && now_ms() >= c->curl_due) {
-		c->curl_due = -1;
-		curl_multi_socket_action(c->multi, CURL_SOCKET_TIMEOUT, 0, &running);
-	}
+	curl_epoll_ready(c->multi, c->epfd);
+	curl_epoll_timeout(c->multi, &c->curl_due);
 	while ((m = curl_multi_info_read(c->multi, &left)) != NULL) {
 		struct req *r = NULL;
 

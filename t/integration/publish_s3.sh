@@ -36,7 +36,11 @@ EP="http://127.0.0.1:$PORT"
 S3_STAND_IN_SECRET=$SK S3_STAND_IN_TOKEN=$TOKEN node "$SI/s3-stand-in.js" --port "$PORT" \
     --dir "$T/s3data" --bucket $BUCKET --region $REGION --access-key $AK \
     --ready "$T/s3.ready" >"$T/s3.log" 2>&1 &
-track_pid $!
+S3PID=$!
+track_pid $S3PID
+# if the stand-in is gone at the end, its log says why
+s3_dump() { kill -0 "$S3PID" 2>/dev/null || { echo "# the S3 stand-in exited:"; tail -20 "$T/s3.log" | sed 's/^/#   /'; }; }
+at_cleanup s3_dump
 wait_for 20 test -s "$T/s3.ready" || { sed 's/^/# /' "$T/s3.log"; bail "S3 stand-in did not start"; }
 
 # s3req METHOD URL [FILE]: a request signed by aws4 (not by decod)

@@ -14,13 +14,29 @@ Control (plain HTTP on the same port, never forwarded):
                    {"match": "watch=1", "cut_after": 1, "count": 1}
                                                            cut a stream after N lines
                    {"match": "...", "delay_ms": 3000, "count": 1}   answer late
+                   {"match": "...", "delay_ms": 9000, "drop": true, "count": 1}
+                                                           hang, then close without
+                                                           forwarding (never reaches
+                                                           the server)
                    {"down": true} / {"down": false}        refuse everything
+                   {"cut": "substring"}                    close the answers in flight
+                                                           (watches) whose request has it
+    POST /__mark   {"mark": "text"}: a line "MARK text" in the log, to order events
     POST /__clear  drop every fault
-    GET  /__stats  {"requests": N, "faulted": N, "cut": N, "lines": {...}}
+    GET  /__stats  {"requests": N, "faulted": N, "cut": N, "hanging": N,
+                    "tokens": {"<sha256 prefix of a bearer token>": N}}
+    GET  /__hangs  [{"req", "t", "end", "by": "client" or "proxy"}] hangs that ended
+    GET  /__log    [{"t": ms, "req": "METHOD PATH", "status": N, "fault": bool}]
+                   every request in order (status 0: dropped or refused);
+                   t is a monotonic clock in milliseconds
+Tokens are never kept or printed: only a 12-hex prefix of their sha256.
 """
 import argparse
+import hashlib
 import http.client
 import json
+import select
+import socket
 import socketserver
 import ssl
 import sys
@@ -31,13 +47,26 @@ from urllib.parse import urlparse
 
 LOCK = threading.Lock()
 FAULTS = []
-STATE = {"down": False, "requests": 0, "faulted": 0, "cut": 0}
-OPEN = set()  # sockets of streams in flight, closed when going down
+STATE = {"down": False, "requests": 0, "faulted": 0, "cut": 0, "hanging": 0, "tokens": {}}
+HANGS = []  # hung requests that ended: {"req", "t", "end", "by": "client"|"proxy"}
+LOG = []  # one entry per request, bounded by LOG_MAX
+LOG_MAX = 20000
+OPEN = {}  # sockets of answers in flight -> their request line
 
 
 class Server(socketserver.ThreadingMixIn, HTTPServer):
     daemon_threads = True
     allow_reuse_address = True
+
+
+def now_ms():
+    return int(time.monotonic() * 1000)
+
+
+def log_req(t, reqline, status, fault):
+    with LOCK:
+        if len(LOG) < LOG_MAX:
+            LOG.append({"t": t, "req": reqline, "status": status, "fault": fault})
 
 
 def take_fault(reqline):
@@ -62,14 +91,19 @@ class Handler(BaseHTTPRequestHandler):
         out = b"{}"
         with LOCK:
             if self.path == "/__fault":
-                if "down" in body:
-                    STATE["down"] = bool(body["down"])
-                    if STATE["down"]:
-                        for s in list(OPEN):
-                            try:
-                                s.shutdown(2)
-                            except OSError:
-                                pass
+                if "down" in body or "cut" in body:
+                    if "down" in body:
+                        STATE["down"] = bool(body["down"])
+                    what = body.get("cut", "") if "cut" in body else None
+                    for s, req in list(OPEN.items()):
+                        if (what is None and not STATE["down"]) or \
+                                (what is not None and what not in req):
+                            continue
+                        try:
+                            s.shutdown(2)
+                            STATE["cut"] += 1
+                        except OSError:
+                            pass
                 else:
                     FAULTS.append(body)
             elif self.path == "/__clear":
@@ -77,6 +111,13 @@ class Handler(BaseHTTPRequestHandler):
                 STATE["down"] = False
             elif self.path == "/__stats":
                 out = json.dumps(STATE).encode()
+            elif self.path == "/__mark":
+                LOG.append({"t": now_ms(), "req": "MARK " + body.get("mark", ""),
+                            "status": 0, "fault": False})
+            elif self.path == "/__hangs":
+                out = json.dumps(HANGS).encode()
+            elif self.path == "/__log":
+                out = json.dumps(LOG).encode()
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(out)))
@@ -88,16 +129,47 @@ class Handler(BaseHTTPRequestHandler):
             return self.control()
         n = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(n) if n else None
+        t = now_ms()
+        reqline = "%s %s" % (self.command, self.path)
+        auth = self.headers.get("Authorization") or ""
         with LOCK:
             STATE["requests"] += 1
             down = STATE["down"]
+            if auth.startswith("Bearer "):
+                h = hashlib.sha256(auth[7:].encode()).hexdigest()[:12]
+                STATE["tokens"][h] = STATE["tokens"].get(h, 0) + 1
         if down:
+            log_req(t, reqline, 0, True)
             self.close_connection = True
             self.connection.shutdown(2)
             return
-        reqline = "%s %s" % (self.command, self.path)
         f = take_fault(reqline)
+        if f and f.get("drop"):
+            log_req(t, reqline, 0, True)
+            with LOCK:
+                STATE["hanging"] += 1
+            by = "proxy"
+            end = time.monotonic() + f.get("delay_ms", 0) / 1000.0
+            try:
+                while time.monotonic() < end:
+                    r, _, _ = select.select([self.connection], [], [], end - time.monotonic())
+                    if r and not self.connection.recv(1, socket.MSG_PEEK):
+                        by = "client"  # the caller gave up (its deadline)
+                        break
+            except OSError:
+                by = "client"
+            finally:
+                with LOCK:
+                    STATE["hanging"] -= 1
+                    HANGS.append({"req": reqline, "t": t, "end": now_ms(), "by": by})
+            self.close_connection = True
+            try:
+                self.connection.shutdown(2)
+            except OSError:
+                pass
+            return
         if f and "status" in f:
+            log_req(t, reqline, f["status"], True)
             msg = json.dumps({"kind": "Status", "apiVersion": "v1", "status": "Failure",
                               "message": "injected by faultproxy", "code": f["status"],
                               "reason": "TooManyRequests" if f["status"] == 429 else "InternalError"}).encode()
@@ -120,8 +192,10 @@ class Handler(BaseHTTPRequestHandler):
             conn.request(self.command, self.path, body=body, headers=hdrs)
             resp = conn.getresponse()
         except OSError as e:
+            log_req(t, reqline, 502, False)
             self.send_error(502, str(e))
             return
+        log_req(t, reqline, resp.status, bool(f))
         self.send_response(resp.status)
         for k, v in resp.getheaders():
             if k.lower() not in ("transfer-encoding", "connection", "content-length", "content-encoding"):
@@ -131,7 +205,7 @@ class Handler(BaseHTTPRequestHandler):
         cut_after = f.get("cut_after") if f else None
         lines = 0
         with LOCK:
-            OPEN.add(self.connection)
+            OPEN[self.connection] = reqline
         try:
             while True:
                 chunk = resp.readline() if cut_after is not None else resp.read1(65536)
@@ -151,7 +225,7 @@ class Handler(BaseHTTPRequestHandler):
             self.close_connection = True
         finally:
             with LOCK:
-                OPEN.discard(self.connection)
+                OPEN.pop(self.connection, None)
             conn.close()
 
     do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = handle_any

@@ -6,7 +6,11 @@
 # Source it after t/lib/common.sh.  Without KUBEBUILDER_ASSETS the test is
 # skipped with one line that says how to get the binaries.
 #   kube_start              etcd + API server; sets KUBE_URL, KUBE_DIR,
-#                           KUBECONFIG (admin, exported), KUBE_ETCD_URL
+#                           KUBECONFIG (admin, exported), KUBE_ETCD_URL.
+#                           KUBE_BIND=ADDR serves on ADDR instead of
+#                           127.0.0.1 (a real node's kubelet cannot use
+#                           loopback: t/lib/node.sh), with the flags the
+#                           API server needs to reach that kubelet
 #   kube_start_cm           the controller-manager (after the CRDs exist)
 #   kube_stop               stop all of it now (also run at exit)
 #   kube_sa_kubeconfig NS SA FILE [SECONDS]
@@ -24,6 +28,7 @@ KUBE_DIR="$T/kube"
 KUBE_APISERVER_PID=""
 KUBE_ETCD_PID=""
 KUBE_CM_PID=""
+KUBE_BIND=${KUBE_BIND:-127.0.0.1}
 
 kube_ca() { echo "$KUBE_DIR/ca.crt"; }
 kubectl_admin() { kubectl --kubeconfig "$KUBE_DIR/admin.kubeconfig" "$@"; }
@@ -35,7 +40,9 @@ _kube_certs() {
 		cd "$d" || exit 1
 		openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.crt \
 		    -subj /CN=decod-test-ca -days 2 2>/dev/null || exit 1
-		printf 'subjectAltName=IP:127.0.0.1,DNS:localhost,DNS:kubernetes.default.svc\nextendedKeyUsage=serverAuth,clientAuth\n' >san.ext
+		san="IP:127.0.0.1,DNS:localhost,DNS:kubernetes.default.svc"
+		[ "$KUBE_BIND" = 127.0.0.1 ] || san="$san,IP:$KUBE_BIND"
+		printf 'subjectAltName=%s\nextendedKeyUsage=serverAuth,clientAuth\n' "$san" >san.ext
 		openssl req -newkey rsa:2048 -nodes -keyout apiserver.key -out apiserver.csr \
 		    -subj /CN=kube-apiserver 2>/dev/null || exit 1
 		openssl x509 -req -in apiserver.csr -CA ca.crt -CAkey ca.key -CAcreateserial \
@@ -74,16 +81,24 @@ kube_start() {
 	    { sed 's/^/#   /' "$KUBE_DIR/etcd.log" | tail -20; bail "kube etcd did not start"; }
 	kp=$(free_port)
 	while [ "$kp" = "$ep" ] || [ "$kp" = "$pp" ]; do kp=$(free_port); done
-	KUBE_URL="https://127.0.0.1:$kp"
+	KUBE_URL="https://$KUBE_BIND:$kp"
+	node_args=""
+	# logs and exec through a kubelet: by its InternalIP, with a client
+	# certificate its client CA (the cluster CA) signed -- the admin's
+	[ "$KUBE_BIND" = 127.0.0.1 ] ||
+	    node_args="--kubelet-preferred-address-types InternalIP
+	    --kubelet-client-certificate $KUBE_DIR/admin.crt
+	    --kubelet-client-key $KUBE_DIR/admin.key"
+	# shellcheck disable=SC2086
 	"$KUBEBUILDER_ASSETS/kube-apiserver" --etcd-servers "$KUBE_ETCD_URL" \
-	    --bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "$kp" \
+	    --bind-address "$KUBE_BIND" --advertise-address "$KUBE_BIND" --secure-port "$kp" \
 	    --tls-cert-file "$KUBE_DIR/apiserver.crt" --tls-private-key-file "$KUBE_DIR/apiserver.key" \
 	    --client-ca-file "$KUBE_DIR/ca.crt" --authorization-mode RBAC \
 	    --service-account-issuer https://kubernetes.default.svc \
 	    --service-account-key-file "$KUBE_DIR/sa.pub" \
 	    --service-account-signing-key-file "$KUBE_DIR/sa.key" \
 	    --service-cluster-ip-range 10.96.0.0/16 --profiling=false \
-	    ${KUBE_APISERVER_EXTRA_ARGS:-} \
+	    $node_args ${KUBE_APISERVER_EXTRA_ARGS:-} \
 	    >"$KUBE_DIR/apiserver.log" 2>&1 &
 	KUBE_APISERVER_PID=$!
 	track_pid "$KUBE_APISERVER_PID"

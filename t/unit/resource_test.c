@@ -193,6 +193,37 @@ main(void)
 		is_str(decofile_deployment_id(doc), "lj", "deploymentId from spec");
 		yajl_tree_free(doc);
 	}
+	{
+		/* a mirror keeps its source's generation (a CR's metadata.generation) */
+		static const struct {
+			const char *label, *spec;
+			int64_t gen;
+			int changed;
+			int64_t stored;
+		} g[] = {
+			{ "mirror: new at the CR's generation 3", "{\"source\":\"inline\"}", 3, 2, 3 },
+			{ "mirror: same spec and generation: unchanged", "{\"source\":\"inline\"}", 3, 0, 3 },
+			{ "mirror: spec edited twice unseen: the CR's 5", "{\"source\":\"dir\"}", 5, 1, 5 },
+			{ "mirror: edited away and back: same spec, generation 7", "{\"source\":\"dir\"}", 7, 1, 7 },
+			{ "mirror: generation 0 counts as resource_put", "{\"source\":\"git\"}", 0, 1, 8 },
+		};
+
+		for (size_t i = 0; i < sizeof(g) / sizeof(g[0]); i++) {
+			char *text = xasprintf("{\"apiVersion\":\"deco.sites/v1alpha1\","
+			    "\"kind\":\"Decofile\",\"metadata\":{\"name\":\"mir\","
+			    "\"namespace\":\"sites-loja\"},\"spec\":%s}", g[i].spec);
+			yajl_val v = parse(text);
+			int rc = resource_put_gen(s, v, g[i].gen, NULL, &changed, NULL, NULL, NULL,
+			    err, sizeof(err));
+
+			yajl_tree_free(v);
+			free(text);
+			resource_get(s, "decofiles", "sites-loja", "mir", &doc, err, sizeof(err));
+			ok(rc == 0 && changed == g[i].changed && decofile_generation(doc) == g[i].stored,
+			    "%s", g[i].label);
+			yajl_tree_free(doc);
+		}
+	}
 	ok(put(s, "{\"apiVersion\":\"v1\",\"kind\":\"Decofile\",\"metadata\":{\"name\":\"x\"}}",
 	    &changed, err) == -1 && strstr(err, "apiVersion") != NULL, "wrong apiVersion named");
 	ok(put(s, "{\"apiVersion\":\"deco.sites/v1alpha1\",\"kind\":\"Decofile\","

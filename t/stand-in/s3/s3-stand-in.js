@@ -124,6 +124,10 @@ async function main() {
     const url = new URL(req.url, 'http://x');
     if (url.pathname.startsWith('/__stand-in/')) return control(req, res, url);
     const chunks = [];
+    // a client that goes away mid-request (a stage killed, a timeout) is
+    // what S3 sees all day: drop that exchange, keep serving the others
+    req.on('error', e => console.log(`${req.method} ${req.url} client error ${e.code || e.message}`));
+    res.on('error', e => console.log(`${req.method} ${req.url} client error ${e.code || e.message}`));
     req.on('data', c => chunks.push(c));
     req.on('end', () => {
       const body = Buffer.concat(chunks);
@@ -142,11 +146,15 @@ async function main() {
       delete headers.authorization;	// s3rver: anonymous, already verified here
       const up = http.request({ host: addr.address, port: addr.port, method: req.method,
         path: req.url, headers }, ures => {
+        ures.on('error', e => { console.log(`${req.method} ${req.url} upstream error ${e.message}`); res.destroy(); });
         res.writeHead(ures.statusCode, ures.headers);
         ures.pipe(res);
         console.log(`${req.method} ${req.url} ${ures.statusCode}`);
       });
-      up.on('error', e => refuse(req, res, 500, 'InternalError', e.message));
+      up.on('error', e => {
+        if (res.headersSent) res.destroy();	// cut mid-answer: the client sees it cut
+        else refuse(req, res, 500, 'InternalError', e.message);
+      });
       up.end(body);
     });
   });
@@ -160,4 +168,6 @@ async function main() {
   process.on('SIGINT', stop);
 }
 
+// anything else is a bug in this stand-in: say so where the test prints it
+process.on('uncaughtException', e => { console.log(`stand-in crashed: ${e.stack}`); process.exit(70); });
 main().catch(e => { console.error(e); process.exit(1); });
