@@ -11,6 +11,9 @@ what decod says.
   writes KUBECONFIG / requests KUBECONFIG
       apiserver_request_total summed by verb and resource (writes only), as
       JSON on one line, from the API server's /metrics (requests: every verb).
+  settled KUBECONFIG NS N TIMEOUT
+      Waits until N Decofiles of NS show Ready, Syncing and PodsNotified=True
+      for the hash they show (every stage's status on the CR).
   notified KUBECONFIG NS NAME TIMEOUT
       Waits until Decofile NS/NAME shows PodsNotified=True for the
       contentHash it shows with Ready=True; prints both lastTransitionTimes.
@@ -116,6 +119,33 @@ def writes(cfg, every=False):
     return 0
 
 
+def settled(cfg, ns, n, timeout):
+    """every Decofile of ns shows Ready, Syncing and PodsNotified=True for the
+    hash it shows: all stages' status is on the CRs (nothing left to write)"""
+    config.load_kube_config(cfg)
+    api = client.CustomObjectsApi()
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        ok, cont = 0, None
+        while True:
+            r = api.list_namespaced_custom_object(G, V, ns, P, limit=500, _continue=cont)
+            for o in r["items"]:
+                st = o.get("status") or {}
+                rd, pn, sy = cond(o, "Ready"), cond(o, "PodsNotified"), cond(o, "Syncing")
+                if (rd and rd.get("status") == "True" and pn and pn.get("status") == "True"
+                        and sy and st.get("contentHash")
+                        and st.get("notifiedHash") == st.get("contentHash")):
+                    ok += 1
+            cont = r["metadata"].get("continue")
+            if not cont:
+                break
+        if ok >= n:
+            return 0
+        time.sleep(0.5)
+    print("settled: %d of %d" % (ok, n), file=sys.stderr)
+    return 1
+
+
 def notified(cfg, ns, name, timeout):
     config.load_kube_config(cfg)
     api = client.CustomObjectsApi()
@@ -143,6 +173,8 @@ if __name__ == "__main__":
         sys.exit(writes(a[1]))
     if a[0] == "requests":
         sys.exit(writes(a[1], True))
+    if a[0] == "settled":
+        sys.exit(settled(a[1], a[2], int(a[3]), float(a[4])))
     if a[0] == "notified":
         sys.exit(notified(a[1], a[2], a[3], float(a[4])))
     sys.exit(2)

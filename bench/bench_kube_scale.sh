@@ -169,7 +169,9 @@ if step 1 || step 2; then
 fi
 
 if step 2; then
-	sleep 3		# let the last status writes and notifier rounds land
+	# reconciled: every stage's status on every CR (the notifier's lands last)
+	$PY settled "$KUBE_ADMIN" bench "$N" 300 || bail "not every CR settled"
+	sleep 1
 	w0=$($PY writes "$KUBE_ADMIN")
 	stop_decod
 	t0=$(now_ms)

@@ -261,6 +261,11 @@ fetch_kube_status_body(const char *kind, const char *ns, const char *name,
 
 /* ---- CRs into the store ---- */
 
+static struct flight **flight_slot(struct fetch_kube *fk, const char *key);
+static void status_push_cur(struct fetch_kube *fk, const struct kind_info *ki,
+    const char *ns, const char *name, const char *stage, const char *val, size_t vlen,
+    yajl_val cur);
+
 static void
 status_push(struct fetch_kube *fk, const struct kind_info *ki, const char *ns,
     const char *name, const char *stage, const char *val, size_t vlen);
@@ -290,6 +295,27 @@ push_all(struct fetch_kube *fk, const struct kind_info *ki, const char *ns, cons
 		store_list_free(&l);
 	}
 	free(prefix);
+}
+
+/* cr_busy - a write of another stage's fragment of ns/name is in flight or waiting */
+static int
+cr_busy(struct fetch_kube *fk, const struct kind_info *ki, const char *ns,
+    const char *name, const char *stage)
+{
+	struct store_list l;
+	char *prefix = key_status_prefix(ki->plural, ns, name);
+	int busy = 0;
+
+	if (store_list(stage_store(fk->st), prefix, &l) == 0) {
+		size_t plen = strlen(prefix);
+
+		for (size_t i = 0; i < l.n && !busy; i++)
+			busy = strcmp(l.kvs[i].key + plen, stage) != 0 &&
+			    *flight_slot(fk, l.kvs[i].key) != NULL;
+		store_list_free(&l);
+	}
+	free(prefix);
+	return busy;
 }
 
 static int
@@ -593,6 +619,23 @@ pump(struct fetch_kube *fk)
 	}
 }
 
+/*
+ * recheck - after the last write in flight for a CR landed: compare p's
+ * fragment with the CR the answer shows.  A condition two stages set
+ * (Syncing) is applied by both with the merged value; when the one that
+ * carried an older merge lands last, the CR shows that one: write again.
+ */
+static void
+recheck(struct fetch_kube *fk, const struct push *p, yajl_val cr)
+{
+	char *val = NULL;
+	size_t len = 0;
+
+	if (store_get(stage_store(fk->st), p->key, &val, &len) == 0)
+		status_push_cur(fk, p->ki, p->ns, p->name, p->stage, val, len, cr);
+	free(val);
+}
+
 static void
 on_pushed(void *arg, const struct kube_resp *r)
 {
@@ -622,6 +665,8 @@ on_pushed(void *arg, const struct kube_resp *r)
 	flight_end(fk, p->key);
 	if (again)	/* it changed while this write was in flight: write what it is now */
 		repush(fk, p, 0);
+	else if (kube_ok(r) && r->json != NULL && !cr_busy(fk, p->ki, p->ns, p->name, p->stage))
+		recheck(fk, p, r->json);
 	push_free(p);
 	pump(fk);
 	caught_up(fk);
@@ -699,8 +744,19 @@ static void
 status_push(struct fetch_kube *fk, const struct kind_info *ki, const char *ns,
     const char *name, const char *stage, const char *val, size_t vlen)
 {
+	status_push_cur(fk, ki, ns, name, stage, val, vlen, NULL);
+}
+
+/* status_push_cur - status_push against cur (NULL: the CR as cached) */
+static void
+status_push_cur(struct fetch_kube *fk, const struct kind_info *ki, const char *ns,
+    const char *name, const char *stage, const char *val, size_t vlen, yajl_val cur)
+{
 	struct kube_informer *inf = ki->kd == &kube_decofiles ? fk->dfs : fk->tpls;
-	yajl_val cur = kube_informer_get(inf, ns, name), frag = NULL;
+	yajl_val frag = NULL;
+
+	if (cur == NULL)
+		cur = kube_informer_get(inf, ns, name);
 	char manager[64];
 	struct push *p;
 	char *body;

@@ -1,9 +1,10 @@
 #!/bin/sh
 # kube_scale_smoke - bench/bench_kube_scale.sh on 50 CRs (no plain client):
 # the scale benchmark still runs, 50 CRs created at once all become Ready
-# with exactly one ConfigMap apply and one status apply per stage each, and a
+# with exactly one ConfigMap apply each, and a
 # restart with all of them reconciled writes nothing to the API server but
-# Lease renewals (counted by the API server, not by decod).
+# Lease renewals (counted by the API server, not by decod).  Status applies:
+# one per stage per CR, plus one where two stages' shared condition raced.
 . "$top_srcdir/t/lib/common.sh"
 if [ -z "${KUBEBUILDER_ASSETS:-}" ] || [ ! -x "${KUBEBUILDER_ASSETS}/kube-apiserver" ]; then
 	skip_all "needs a Kubernetes API server: set KUBEBUILDER_ASSETS (setup-envtest use -p path, or ../shared/kube/assets)"
@@ -17,7 +18,11 @@ sed 's/^/#   /' "$T/out" | grep -v 'Ready at' | head -40
 is "$rc" 0 "the benchmark ran"
 check "all 50 CRs Ready" grep -q '"n": 50, "ready": 50' "$T/out"
 check "one ConfigMap apply per CR" grep -q '"APPLY configmaps": 50,' "$T/out"
-check "one status apply per stage per CR" grep -q '"APPLY decofiles/status": 200,' "$T/out"
+# four stages, one apply each; a CR whose Syncing (set by two stages) raced
+# gets one more, to put the merged value back (fetch_kube.c recheck)
+st=$(sed -n 's/.*"APPLY decofiles\/status": \([0-9]*\),.*/\1/p' "$T/out" | head -1)
+diag "status applies: $st"
+ok "$([ "${st:-0}" -ge 200 ] && [ "${st:-0}" -le 250 ]; echo $?)" "one status apply per stage per CR, and a few more where two stages raced"
 check "50 ConfigMaps" grep -q 'ConfigMaps decofile-\* in bench: 50$' "$T/out"
 check "the restart caught up" sh -c '! grep -q "not caught up" "$1"' - "$T/out"
 w=$(sed -n 's/.*writes the API server counted across the restart (by verb resource): //p' "$T/out")
