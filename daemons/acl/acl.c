@@ -104,7 +104,10 @@ acl_report(struct acl *a, struct tenant *t, const char *status, const char *reas
 	a->src->report(a->src_state, t->ns, t->name, t->user, status, reason, message);
 }
 
-/* older - does a claim its user and namespace before b (created first, then by name)? */
+/*
+ * older - does a claim its user and namespace before b?  Created first;
+ * in the same second, the one already holding the user; then by name.
+ */
 static int
 older(const struct tenant *a, const struct tenant *b)
 {
@@ -116,6 +119,14 @@ older(const struct tenant *a, const struct tenant *b)
 		return 0;
 	if (a->since[0] != '\0' && b->since[0] == '\0')
 		return 1;
+	/*
+	 * created in the same second (created_at has no finer grain): the
+	 * tenant that already has the user, here or in its saved credentials
+	 * (so also after a restart), keeps it; a newcomer does not take it
+	 * because its namespace sorts first
+	 */
+	if ((a->holds || a->provisioned) != (b->holds || b->provisioned))
+		return a->holds || a->provisioned;
 	if ((c = strcmp(a->ns, b->ns)) != 0)
 		return c < 0;
 	return strcmp(a->name, b->name) < 0;
@@ -247,6 +258,17 @@ acl_ns_has_tenant(struct acl *a, const char *ns)
 
 /* ---- what sources call ---- */
 
+/* holds_user - ns's saved credentials are for user (cred_load: file or Secret cache) */
+static int
+holds_user(struct acl *a, const char *ns, const char *user)
+{
+	char u[ACL_USER_MAX], pw[128];
+	int rc = a->src->cred_load(a->src_state, ns, u, sizeof(u), pw, sizeof(pw));
+
+	acl_wipe(pw, sizeof(pw));
+	return rc == 0 && strcmp(u, user) == 0;
+}
+
 void
 acl_tenant_put(struct acl *a, const char *ns, const char *name, const char *user,
     const char *since, int enabled, int resync)
@@ -266,6 +288,7 @@ acl_tenant_put(struct acl *a, const char *ns, const char *name, const char *user
 		snprintf(t->name, sizeof(t->name), "%s", name);
 		snprintf(t->user, sizeof(t->user), "%s", user);
 		snprintf(t->since, sizeof(t->since), "%s", since != NULL ? since : "");
+		t->holds = holds_user(a, ns, user);
 		t->seen = 1;
 		t->refused = CONFLICT;	/* a candidate until evaluated */
 		t->next = a->tenants;

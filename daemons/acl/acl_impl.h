@@ -42,6 +42,7 @@ struct tenant {
 	int provisioned;	/* the last round left it on every node */
 	int seen;		/* put since acl_relist_begin */
 	char since[40];		/* metadata.created_at: the older claim wins */
+	int holds;		/* its namespace held this user's credentials when it came */
 	char **okn;		/* nodes ("host:port") it was provisioned on */
 	size_t nokn;
 	char last[1024];	/* what was reported last */

@@ -212,6 +212,34 @@ SD="$T/store/kv/decod.d/status.d/tenants.d"
 check "a deleted tenant's status goes with it (loja's stays)" \
     sh -c "ls '$SD/sites-loja.d' >/dev/null && ! ls '$SD/sites-shop.d/shop.d/'* >/dev/null 2>&1"
 
+# --- two claims made in the same second: the one that has the user keeps it --------
+# created_at has whole seconds.  sites-zz/twin and sites-aa/twin2 both ask for
+# user twin and are created in the same second, turned off; twin is turned on
+# and provisioned, then twin2: it must not take the user because its namespace
+# sorts first (it did: a CI run handed loja's user to a tenant made a second
+# later).  After the restart below, twin's saved credentials keep it its own.
+twin() { # NS NAME VALKEYACL
+	printf 'apiVersion: deco.sites/v1alpha1\nkind: Tenant\nmetadata: {name: %s, namespace: %s}\nspec: {valkeyAcl: %s, site: twin}\n' \
+	    "$2" "$1" "$3" > "$T/twin-$2.yaml"
+	"$CTL" $C apply -f "$T/twin-$2.yaml" >/dev/null
+}
+created() { "$CTL" $C -n "$1" get tenant "$2" -o json | python3 -c 'import json, sys; print(json.load(sys.stdin)["metadata"]["created_at"])'; }
+same=1
+for i in 1 2 3 4 5 6 7 8 9 10; do
+	twin sites-zz twin false
+	twin sites-aa twin2 false
+	[ "$(created sites-zz twin)" = "$(created sites-aa twin2)" ] && { same=0; break; }
+	"$CTL" $C -n sites-zz delete tenant twin >/dev/null
+	"$CTL" $C -n sites-aa delete tenant twin2 >/dev/null
+done
+ok $same "two tenants for user twin created in the same second ($(created sites-zz twin))"
+twin sites-zz twin true
+check "the first one turned on is provisioned" wait_for 15 cond_is sites-zz twin True
+twin sites-aa twin2 true
+check "the other, of the same second, is refused" wait_for 10 cond_is sites-aa twin2 False
+is "$(cond sites-aa twin2 reason)" Conflict "... with reason Conflict"
+is "$(cond sites-zz twin status)" True "the holder keeps its user"
+
 # --- restart: passwords reused; the periodic resync heals ----------------------------
 kill -TERM "$APID"
 wait_for 10 sh -c "! kill -0 $APID 2>/dev/null" || ok 1 "acl stage stopped"
@@ -220,6 +248,8 @@ start_acl acl2.log --valkey-acl-resync-period 2s
 check "after a restart loja's credentials are reused" wait_for 10 grep -q 'trigger=start' "$T/acl2.log"
 check "the env file is unchanged" cmp -s "$T/loja.env.before" "$T/state/acl/sites-loja.env"
 is "$(vk_as loja "$LOJA_PW" "$(vk_master_port)" set loja:z 1)" OK "loja's password still works"
+check "after a restart the same-second holder keeps user twin" wait_for 10 cond_is sites-zz twin True
+is "$(cond sites-aa twin2 reason)" Conflict "... and the other is still refused"
 vk_admin "$VK_P2" acl deluser loja >/dev/null
 check "the periodic resync re-creates a user deleted by hand" wait_for 10 has_user "$VK_P2" loja
 check "and counts it" wait_for 5 metric_ge deco_operator_valkey_acl_self_healed_total 1
