@@ -146,6 +146,41 @@ def settled(cfg, ns, n, timeout):
     return 1
 
 
+def decod_writes(api):
+    """the API server's count of writes to Decofiles, their status and
+    ConfigMaps (not Leases: their renewals never stop)"""
+    r = api.call_api("/metrics", "GET", auth_settings=["BearerToken"],
+                     _preload_content=False)[0]
+    pat = re.compile(r'^apiserver_request_total\{(.*)\} ([0-9.e+]+)$')
+    n = 0
+    for line in r.data.decode().splitlines():
+        m = pat.match(line)
+        if m:
+            lab = dict(re.findall(r'(\w+)="([^"]*)"', m.group(1)))
+            if lab.get("verb") in WRITES and lab.get("resource") in ("decofiles", "configmaps"):
+                n += int(float(m.group(2)))
+    return n
+
+
+def quiet(cfg, still, timeout):
+    """wait until no write to a Decofile, its status or a ConfigMap has
+    landed for `still` seconds: the last status write in flight and the
+    recheck it may bring are done, so a restart finds nothing to write"""
+    config.load_kube_config(cfg)
+    api = client.ApiClient()
+    deadline = time.monotonic() + timeout
+    last, since = decod_writes(api), time.monotonic()
+    while time.monotonic() < deadline:
+        time.sleep(0.25)
+        n = decod_writes(api)
+        if n != last:
+            last, since = n, time.monotonic()
+        elif time.monotonic() - since >= still:
+            return 0
+    print("quiet: writes still landing after %.0f s" % timeout, file=sys.stderr)
+    return 1
+
+
 def notified(cfg, ns, name, timeout):
     config.load_kube_config(cfg)
     api = client.CustomObjectsApi()
@@ -175,6 +210,8 @@ if __name__ == "__main__":
         sys.exit(writes(a[1], True))
     if a[0] == "settled":
         sys.exit(settled(a[1], a[2], int(a[3]), float(a[4])))
+    if a[0] == "quiet":
+        sys.exit(quiet(a[1], float(a[2]), float(a[3])))
     if a[0] == "notified":
         sys.exit(notified(a[1], a[2], a[3], float(a[4])))
     sys.exit(2)

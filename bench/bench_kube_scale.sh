@@ -125,11 +125,13 @@ stop_decod() {
 	wait "$DECOD_PID" 2>/dev/null
 }
 now_ms() { date +%s%3N; }
+nothing_pending() {
+	[ "$(sqlite3 "file:$T/state/journal.db?mode=ro" \
+	    "SELECT count(*) FROM items WHERE state = 'pending'" 2>/dev/null)" = 0 ]
+}
 caught_up() {
 	grep -q 'front door caught up' "$T/decod.log" &&
-	    grep -q 'configmap target synced' "$T/decod.log" &&
-	    [ "$(sqlite3 "file:$T/state/journal.db?mode=ro" \
-	        "SELECT count(*) FROM items WHERE state = 'pending'" 2>/dev/null)" = 0 ]
+	    grep -q 'configmap target synced' "$T/decod.log" && nothing_pending
 }
 # delta BEFORE AFTER: what grew between two JSON counts of $PY writes/requests
 delta() {
@@ -171,7 +173,11 @@ fi
 if step 2; then
 	# reconciled: every stage's status on every CR (the notifier's lands last)
 	$PY settled "$KUBE_ADMIN" bench "$N" 300 || bail "not every CR settled"
-	sleep 1
+	# and done: no journal item waits for any stage, and no write to a
+	# Decofile, its status or a ConfigMap has landed for 2 s (a status write
+	# still in flight, or the recheck it brings, fetch_kube.c)
+	wait_for 120 nothing_pending || bail "journal items still pending"
+	$PY quiet "$KUBE_ADMIN" 2 120 || bail "writes did not stop"
 	w0=$($PY writes "$KUBE_ADMIN")
 	stop_decod
 	t0=$(now_ms)
