@@ -164,6 +164,9 @@ if step 1 || step 2; then
 	if [ -n "${PERF_PID:-}" ]; then kill -INT "$PERF_PID"; wait "$PERF_PID"; fi
 	echo "# decod, $N CRs created at once -> all Ready (seconds from the start of the creation): $(cat "$T/ready.out")"
 	echo "#   CPU: $(cpu_delta "$before" "$after")"
+	# requests counted once every stage's write has landed (PodsNotified
+	# and the Syncing recheck land after Ready)
+	$PY settled "$KUBE_ADMIN" bench "$N" 300 && $PY quiet "$KUBE_ADMIN" 2 120
 	echo "#   requests the API server counted (by verb resource, the creation included): $(delta "$r0" "$($PY requests "$KUBE_ADMIN")")"
 	cms=$(kubectl_admin -n bench get configmaps -o name --chunk-size=500 | grep -c decofile-)
 	echo "#   ConfigMaps decofile-* in bench: $cms"
