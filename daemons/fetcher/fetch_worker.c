@@ -176,14 +176,14 @@ take(struct fetcher *f)
 {
 	int remote_ok = f->nthreads < 2 || f->remote_busy < f->nthreads - 1;
 
-	for (struct job **pp = &f->todo; *pp != NULL; pp = &(*pp)->next) {
+	for (struct job **pp = &f->queue; *pp != NULL; pp = &(*pp)->next) {
 		struct job *j = *pp;
 
 		if (remote_job(j) && !remote_ok)
 			continue;
 		*pp = j->next;
-		if (f->todo_tail == &j->next)
-			f->todo_tail = pp;
+		if (f->queue_tail == &j->next)
+			f->queue_tail = pp;
 		j->next = NULL;
 		if (remote_job(j))
 			f->remote_busy++;
@@ -205,10 +205,10 @@ fetch_worker(void *arg)
 			pthread_cond_wait(&f->cv, &f->mu);
 		if (f->stop) {
 			if (j != NULL) {	/* back on the queue: shutdown frees it */
-				j->next = f->todo;
-				f->todo = j;
-				if (f->todo_tail == &f->todo)
-					f->todo_tail = &j->next;
+				j->next = f->queue;
+				f->queue = j;
+				if (f->queue_tail == &f->queue)
+					f->queue_tail = &j->next;
 			}
 			break;
 		}

@@ -452,8 +452,8 @@ static void
 enqueue(struct fetcher *f, struct job *j)
 {
 	pthread_mutex_lock(&f->mu);
-	*f->todo_tail = j;
-	f->todo_tail = &j->next;
+	*f->queue_tail = j;
+	f->queue_tail = &j->next;
 	pthread_cond_signal(&f->cv);
 	pthread_mutex_unlock(&f->mu);
 }
@@ -699,7 +699,7 @@ fetcher_init(struct stage *st)
 	}
 	if (fetch_find_program("git") == NULL)
 		log_kv(LOG_WARN, "git is not installed: git sources will fail", NULL);
-	f->todo_tail = &f->todo;
+	f->queue_tail = &f->queue;
 	f->done_tail = &f->done;
 	pthread_mutex_init(&f->mu, NULL);
 	pthread_cond_init(&f->cv, NULL);
@@ -776,8 +776,8 @@ fetcher_shutdown(struct stage *st)
 	free(f->github_token_file);
 	fetch_secret_free(f->github_env_token);
 	free(f->oci_insecure);
-	while ((j = f->todo) != NULL) {
-		f->todo = j->next;
+	while ((j = f->queue) != NULL) {
+		f->queue = j->next;
 		fetch_job_free(j);
 	}
 	while ((j = f->done) != NULL) {

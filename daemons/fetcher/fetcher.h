@@ -71,7 +71,7 @@ struct fetcher {
 	int remote_busy;	/* workers on a remote fetch (at most nthreads - 1) */
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
-	struct job *todo, *done, **todo_tail, **done_tail;
+	struct job *queue, *done, **queue_tail, **done_tail;
 	int stop;
 	struct spool *sp;
 	struct stage *st;
