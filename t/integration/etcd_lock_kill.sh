@@ -1,7 +1,7 @@
 #!/bin/sh
 # etcd_lock_kill - a lock holder killed with SIGKILL: its session lease is
-# no longer kept alive, so another process takes the lock within
-# session_ttl + 1 s (here 2 s + 1 s).
+# no longer kept alive, so another process takes the lock once it runs out
+# (session_ttl 2 s), and not before.
 . "$top_srcdir/t/lib/common.sh"
 . "$top_srcdir/t/lib/etcd.sh"
 
@@ -25,5 +25,8 @@ wait $HPID 2>/dev/null
 is "$?" 0 "another process takes the lock after the kill"
 ms=$(sed -n 's/^TAKEN //p' "$T/take.out")
 diag "lock takeover after kill -9 with session_ttl 2s: ${ms:-none} ms"
-ok "$([ -n "$ms" ] && [ "$ms" -le 3000 ]; echo $?)" "within TTL + 1 s (${ms:-none} ms)"
+# The TTL + 1 s target is a benchmark figure (bench/bench_scaleout.sh,
+# doc/benchmarks.md); a timed assertion that tight fails on a loaded machine.
+# Here: the lease had to run out first, and nothing stalled after it did.
+ok "$([ -n "$ms" ] && [ "$ms" -le $((2000 + $(scaled 4000))) ]; echo $?)" "soon after the lease ran out (${ms:-none} ms <= $((2000 + $(scaled 4000))))"
 done_testing
