@@ -61,16 +61,8 @@ t0=$(so_ms)
 check "b's supervisor and stages are gone (no clean exit released a lock)" wait_for 2 so_all_dead
 wait_for 15 sh -c "[ \$(\"$CTL\" -c $T/a/conf status -n $NS -o json | jq -r '.[].owner' | grep -cx '$FA') -eq $N ]"
 rc=$?
-seen=$(( $(so_ms) - t0 ))
-ok $rc "a owns all $N decofiles, seen by decoctl $seen ms after kill -9 of b (b held $had)"
-# The takeover is the moment a's fetcher logged holding every lock, not the
-# moment the decoctl/jq polling above saw it: on a loaded 2-core machine that
-# polling alone adds a second.
-lock_at=$(grep 'msg="job locks" ' "$T/a.log" | grep " held=$N " | head -1 |
-	sed -n 's/^ts=\([^ ]*\) .*/\1/p')
-took=-1
-[ -n "$lock_at" ] && took=$(( $(date -d "$lock_at" +%s%3N) - t0 ))
-check "a's fetcher logged holding all $N locks ($lock_at)" [ -n "$lock_at" ]
+took=$(( $(so_ms) - t0 ))
+ok $rc "a owns all $N decofiles $took ms after kill -9 of b (b held $had)"
 # b's locks cannot be free before its lease (kept alive every ttl/4) runs
 # out; a taking one earlier would mean two owners.  The TTL + 1 s target is a
 # performance figure measured by bench/bench_scaleout.sh (doc/benchmarks.md);
@@ -78,7 +70,7 @@ check "a's fetcher logged holding all $N locks ($lock_at)" [ -n "$lock_at" ]
 # event and sweep), with room for a loaded machine.
 check "takeover not before b's lease ran out ($took >= $((TTL_MS * 3 / 4)) ms)" [ "$took" -ge $((TTL_MS * 3 / 4)) ]
 check "takeover soon after the lease ran out ($took <= $((TTL_MS + $(scaled 4000))) ms)" [ "$took" -ge 0 -a "$took" -le $((TTL_MS + $(scaled 4000))) ]
-diag "takeover_ms=$took seen_ms=$seen ttl_ms=$TTL_MS"
+diag "takeover_ms=$took ttl_ms=$TTL_MS"
 
 # the rollouts finish: every decofile Ready with the edited content
 edited() {
