@@ -1,0 +1,68 @@
+/*
+ * fetch_kube_int.h - what the front door's two halves share: fetch_kube.c
+ * (CRs into the store, the Lease, life) and fetch_kube_status.c (status
+ * fragments back onto the CRs).  Private to the fetcher.
+ */
+#ifndef DECOD_FETCH_KUBE_INT_H
+#define DECOD_FETCH_KUBE_INT_H
+
+#include <stdint.h>
+
+#include <yajl/yajl_tree.h>
+
+#include "common/kube.h"
+
+#define API_VERSION "deco.sites/v1alpha1"
+#define NFLIGHT 4096	/* buckets of the writes-in-flight and per-CR tables */
+
+struct flight;
+struct crw;
+
+struct fetch_kube {
+	struct stage *st;
+	struct kube *k;
+	struct kube_informer *dfs, *tpls;
+	struct store_watch *sw;
+	int64_t sw_timer;
+	char *status_prefix;
+	uint64_t mirrored, status_writes;
+	uint64_t inflight;	/* status writes sent, not yet answered */
+	struct flight *qhead, *qtail;	/* status writes waiting for a slot */
+	yajl_val pa_merged;	/* push_all's CR, its merged status (read once, not per stage) */
+	int caught_up;		/* "caught up" logged */
+	struct flight *flights[NFLIGHT];
+	struct crw *crws[NFLIGHT];	/* per CR: its flights, the newest answer */
+	/*
+	 * Without a supervisor (deploy/'s pod: one container per stage) the
+	 * fetcher holds the Lease for its pod: only the holder's front door
+	 * mirrors, so a standby pod's store stays empty and its stages idle.
+	 */
+	struct kube_lease *lease;	/* NULL: no election here (always leads) */
+};
+
+struct kind_info {
+	const char *plural;
+	const struct kube_kind *kd;
+};
+
+/* decofiles, decofiletemplates */
+extern const struct kind_info fk_kinds[2];
+
+static inline int
+fk_leading(const struct fetch_kube *fk)
+{
+	return fk->lease == NULL || kube_lease_leading(fk->lease);
+}
+
+/* fk_caught_up - log "caught up" once everything listed has been compared and written */
+void fk_caught_up(struct fetch_kube *fk);
+
+/* fk_status_start - watch the store's status fragments; -1 with err */
+int fk_status_start(struct fetch_kube *fk, char *err, size_t errlen);
+/* fk_status_free - stop the watch, drop the writes waiting and their records */
+void fk_status_free(struct fetch_kube *fk);
+/* fk_push_all - every stage's fragment of ns/name onto the CR (when it differs) */
+void fk_push_all(struct fetch_kube *fk, const struct kind_info *ki, const char *ns,
+    const char *name);
+
+#endif
