@@ -14,7 +14,8 @@
 #   sh bench/bench_kube_scale.sh BUILD_DIR        (or `make bench-kube-scale`)
 #   N=10000 PODS=1000 ROUNDS=5 STEPS="1 2 3" PLAIN4=1 are the defaults
 #   (PLAIN4=0: leave out the plain client's run of decod's own write set;
-#   PLAIN=0: no plain client at all, for a quick look at decod alone).
+#   PLAIN=0: no plain client at all, for a quick look at decod alone;
+#   PERF2_OUT=FILE: perf record -a -g of the restart in step 2).
 top_builddir=$(cd "${1:-.}" && pwd)
 top_srcdir=$(cd "$(dirname "$0")/.." && pwd)
 N=${N:-10000}
@@ -183,6 +184,11 @@ if step 2; then
 	$PY quiet "$KUBE_ADMIN" 2 120 || bail "writes did not stop"
 	w0=$($PY writes "$KUBE_ADMIN")
 	stop_decod
+	if [ -n "${PERF2_OUT:-}" ]; then	# PERF2_OUT=FILE: perf record -a -g of the whole restart
+		perf record -a -g -o "$PERF2_OUT" >/dev/null 2>&1 &
+		PERF2_PID=$!
+		sleep 1		# perf is attached before decod starts (not a readiness wait)
+	fi
 	t0=$(now_ms)
 	start_decod
 	wait_for 60 grep -q 'all stages ready' "$T/decod.log" || bail "decod did not restart"
@@ -193,6 +199,7 @@ if step 2; then
 	# no journal item waits for any stage
 	wait_for 60 caught_up || echo "# not caught up in 60 s"
 	t2=$(now_ms)
+	if [ -n "${PERF2_PID:-}" ]; then kill -INT "$PERF2_PID"; wait "$PERF2_PID"; fi
 	grep 'front door caught up' "$T/decod.log" | sed 's/^/#   /'
 	sleep 10
 	w1=$($PY writes "$KUBE_ADMIN")

@@ -599,6 +599,13 @@ progress(struct kube *k)
 }
 
 void
+kube_kick(struct kube *k)
+{
+	progress(k);
+	rearm(k);
+}
+
+void
 kube_dispatch(struct kube *k)
 {
 	struct kube_call *c, *next;

@@ -196,19 +196,44 @@ next_backoff(struct kube_informer *inf)
 	return kube_jitter(b);
 }
 
-/* list_done_all - the list is whole: deliver the differences, then watch */
+/*
+ * list_take - one page of a list: each object is delivered at once (added,
+ * or modified when its resourceVersion moved), so the consumer works while
+ * the server prepares the next page; its key is noted for list_done_all
+ */
+static void
+list_take(struct kube_informer *inf, yajl_val items)
+{
+	for (size_t i = 0; items != NULL && YAJL_IS_ARRAY(items) && i < items->u.array.len; i++) {
+		yajl_val o = items->u.array.values[i], old;
+		char *key = obj_key(o);
+		struct ent *cur = t_get(&inf->t, key);
+
+		items->u.array.values[i] = NULL;	/* ours now */
+		yajl_tree_free(t_put(&inf->fresh, key, NULL));
+		if (cur != NULL && strcmp(kube_obj_rv(cur->obj), kube_obj_rv(o)) == 0) {
+			yajl_tree_free(o);
+			free(key);
+			continue;
+		}
+		old = t_put(&inf->t, key, o);
+		inf->stats.events++;
+		inf->fn(inf->arg, old != NULL ? KUBE_MODIFIED : KUBE_ADDED, o, old);
+		yajl_tree_free(old);
+		free(key);
+	}
+}
+
+/* list_done_all - the list is whole: what it did not hold was deleted; then watch */
 static void
 list_done_all(struct kube_informer *inf)
 {
-	struct table *f = &inf->fresh;
-
-	/* deleted while we were not looking */
 	for (size_t i = 0; i < inf->t.nb; i++) {
 		struct ent *e = inf->t.b[i], *next;
 
 		for (; e != NULL; e = next) {
 			next = e->next;
-			if (t_get(f, e->key) == NULL) {
+			if (t_get(&inf->fresh, e->key) == NULL) {
 				char *key = xstrdup(e->key);
 				yajl_val obj = t_del(&inf->t, key);
 
@@ -219,26 +244,7 @@ list_done_all(struct kube_informer *inf)
 			}
 		}
 	}
-	/* added or changed */
-	for (size_t i = 0; i < f->nb; i++) {
-		struct ent *e = f->b[i];
-
-		for (; e != NULL; e = e->next) {
-			struct ent *cur = t_get(&inf->t, e->key);
-			yajl_val obj = e->obj, old;
-
-			e->obj = NULL;
-			if (cur != NULL && strcmp(kube_obj_rv(cur->obj), kube_obj_rv(obj)) == 0) {
-				yajl_tree_free(obj);
-				continue;
-			}
-			old = t_put(&inf->t, e->key, obj);
-			inf->stats.events++;
-			inf->fn(inf->arg, old != NULL ? KUBE_MODIFIED : KUBE_ADDED, obj, old);
-			yajl_tree_free(old);
-		}
-	}
-	t_free(f);
+	t_free(&inf->fresh);
 	inf->synced = 1;
 	inf->fn(inf->arg, KUBE_SYNCED, NULL, NULL);
 	watch_start(inf, 0);
@@ -271,25 +277,20 @@ on_list(void *arg, const struct kube_resp *r)
 		list_page(inf, d);
 		return;
 	}
-	if ((items = json_get(r->json, "items", NULL)) != NULL && YAJL_IS_ARRAY(items)) {
-		for (size_t i = 0; i < items->u.array.len; i++) {
-			yajl_val o = items->u.array.values[i];
-			char *key = obj_key(o);
-
-			items->u.array.values[i] = NULL;	/* ours now */
-			yajl_tree_free(t_put(&inf->fresh, key, o));
-			free(key);
-		}
-	}
+	items = json_get(r->json, "items", NULL);
 	v = json_get_str(r->json, "metadata", "resourceVersion", NULL);
 	snprintf(inf->rv, sizeof(inf->rv), "%s", v != NULL ? v : "");
 	c = json_get_str(r->json, "metadata", "continue", NULL);
 	free(inf->cont);
 	inf->cont = c != NULL && *c != '\0' ? kube_escape(c) : NULL;
 	if (inf->cont != NULL) {
+		/* the next page on the wire first, then this one's work */
 		list_page(inf, 0);
+		kube_kick(inf->k);
+		list_take(inf, items);
 		return;
 	}
+	list_take(inf, items);
 	inf->stats.lists++;
 	list_done_all(inf);
 }
