@@ -12,15 +12,10 @@ export top_srcdir top_builddir
 . "$top_srcdir/t/lib/kube.sh"
 
 kube_start
-D=$top_srcdir/deploy
-kubectl_admin apply --server-side -f "$D/namespace.yaml" -f "$D/crd-decofile.yaml" \
-    -f "$D/crd-decofiletemplate.yaml" -f "$D/rbac.yaml" >/dev/null || bail "deploy/"
-kubectl_admin wait --for=condition=Established crd/decofiles.deco.sites --timeout=30s >/dev/null
+kube_apply_deploy || bail "deploy/ does not apply"
 kubectl_admin create namespace bench >/dev/null
 kubectl_admin -n bench create serviceaccount default >/dev/null
-TOKEN=$(kube_token decod-system decod) || bail "no token"
-kube_token_config "$T/decod.kubeconfig" "$TOKEN" decod-system
-export KUBECONFIG="$T/decod.kubeconfig"
+kube_as_decod "$T/decod.kubeconfig" || bail "no token for decod-system/decod"
 mkdir -p "$T/libexec"
 for s in fetcher renderer publisher notifier; do ln -s "$(bin $s)" "$T/libexec/$s"; done
 cat >"$T/decod.conf" <<CONF

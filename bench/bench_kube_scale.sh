@@ -33,8 +33,7 @@ step() { case " $STEPS " in *" $1 "*) return 0 ;; esac; return 1; }
 
 kube_start
 D=$top_srcdir/deploy
-kubectl_admin apply --server-side -f "$D/namespace.yaml" -f "$D/crd-decofile.yaml" \
-    -f "$D/crd-decofiletemplate.yaml" -f "$D/rbac.yaml" >/dev/null || bail "deploy/"
+kube_apply_deploy || bail "deploy/ does not apply"
 # the plain client's own copy of the CRD (same schema, its own group), so
 # decod never sees its objects
 sed -e 's/decofiles\.deco\.sites/decofiles.plain.bench/' -e 's/group: deco\.sites/group: plain.bench/' \

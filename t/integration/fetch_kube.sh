@@ -14,16 +14,10 @@ TOOL="$top_builddir/t/stage/testtool"
 [ -x "$FETCHER" ] || bail "fetcher not built"
 
 kube_start
-D=$top_srcdir/deploy
-kubectl_admin apply --server-side -f "$D/namespace.yaml" -f "$D/crd-decofile.yaml" \
-    -f "$D/crd-decofiletemplate.yaml" -f "$D/rbac.yaml" >/dev/null || bail "deploy/ does not apply"
-kubectl_admin wait --for=condition=Established crd/decofiles.deco.sites --timeout=30s >/dev/null ||
-    bail "the Decofile CRD is not established"
+kube_apply_deploy || bail "deploy/ does not apply"
 kubectl_admin create namespace sites-loja >/dev/null
-TOKEN=$(kube_token decod-system decod) || bail "no token"
-kube_token_config "$T/decod.kubeconfig" "$TOKEN" decod-system
 # decod runs as this account only (kube_start exported the admin's KUBECONFIG)
-export KUBECONFIG="$T/decod.kubeconfig"
+kube_as_decod "$T/decod.kubeconfig" || bail "no token for decod-system/decod"
 
 cat >"$T/conf" <<EOF
 state_dir = $T/state

@@ -18,18 +18,12 @@ SITE=$(bin decod-site)
 command -v brotli >/dev/null || skip_all "brotli command not installed"
 
 kube_start
-D=$top_srcdir/deploy
-kubectl_admin apply --server-side -f "$D/namespace.yaml" -f "$D/crd-decofile.yaml" \
-    -f "$D/crd-decofiletemplate.yaml" -f "$D/rbac.yaml" >/dev/null || bail "deploy/ does not apply"
-kubectl_admin wait --for=condition=Established crd/decofiles.deco.sites --timeout=30s >/dev/null ||
-    bail "CRD not established"
+kube_apply_deploy || bail "deploy/ does not apply"
 kube_start_cm
 kubectl_admin create namespace sites-loja >/dev/null
 wait_for 30 kubectl_admin -n sites-loja get serviceaccount default || bail "no default ServiceAccount"
-TOKEN=$(kube_token decod-system decod) || bail "no token"
-kube_token_config "$T/decod.kubeconfig" "$TOKEN" decod-system
 # decod runs as this account only (kube_start exported the admin's KUBECONFIG)
-export KUBECONFIG="$T/decod.kubeconfig"
+kube_as_decod "$T/decod.kubeconfig" || bail "no token for decod-system/decod"
 
 mkdir -p "$T/libexec"
 for s in fetcher renderer publisher notifier; do ln -s "$(bin $s)" "$T/libexec/$s"; done

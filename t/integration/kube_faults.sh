@@ -26,11 +26,7 @@ command -v jq >/dev/null || skip_all "jq not installed"
 # without the watch cache every watch is served from etcd, so a compaction
 # makes a real 410 for any kind (--watch-cache-sizes cannot name a CRD)
 KUBE_APISERVER_EXTRA_ARGS="--watch-cache=false" kube_start
-D=$top_srcdir/deploy
-kubectl_admin apply --server-side -f "$D/namespace.yaml" -f "$D/crd-decofile.yaml" \
-    -f "$D/crd-decofiletemplate.yaml" -f "$D/rbac.yaml" >/dev/null || bail "deploy/ does not apply"
-kubectl_admin wait --for=condition=Established crd/decofiles.deco.sites --timeout=30s >/dev/null ||
-    bail "CRD not established"
+kube_apply_deploy || bail "deploy/ does not apply"
 kube_start_cm
 NS=sites-f
 kubectl_admin create namespace $NS >/dev/null

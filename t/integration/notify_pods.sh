@@ -18,16 +18,12 @@ TOOL="$top_builddir/t/stage/testtool"
 command -v sqlite3 >/dev/null || skip_all "sqlite3 command not installed"
 
 kube_start
-D=$top_srcdir/deploy
-kubectl_admin apply --server-side -f "$D/namespace.yaml" -f "$D/crd-decofile.yaml" \
-    -f "$D/rbac.yaml" >/dev/null || bail "deploy/ does not apply"
+kube_apply_deploy || bail "deploy/ does not apply"
 kubectl_admin create namespace sites-loja >/dev/null
 # no controller-manager here: the namespace's default ServiceAccount by hand
 kubectl_admin -n sites-loja create serviceaccount default >/dev/null
-TOKEN=$(kube_token decod-system decod) || bail "no token"
-kube_token_config "$T/decod.kubeconfig" "$TOKEN" decod-system
 # decod runs as this account only (kube_start exported the admin's KUBECONFIG)
-export KUBECONFIG="$T/decod.kubeconfig"
+kube_as_decod "$T/decod.kubeconfig" || bail "no token for decod-system/decod"
 is "$(kubectl --kubeconfig "$T/decod.kubeconfig" auth can-i list pods -A)" yes "decod may list pods"
 is "$(kubectl --kubeconfig "$T/decod.kubeconfig" auth can-i delete pods -n sites-loja)" no "... but not delete them"
 

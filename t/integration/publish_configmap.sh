@@ -17,17 +17,11 @@ command -v sqlite3 >/dev/null || skip_all "sqlite3 command not installed"
 command -v brotli >/dev/null || skip_all "brotli command not installed"
 
 kube_start
-D=$top_srcdir/deploy
-kubectl_admin apply --server-side -f "$D/namespace.yaml" -f "$D/crd-decofile.yaml" \
-    -f "$D/crd-decofiletemplate.yaml" -f "$D/rbac.yaml" >/dev/null || bail "deploy/ does not apply"
-kubectl_admin wait --for=condition=Established crd/decofiles.deco.sites --timeout=30s >/dev/null ||
-    bail "the Decofile CRD is not established"
+kube_apply_deploy || bail "deploy/ does not apply"
 kube_start_cm
 kubectl_admin create namespace sites-loja >/dev/null
-TOKEN=$(kube_token decod-system decod) || bail "no token for decod-system/decod"
-kube_token_config "$T/decod.kubeconfig" "$TOKEN" decod-system
 # decod runs as this account only (kube_start exported the admin's KUBECONFIG)
-export KUBECONFIG="$T/decod.kubeconfig"
+kube_as_decod "$T/decod.kubeconfig" || bail "no token for decod-system/decod"
 
 as_decod() { kubectl --kubeconfig "$T/decod.kubeconfig" "$@"; }
 is "$(as_decod auth can-i patch configmaps -n sites-loja)" yes "decod's account may write ConfigMaps"

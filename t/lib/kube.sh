@@ -190,6 +190,27 @@ KUBE_PY=python3
 [ -x /usr/bin/python3 ] && KUBE_PY=/usr/bin/python3
 KUBE_ADMIN="$KUBE_DIR/admin.kubeconfig"
 
+# kube_apply_deploy: what every test of decod against the API server starts
+# with: deploy/'s namespace, CRDs and RBAC applied by the admin (server-side,
+# so an unknown field fails), the CRDs Established
+kube_apply_deploy() {
+	_d=$top_srcdir/deploy
+	kubectl_admin apply --server-side -f "$_d/namespace.yaml" -f "$_d/crd-decofile.yaml" \
+	    -f "$_d/crd-decofiletemplate.yaml" -f "$_d/rbac.yaml" >/dev/null || return 1
+	kubectl_admin wait --for=condition=Established crd/decofiles.deco.sites \
+	    crd/decofiletemplates.deco.sites --timeout=30s >/dev/null
+}
+
+# kube_as_decod FILE [SECONDS]: FILE becomes a kubeconfig holding a token of
+# deploy/'s ServiceAccount (decod-system/decod), exported as KUBECONFIG, so
+# decod runs with deploy/'s RBAC and nothing more; TOKEN holds the token
+# (tests check it never reaches a log)
+kube_as_decod() {
+	TOKEN=$(kube_token decod-system decod "${2:-3600}") || return 1
+	kube_token_config "$1" "$TOKEN" decod-system
+	export KUBECONFIG="$1"
+}
+
 # kube_token NS SA [SECONDS]: a TokenRequest token for a ServiceAccount
 kube_token() {
 	kubectl_admin -n "$1" create token "$2" --duration "${3:-3600}s"
