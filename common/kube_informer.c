@@ -53,6 +53,8 @@ struct kube_informer {
 	/* listing */
 	struct table fresh;
 	char *cont;
+	int64_t list_t0, list_work;	/* when the list began; ms spent delivering it */
+	unsigned list_pages;
 	/* watching */
 	struct buf in;		/* bytes of the stream not yet handled */
 	int gone;		/* the stream said 410: re-list when it ends */
@@ -256,6 +258,7 @@ on_list(void *arg, const struct kube_resp *r)
 	struct kube_informer *inf = arg;
 	yajl_val items;
 	const char *c, *v;
+	int64_t t0;
 
 	inf->call = NULL;
 	if (r->status == 410 && inf->cont != NULL) {
@@ -283,15 +286,28 @@ on_list(void *arg, const struct kube_resp *r)
 	c = json_get_str(r->json, "metadata", "continue", NULL);
 	free(inf->cont);
 	inf->cont = c != NULL && *c != '\0' ? kube_escape(c) : NULL;
+	inf->list_pages++;
+	t0 = now_ms();
 	if (inf->cont != NULL) {
 		/* the next page on the wire first, then this one's work */
 		list_page(inf, 0);
 		kube_kick(inf->k);
 		list_take(inf, items);
+		inf->list_work += now_ms() - t0;
 		return;
 	}
 	list_take(inf, items);
 	inf->stats.lists++;
+	{
+		char n[32], pages[32], ms[32], work[32];
+
+		snprintf(n, sizeof(n), "%zu", inf->fresh.n);
+		snprintf(pages, sizeof(pages), "%u", inf->list_pages);
+		snprintf(ms, sizeof(ms), "%lld", (long long)(now_ms() - inf->list_t0));
+		snprintf(work, sizeof(work), "%lld", (long long)(inf->list_work + now_ms() - t0));
+		log_kv(LOG_INFO, "kube listed", "resource", inf->kd->resource, "objects", n,
+		    "pages", pages, "ms", ms, "deliver_ms", work, NULL);
+	}
 	list_done_all(inf);
 }
 
@@ -302,6 +318,11 @@ list_page(struct kube_informer *inf, int64_t delay)
 	char *path;
 
 	inf->state = INF_LISTING;
+	if (inf->cont == NULL) {	/* a list begins */
+		inf->list_t0 = now_ms() + delay;
+		inf->list_work = 0;
+		inf->list_pages = 0;
+	}
 	buf_init(&q);
 	buf_printf(&q, "limit=%d", INF_PAGE);
 	if (inf->sel != NULL)
