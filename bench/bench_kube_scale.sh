@@ -15,7 +15,9 @@
 #   N=10000 PODS=1000 ROUNDS=5 STEPS="1 2 3" PLAIN4=1 are the defaults
 #   (PLAIN4=0: leave out the plain client's run of decod's own write set;
 #   PLAIN=0: no plain client at all, for a quick look at decod alone;
-#   PERF2_OUT=FILE: perf record -a -g of the restart in step 2).
+#   PERF2_OUT=FILE: perf record -a -g of the restart in step 2;
+#   RESTARTS=n: step 2's restart n times; HANG_OUT=PREFIX keeps the logs of
+#   one that took over 15 s).
 top_builddir=$(cd "${1:-.}" && pwd)
 top_srcdir=$(cd "$(dirname "$0")/.." && pwd)
 N=${N:-10000}
@@ -181,6 +183,9 @@ if step 2; then
 	# still in flight, or the recheck it brings, fetch_kube.c)
 	wait_for 120 nothing_pending || bail "journal items still pending"
 	$PY quiet "$KUBE_ADMIN" 2 120 || bail "writes did not stop"
+	r=0
+	while [ $r -lt "${RESTARTS:-1}" ]; do	# RESTARTS=n: restart n times in a row
+	r=$((r + 1))
 	w0=$($PY writes "$KUBE_ADMIN")
 	stop_decod
 	if [ -n "${PERF2_OUT:-}" ]; then	# PERF2_OUT=FILE: perf record -a -g of the whole restart
@@ -206,6 +211,10 @@ if step 2; then
 	echo "#   CPU from ready to 10 s after caught up: $(cpu_delta "$before" "$(cpu $(decod_pids))")"
 	echo "#   writes the API server counted across the restart (by verb resource): $(delta "$w0" "$w1")"
 	grep -c 'cannot\|error' "$T/decod.log" | sed 's/^/#   log lines with cannot or error: /'
+	if [ -n "${HANG_OUT:-}" ] && [ $((t2 - t0)) -gt 15000 ]; then	# keep what a slow one logged
+		cp "$KUBE_DIR/apiserver.log" "$HANG_OUT.apiserver.$r"; cp "$T/decod.log" "$HANG_OUT.decod.$r"
+	fi
+	done
 	if [ -n "${SHOW:-}" ]; then kubectl_admin -n bench get decofile d1 -o yaml --show-managed-fields; fi
 fi
 

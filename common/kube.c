@@ -306,9 +306,16 @@ call_start(struct kube_call *c)
 	curl_easy_setopt(h, CURLOPT_WRITEDATA, c);
 	curl_easy_setopt(h, CURLOPT_ACCEPT_ENCODING, "");
 	curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
-	/* HTTP/2 over TLS, as client-go: watches and calls share connections */
-	curl_easy_setopt(h, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
-	curl_easy_setopt(h, CURLOPT_PIPEWAIT, 1L);
+	/*
+	 * HTTP/1.1, one call per connection.  client-go multiplexes on HTTP/2;
+	 * Debian 12's libcurl (7.88) now and then left one stream of a
+	 * multiplexed connection without its answer until the deadline: a list
+	 * page of the publisher's Decofile cache stalled 30 s in one restart
+	 * of five with 10,000 CRs (bench/bench_kube_scale.sh RESTARTS=5), with
+	 * the API server showing nothing slow.  A watch holds a connection of
+	 * its own; the other calls share the rest of KUBE_MAX_CONNS.
+	 */
+	curl_easy_setopt(h, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
 	if (c->body != NULL) {
 		curl_easy_setopt(h, CURLOPT_POSTFIELDS, c->body);
 		curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)c->len);
@@ -599,13 +606,6 @@ progress(struct kube *k)
 }
 
 void
-kube_kick(struct kube *k)
-{
-	progress(k);
-	rearm(k);
-}
-
-void
 kube_dispatch(struct kube *k)
 {
 	struct kube_call *c, *next;
@@ -785,8 +785,8 @@ kube_new(const struct kube_config *c, int64_t timeout_ms, char *err, size_t errl
 	curl_multi_setopt(k->multi, CURLMOPT_MAXCONNECTS, 64L);
 	/*
 	 * A burst of thousands of calls queues in curl instead of opening a
-	 * connection each (HTTP/1.1 servers, or proxies, see one per call in
-	 * flight; HTTP/2 multiplexes them on these).
+	 * connection each: at most KUBE_MAX_CONNS calls (watches included) are
+	 * in flight to one API server.
 	 */
 	curl_multi_setopt(k->multi, CURLMOPT_MAX_HOST_CONNECTIONS, (long)KUBE_MAX_CONNS);
 	return k;

@@ -26,11 +26,7 @@ struct kube_call *kube_send_later(struct kube *k, const char *method,
 
 /* kube_mark_pending - something waits for the next dispatch (buffered events) */
 void kube_mark_pending(struct kube *k);
-/*
- * kube_kick - put what is due now on the wire (no callback runs): a call
- * made from a callback is sent before the caller's long work, not after
- */
-void kube_kick(struct kube *k);
+
 
 /* informers known to the client: pumped by dispatch, freed by kube_free */
 void kube_informer_register(struct kube *k, struct kube_informer *inf);

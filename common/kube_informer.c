@@ -55,6 +55,13 @@ struct kube_informer {
 	char *cont;
 	int64_t list_t0, list_work;	/* when the list began; ms spent delivering it */
 	unsigned list_pages;
+	/*
+	 * A page whose next one is asked for: delivered by the pump, which the
+	 * client runs after it has put that request on the wire, so the
+	 * consumer works while the server prepares the next page.
+	 */
+	yajl_val *page;
+	size_t npage;
 	/* watching */
 	struct buf in;		/* bytes of the stream not yet handled */
 	int gone;		/* the stream said 410: re-list when it ends */
@@ -199,19 +206,21 @@ next_backoff(struct kube_informer *inf)
 }
 
 /*
- * list_take - one page of a list: each object is delivered at once (added,
- * or modified when its resourceVersion moved), so the consumer works while
- * the server prepares the next page; its key is noted for list_done_all
+ * list_take - one page of a list (its n objects, taken): each is delivered
+ * (added, or modified when its resourceVersion moved) and its key noted
+ * for list_done_all
  */
 static void
-list_take(struct kube_informer *inf, yajl_val items)
+list_take(struct kube_informer *inf, yajl_val *objs, size_t n)
 {
-	for (size_t i = 0; items != NULL && YAJL_IS_ARRAY(items) && i < items->u.array.len; i++) {
-		yajl_val o = items->u.array.values[i], old;
+	int64_t t0 = now_ms();
+
+	for (size_t i = 0; i < n; i++) {
+		yajl_val o = objs[i], old;
 		char *key = obj_key(o);
 		struct ent *cur = t_get(&inf->t, key);
 
-		items->u.array.values[i] = NULL;	/* ours now */
+		objs[i] = NULL;
 		yajl_tree_free(t_put(&inf->fresh, key, NULL));
 		if (cur != NULL && strcmp(kube_obj_rv(cur->obj), kube_obj_rv(o)) == 0) {
 			yajl_tree_free(o);
@@ -224,6 +233,31 @@ list_take(struct kube_informer *inf, yajl_val items)
 		yajl_tree_free(old);
 		free(key);
 	}
+	inf->list_work += now_ms() - t0;
+}
+
+/* page_drop - forget a page not yet delivered (the list starts again) */
+static void
+page_drop(struct kube_informer *inf)
+{
+	for (size_t i = 0; i < inf->npage; i++)
+		yajl_tree_free(inf->page[i]);
+	free(inf->page);
+	inf->page = NULL;
+	inf->npage = 0;
+}
+
+/* page_deliver - the page kept for the pump */
+static void
+page_deliver(struct kube_informer *inf)
+{
+	yajl_val *objs = inf->page;
+	size_t n = inf->npage;
+
+	inf->page = NULL;
+	inf->npage = 0;
+	list_take(inf, objs, n);
+	free(objs);
 }
 
 /* list_done_all - the list is whole: what it did not hold was deleted; then watch */
@@ -256,11 +290,12 @@ static void
 on_list(void *arg, const struct kube_resp *r)
 {
 	struct kube_informer *inf = arg;
-	yajl_val items;
+	yajl_val items, *objs = NULL;
+	size_t n = 0;
 	const char *c, *v;
-	int64_t t0;
 
 	inf->call = NULL;
+	page_drop(inf);		/* none is left by then; a re-list must not see one */
 	if (r->status == 410 && inf->cont != NULL) {
 		/* the continue token expired: list again from the start */
 		t_free(&inf->fresh);
@@ -280,32 +315,40 @@ on_list(void *arg, const struct kube_resp *r)
 		list_page(inf, d);
 		return;
 	}
-	items = json_get(r->json, "items", NULL);
+	if ((items = json_get(r->json, "items", NULL)) != NULL && YAJL_IS_ARRAY(items) &&
+	    items->u.array.len > 0) {
+		n = items->u.array.len;
+		objs = xcalloc(n, sizeof(*objs));
+		for (size_t i = 0; i < n; i++) {
+			objs[i] = items->u.array.values[i];
+			items->u.array.values[i] = NULL;	/* ours now */
+		}
+	}
 	v = json_get_str(r->json, "metadata", "resourceVersion", NULL);
 	snprintf(inf->rv, sizeof(inf->rv), "%s", v != NULL ? v : "");
 	c = json_get_str(r->json, "metadata", "continue", NULL);
 	free(inf->cont);
 	inf->cont = c != NULL && *c != '\0' ? kube_escape(c) : NULL;
 	inf->list_pages++;
-	t0 = now_ms();
 	if (inf->cont != NULL) {
-		/* the next page on the wire first, then this one's work */
+		/* the next page on the wire first (the client's next round), then this one */
+		inf->page = objs;
+		inf->npage = n;
 		list_page(inf, 0);
-		kube_kick(inf->k);
-		list_take(inf, items);
-		inf->list_work += now_ms() - t0;
+		kube_mark_pending(inf->k);
 		return;
 	}
-	list_take(inf, items);
+	list_take(inf, objs, n);
+	free(objs);
 	inf->stats.lists++;
 	{
-		char n[32], pages[32], ms[32], work[32];
+		char objects[32], pages[32], ms[32], work[32];
 
-		snprintf(n, sizeof(n), "%zu", inf->fresh.n);
+		snprintf(objects, sizeof(objects), "%zu", inf->fresh.n);
 		snprintf(pages, sizeof(pages), "%u", inf->list_pages);
 		snprintf(ms, sizeof(ms), "%lld", (long long)(now_ms() - inf->list_t0));
-		snprintf(work, sizeof(work), "%lld", (long long)(inf->list_work + now_ms() - t0));
-		log_kv(LOG_INFO, "kube listed", "resource", inf->kd->resource, "objects", n,
+		snprintf(work, sizeof(work), "%lld", (long long)inf->list_work);
+		log_kv(LOG_INFO, "kube listed", "resource", inf->kd->resource, "objects", objects,
 		    "pages", pages, "ms", ms, "deliver_ms", work, NULL);
 	}
 	list_done_all(inf);
@@ -340,6 +383,7 @@ list_page(struct kube_informer *inf, int64_t delay)
 static void
 relist(struct kube_informer *inf, int64_t delay)
 {
+	page_drop(inf);
 	t_free(&inf->fresh);
 	free(inf->cont);
 	inf->cont = NULL;
@@ -434,6 +478,10 @@ kube_informer_pump(struct kube_informer *inf)
 	char *nl;
 	size_t used = 0;
 
+	if (inf->page != NULL) {
+		page_deliver(inf);
+		return 0;
+	}
 	if (inf->state != INF_WATCHING || inf->in.len == 0)
 		return 0;
 	/*
@@ -573,6 +621,7 @@ kube_informer_free(struct kube_informer *inf)
 	kube_cancel(inf->call);
 	t_free(&inf->t);
 	t_free(&inf->fresh);
+	page_drop(inf);
 	buf_free(&inf->in);
 	free(inf->cont);
 	free(inf->ns);
