@@ -8,6 +8,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -82,7 +83,6 @@ spool_stage(struct spool *sp, const void *data, size_t len, char *hash, char **t
 {
 	static unsigned seq;
 	char path[4096], sub[4096];
-	const char *p = data;
 	int fd, saved;
 
 	*tmp = NULL;
@@ -98,20 +98,12 @@ spool_stage(struct spool *sp, const void *data, size_t len, char *hash, char **t
 	    __atomic_fetch_add(&seq, 1, __ATOMIC_RELAXED));
 	if ((fd = open(*tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600)) < 0)
 		goto fail;
-	while (len > 0) {
-		ssize_t n = write(fd, p, len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			saved = errno;
-			close(fd);
-			unlink(*tmp);
-			errno = saved;
-			goto fail;
-		}
-		p += n;
-		len -= (size_t)n;
+	if (write_all(fd, data, len) < 0) {
+		saved = errno;
+		close(fd);
+		unlink(*tmp);
+		errno = saved;
+		goto fail;
 	}
 	if (close(fd) < 0) {
 		saved = errno;
@@ -132,6 +124,7 @@ int
 spool_commit(struct spool *sp, char **tmps, const char (*hashes)[65], size_t n)
 {
 	char path[4096], dir[4096];
+	uint64_t synced[4] = { 0 };	/* folders fsync'd, by their 256 names */
 	int rv = 0;
 
 	/* every file's data first: on ext4 the first fsync commits them all */
@@ -156,14 +149,21 @@ spool_commit(struct spool *sp, char **tmps, const char (*hashes)[65], size_t n)
 			unlink(tmps[i]);
 	}
 	for (size_t i = 0; i < n && rv == 0; i++) {
-		int seen = 0, fd;
+		static const char hex[] = "0123456789abcdef";
+		const char *h0, *h1;
+		unsigned b;
+		int fd;
 
 		if (tmps[i] == NULL)
 			continue;
-		for (size_t k = 0; k < i && !seen; k++)
-			seen = tmps[k] != NULL && strncmp(hashes[k], hashes[i], 2) == 0;
-		if (seen)
-			continue;
+		/* the folder is the hash's first two hex digits: one bit each */
+		if ((h0 = strchr(hex, hashes[i][0])) != NULL && (h1 = strchr(hex, hashes[i][1])) != NULL &&
+		    hashes[i][0] != '\0' && hashes[i][1] != '\0') {
+			b = (unsigned)((h0 - hex) * 16 + (h1 - hex));
+			if (synced[b / 64] & (UINT64_C(1) << (b % 64)))
+				continue;
+			synced[b / 64] |= UINT64_C(1) << (b % 64);
+		}
 		snprintf(dir, sizeof(dir), "%s/%.2s", sp->dir, hashes[i]);
 		if ((fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) >= 0) {
 			(void)fsync(fd);

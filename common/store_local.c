@@ -380,21 +380,12 @@ local_close(void *be)
 static int
 write_tmp(const char *tmp, const void *data, size_t len, int sync)
 {
-	const char *p = data;
 	int fd, saved;
 
 	if ((fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600)) < 0)
 		return -1;
-	while (len > 0) {
-		ssize_t n = write(fd, p, len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			goto fail;
-		p += n;
-		len -= (size_t)n;
-	}
+	if (write_all(fd, data, len) < 0)
+		goto fail;
 	if (sync && fsync(fd) < 0)
 		goto fail;
 	if (close(fd) < 0) {

@@ -232,11 +232,27 @@ fsync_dir(const char *path)
 }
 
 int
+write_all(int fd, const void *data, size_t len)
+{
+	const char *p = data;
+
+	while (len > 0) {
+		ssize_t n = write(fd, p, len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -1;
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+int
 write_file_atomic(const char *path, const void *data, size_t len, mode_t mode)
 {
 	char tmp[4096];
-	const char *p = data;
-	ssize_t n;
 	int fd, saved;
 	static unsigned seq;
 
@@ -247,15 +263,8 @@ write_file_atomic(const char *path, const void *data, size_t len, mode_t mode)
 	}
 	if ((fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode)) < 0)
 		return -1;
-	while (len > 0) {
-		n = write(fd, p, len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			goto fail;
-		p += n;
-		len -= (size_t)n;
-	}
+	if (write_all(fd, data, len) < 0)
+		goto fail;
 	if (fchmod(fd, mode) < 0 || fsync(fd) < 0)
 		goto fail;
 	if (close(fd) < 0) {

@@ -43,6 +43,9 @@ char *buf_steal(struct buf *b, size_t *len);
  */
 char *read_file(const char *path, size_t *len, size_t max);
 
+/* write_all - all of data to fd (a short write or EINTR goes on); 0 or -1 with errno */
+int write_all(int fd, const void *data, size_t len);
+
 /*
  * write_file_atomic - write data to path via a temp file in the same
  * folder, fsync, rename, fsync of the folder.  mode is the file mode.
