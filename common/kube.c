@@ -40,6 +40,7 @@ struct kube_call {
 	struct kube *k;
 	struct kube_call *prev, *next;	/* k->calls */
 	char *method, *path, *ctype;
+	char *accept;		/* the Accept header's value, NULL: application/json */
 	char *body;
 	size_t len;
 	int64_t start, deadline;
@@ -266,6 +267,7 @@ call_free(struct kube_call *c)
 	free(c->method);
 	free(c->path);
 	free(c->ctype);
+	free(c->accept);
 	free(c->body);
 	free(c);
 }
@@ -345,7 +347,13 @@ call_start(struct kube_call *c)
 	} else if (k->cfg.key_file != NULL)
 		curl_easy_setopt(h, CURLOPT_SSLKEY, k->cfg.key_file);
 	/* headers */
-	c->hdrs = curl_slist_append(NULL, "Accept: application/json");
+	{
+		char *acc = xasprintf("Accept: %s", c->accept != NULL ? c->accept :
+		    "application/json");
+
+		c->hdrs = curl_slist_append(NULL, acc);
+		free(acc);
+	}
 	if (c->body != NULL) {
 		char *ct = xasprintf("Content-Type: %s", c->ctype != NULL ? c->ctype :
 		    "application/json");
@@ -463,7 +471,7 @@ attempt_done(struct kube_call *c, CURLcode rc)
 static struct kube_call *
 call_new(struct kube *k, const char *method, const char *path, const char *ctype,
     const char *body, size_t len, int64_t timeout_ms, int64_t delay_ms,
-    kube_done_fn done, void *arg)
+    const char *accept, kube_done_fn done, void *arg)
 {
 	struct kube_call *c = xcalloc(1, sizeof(*c));
 	int64_t now = now_ms();
@@ -472,6 +480,7 @@ call_new(struct kube *k, const char *method, const char *path, const char *ctype
 	c->method = xstrdup(method);
 	c->path = xstrdup(path);
 	c->ctype = ctype != NULL ? xstrdup(ctype) : NULL;
+	c->accept = accept != NULL ? xstrdup(accept) : NULL;
 	if (body != NULL) {
 		c->body = xmalloc(len + 1);
 		memcpy(c->body, body, len);
@@ -500,7 +509,7 @@ kube_send(struct kube *k, const char *method, const char *path, const char *ctyp
     const char *body, size_t len, int64_t timeout_ms, kube_done_fn done, void *arg)
 {
 	struct kube_call *c = call_new(k, method, path, ctype, body, len, timeout_ms,
-	    0, done, arg);
+	    0, NULL, done, arg);
 
 	rearm(k);
 	return c;
@@ -508,17 +517,17 @@ kube_send(struct kube *k, const char *method, const char *path, const char *ctyp
 
 struct kube_call *
 kube_send_later(struct kube *k, const char *method, const char *path,
-    int64_t delay_ms, kube_done_fn done, void *arg)
+    const char *accept, int64_t delay_ms, kube_done_fn done, void *arg)
 {
 	struct kube_call *c = call_new(k, method, path, NULL, NULL, 0, 0, delay_ms,
-	    done, arg);
+	    accept, done, arg);
 
 	rearm(k);
 	return c;
 }
 
 struct kube_call *
-kube_send_stream(struct kube *k, const char *path, int64_t delay_ms,
+kube_send_stream(struct kube *k, const char *path, const char *accept, int64_t delay_ms,
     int64_t timeout_ms, kube_data_fn data, kube_done_fn done, void *arg)
 {
 	struct kube_call *c;
@@ -527,6 +536,7 @@ kube_send_stream(struct kube *k, const char *path, int64_t delay_ms,
 	c->k = k;
 	c->method = xstrdup("GET");
 	c->path = xstrdup(path);
+	c->accept = accept != NULL ? xstrdup(accept) : NULL;
 	c->start = now_ms();
 	c->deadline = c->start + delay_ms + timeout_ms;
 	c->done = done;
@@ -681,7 +691,7 @@ kube_do(struct kube *k, const char *method, const char *path, const char *ctype,
     const char *body, size_t len, int64_t timeout_ms)
 {
 	struct kube_call *c = call_new(k, method, path, ctype, body, len, timeout_ms,
-	    0, NULL, NULL);
+	    0, NULL, NULL, NULL);
 	struct kube_resp *r;
 
 	c->sync = 1;

@@ -257,6 +257,15 @@ struct kube_informer *kube_informer_new(struct kube *k,
 struct kube_informer *kube_informer_new_fs(struct kube *k,
     const struct kube_kind *kd, const char *ns, const char *label_selector,
     const char *field_selector, kube_event_fn fn, void *arg);
+/*
+ * kube_informer_new_meta - the same, metadata only: the cached objects are
+ * PartialObjectMetadata (apiVersion meta.k8s.io/v1, kind, metadata), for a
+ * consumer that needs names, uids, labels or owners and not spec or status;
+ * the server sends a fraction of the bytes.
+ */
+struct kube_informer *kube_informer_new_meta(struct kube *k,
+    const struct kube_kind *kd, const char *ns, const char *label_selector,
+    kube_event_fn fn, void *arg);
 /* kube_informer_free - stop watching and drop the cache; NULL: no-op */
 void kube_informer_free(struct kube_informer *inf);
 

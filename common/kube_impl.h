@@ -14,15 +14,16 @@ typedef void (*kube_data_fn)(void *arg, const char *p, size_t n);
 /*
  * kube_send_stream - a GET whose answer body goes to data as it arrives
  * (only when the status is 2xx; an error body is kept for done), started
- * after delay_ms; timeout_ms bounds the whole stream; no retries.
+ * after delay_ms; timeout_ms bounds the whole stream; no retries.  accept:
+ * the Accept header's value (NULL: application/json).
  */
-struct kube_call *kube_send_stream(struct kube *k, const char *path,
+struct kube_call *kube_send_stream(struct kube *k, const char *path, const char *accept,
     int64_t delay_ms, int64_t timeout_ms, kube_data_fn data,
     kube_done_fn done, void *arg);
 
-/* kube_send_later - kube_send started after delay_ms (a re-list's backoff) */
+/* kube_send_later - kube_send started after delay_ms (a re-list's backoff), with accept */
 struct kube_call *kube_send_later(struct kube *k, const char *method,
-    const char *path, int64_t delay_ms, kube_done_fn done, void *arg);
+    const char *path, const char *accept, int64_t delay_ms, kube_done_fn done, void *arg);
 
 /* kube_mark_pending - something waits for the next dispatch (buffered events) */
 void kube_mark_pending(struct kube *k);

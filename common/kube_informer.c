@@ -23,6 +23,9 @@
 #define INF_BACKOFF_MAX_MS	30000
 #define INF_WATCH_MIN_S		300	/* server-side watch timeout, like client-go */
 #define INF_LINE_MAX		(64u << 20)
+/* metadata only: the server sends PartialObjectMetadata, falling back to the full object */
+#define ACCEPT_META_LIST	"application/json;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io,application/json"
+#define ACCEPT_META		"application/json;as=PartialObjectMetadata;v=v1;g=meta.k8s.io,application/json"
 
 struct ent {
 	struct ent *next;
@@ -43,6 +46,7 @@ struct kube_informer {
 	const struct kube_kind *kd;
 	char *ns, *sel;		/* sel escaped, or NULL */
 	char *fsel;		/* field selector escaped, or NULL */
+	int meta;		/* metadata only (PartialObjectMetadata) */
 	kube_event_fn fn;
 	void *arg;
 	struct table t;
@@ -376,7 +380,8 @@ list_page(struct kube_informer *inf, int64_t delay)
 		buf_printf(&q, "&continue=%s", inf->cont);
 	path = kube_path(inf->kd, inf->ns, NULL, NULL, q.data);
 	buf_free(&q);
-	inf->call = kube_send_later(inf->k, "GET", path, delay, on_list, inf);
+	inf->call = kube_send_later(inf->k, "GET", path, inf->meta ? ACCEPT_META_LIST : NULL,
+	    delay, on_list, inf);
 	free(path);
 }
 
@@ -577,7 +582,7 @@ watch_start(struct kube_informer *inf, int64_t delay)
 	path = kube_path(inf->kd, inf->ns, NULL, NULL, q.data);
 	buf_free(&q);
 	inf->stats.watches++;
-	inf->call = kube_send_stream(inf->k, path, delay, (int64_t)(secs + 30) * 1000,
+	inf->call = kube_send_stream(inf->k, path, inf->meta ? ACCEPT_META : NULL, delay, (int64_t)(secs + 30) * 1000,
 	    on_watch_data, on_watch_end, inf);
 	free(path);
 }
@@ -591,12 +596,14 @@ kube_informer_new(struct kube *k, const struct kube_kind *kd, const char *ns,
 	return kube_informer_new_fs(k, kd, ns, label_selector, NULL, fn, arg);
 }
 
-struct kube_informer *
-kube_informer_new_fs(struct kube *k, const struct kube_kind *kd, const char *ns,
-    const char *label_selector, const char *field_selector, kube_event_fn fn, void *arg)
+static struct kube_informer *
+informer_new(struct kube *k, const struct kube_kind *kd, const char *ns,
+    const char *label_selector, const char *field_selector, int meta, kube_event_fn fn,
+    void *arg)
 {
 	struct kube_informer *inf = xcalloc(1, sizeof(*inf));
 
+	inf->meta = meta;
 	inf->k = k;
 	inf->kd = kd;
 	inf->ns = ns != NULL && *ns != '\0' ? xstrdup(ns) : NULL;
@@ -610,6 +617,20 @@ kube_informer_new_fs(struct kube *k, const struct kube_kind *kd, const char *ns,
 	kube_informer_register(k, inf);
 	list_page(inf, 0);
 	return inf;
+}
+
+struct kube_informer *
+kube_informer_new_fs(struct kube *k, const struct kube_kind *kd, const char *ns,
+    const char *label_selector, const char *field_selector, kube_event_fn fn, void *arg)
+{
+	return informer_new(k, kd, ns, label_selector, field_selector, 0, fn, arg);
+}
+
+struct kube_informer *
+kube_informer_new_meta(struct kube *k, const struct kube_kind *kd, const char *ns,
+    const char *label_selector, kube_event_fn fn, void *arg)
+{
+	return informer_new(k, kd, ns, label_selector, NULL, 1, fn, arg);
 }
 
 void

@@ -186,7 +186,7 @@ tick(struct kube_lease *l, int64_t delay)
 {
 	char *path = kube_path(&kube_leases, l->ns, l->name, NULL, NULL);
 
-	l->call = kube_send_later(l->k, "GET", path, delay, on_read, l);
+	l->call = kube_send_later(l->k, "GET", path, NULL, delay, on_read, l);
 	free(path);
 }
 

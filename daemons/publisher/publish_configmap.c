@@ -800,7 +800,8 @@ publish_configmap_new(struct stage *st, char *err, size_t errlen)
 	kube_config_free(&kc);
 	kube_attach(c->k, st);
 	the_pcm = c;
-	c->dfs = kube_informer_new(c->k, &kube_decofiles, NULL, NULL, on_df, c);
+	/* their uids only (owner references): metadata, not 10,000 specs and statuses */
+	c->dfs = kube_informer_new_meta(c->k, &kube_decofiles, NULL, NULL, on_df, c);
 	c->cms = kube_informer_new(c->k, &kube_configmaps, NULL, NULL, on_cm, c);
 	return c;
 }

@@ -243,6 +243,7 @@ static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static int seen_429, seen_500;
 static char last_auth[256];
 static int seen_continue;	/* a list page with continue= was asked for */
+static char list_accept[256];	/* the Accept header of the last list */
 
 static void
 serve_one(int fd)
@@ -276,6 +277,10 @@ serve_one(int fd)
 			if (strncmp(req, "GET ", 4) == 0 && strstr(req, "continue=") != NULL &&
 			    strstr(req, "continue=") < strstr(req, " HTTP/"))
 				seen_continue++;
+			if (strncmp(req, "GET ", 4) == 0 && strstr(req, "limit=") != NULL &&
+			    (a = strcasestr(req, "Accept: ")) != NULL)
+				snprintf(list_accept, sizeof(list_accept), "%.*s",
+				    (int)strcspn(a + 8, "\r"), a + 8);
 			if ((a = strcasestr(req, "Authorization: ")) != NULL)
 				snprintf(last_auth, sizeof(last_auth), "%.*s",
 				    (int)strcspn(a + 15, "\r"), a + 15);
@@ -563,6 +568,40 @@ test_answers(void)
 	    strcmp(kube_obj_name(items->u.array.values[1]), "b") == 0, "list_all follows continue");
 	if (items != NULL)
 		yajl_tree_free(items);
+	ok(strcmp(list_accept, "application/json") == 0, "a list asks for JSON (%s)", list_accept);
+
+	/* metadata only: the list and watch ask for PartialObjectMetadata */
+	{
+		struct seen ms = { .log = "", .synced = 0 };
+		char *lm = answer("200 OK", "", "{\"kind\":\"PartialObjectMetadataList\","
+		    "\"apiVersion\":\"meta.k8s.io/v1\",\"metadata\":{\"resourceVersion\":\"30\"},"
+		    "\"items\":[{\"kind\":\"PartialObjectMetadata\",\"apiVersion\":\"meta.k8s.io/v1\","
+		    "\"metadata\":{\"namespace\":\"ns\",\"name\":\"m\",\"uid\":\"u-1\","
+		    "\"resourceVersion\":\"29\"}}]}");
+		struct script s[] = {
+			{ "GET /apis/deco.sites/v1alpha1/decofiles?limit=500 ", lm, 1 },
+			{ "GET /apis/deco.sites/v1alpha1/decofiles?watch=1", w2, 1 },
+		};
+		struct kube_informer *mi;
+		yajl_val o;
+
+		pthread_mutex_lock(&mu);
+		free(scr);
+		scr = xmalloc(sizeof(s));
+		memcpy(scr, s, sizeof(s));
+		nscr = sizeof(s) / sizeof(s[0]);
+		pthread_mutex_unlock(&mu);
+		mi = kube_informer_new_meta(k, &kube_decofiles, NULL, NULL, on_ev, &ms);
+		t0 = now_ms();
+		while (ms.synced < 1 && now_ms() - t0 < 5000)
+			kube_run(k, 50, NULL);
+		ok(strstr(list_accept, "as=PartialObjectMetadataList;v=v1;g=meta.k8s.io") != NULL,
+		    "a metadata informer's list asks for PartialObjectMetadataList (%s)", list_accept);
+		o = kube_informer_get(mi, "ns", "m");
+		ok(o != NULL && strcmp(kube_obj_uid(o), "u-1") == 0, "... and caches what it got");
+		kube_informer_free(mi);
+		free(lm);
+	}
 	kube_free(k);
 	free(a409);
 	free(a429);
