@@ -50,6 +50,7 @@
 #define MAX_RINGS 64
 #define BATCH 64
 #define HEARTBEAT_MS 2000
+#define TIMER_SLICE_MS 20	/* due timers run this long per loop turn at most */
 #define HEALTH_MAX_AGE_S 20
 
 struct fdent {
@@ -736,10 +737,18 @@ reload(struct stage *st)
 	log_kv(LOG_INFO, "reloaded configuration", NULL);
 }
 
+/*
+ * run_timers - the due timers, for TIMER_SLICE_MS at most: the rest run
+ * on the next turn, after the fds had theirs (10,000 decofiles' polls due
+ * at once at a start-up must not hold a list page or a doorbell for
+ * seconds).  One pass: after a callback the scan goes on at the same
+ * index, which holds another timer now; one the callback moved below it
+ * runs on the next turn (it is due, so that turn comes at once).
+ */
 static void
 run_timers(struct stage *st)
 {
-	int64_t now = now_ms();
+	int64_t start = now_ms(), now = start;
 
 	for (size_t i = 0; i < st->ntimers;) {
 		if (st->timers[i].at <= now) {
@@ -747,8 +756,9 @@ run_timers(struct stage *st)
 
 			st->timers[i] = st->timers[--st->ntimers];
 			t.cb(st, t.arg);
-			i = 0;
 			now = now_ms();
+			if (now - start >= TIMER_SLICE_MS)
+				break;
 			continue;
 		}
 		i++;
