@@ -599,6 +599,25 @@ jw_end_arr(struct jw *w)
 }
 
 void
+jw_object_head(struct jw *w, const char *api_version, const char *kind, const char *ns,
+    const char *name)
+{
+	jw_obj(w);
+	jw_key(w, "apiVersion");
+	jw_str(w, api_version);
+	jw_key(w, "kind");
+	jw_str(w, kind);
+	jw_key(w, "metadata");
+	jw_obj(w);
+	jw_key(w, "name");
+	jw_str(w, name);
+	if (ns != NULL) {
+		jw_key(w, "namespace");
+		jw_str(w, ns);
+	}
+}
+
+void
 jw_key(struct jw *w, const char *k)
 {
 	jw_sep(w);

@@ -88,6 +88,14 @@ void jw_null(struct jw *w);
 void jw_raw(struct jw *w, const char *json, size_t n);	/* already JSON */
 /* jw_value - re-emit a yajl tree value */
 void jw_value(struct jw *w, yajl_val v);
+/*
+ * jw_object_head - open an API object: {"apiVersion":..,"kind":..,
+ * "metadata":{"name":..,"namespace":.. (ns NULL: none), with metadata left
+ * open for the caller's keys; two jw_end_obj... close metadata, the
+ * caller's fields follow, then the object's own.
+ */
+void jw_object_head(struct jw *w, const char *api_version, const char *kind,
+    const char *ns, const char *name);
 
 /* json_escape - append s as a JSON string literal (quotes included) */
 void json_escape(struct buf *b, const char *s, size_t n);

@@ -70,17 +70,7 @@ body(struct kube_lease *l, const char *rv, const char *acquire, int64_t transiti
 	microtime(now, sizeof(now));
 	buf_init(&b);
 	jw_init(&w, &b);
-	jw_obj(&w);
-	jw_key(&w, "apiVersion");
-	jw_str(&w, "coordination.k8s.io/v1");
-	jw_key(&w, "kind");
-	jw_str(&w, "Lease");
-	jw_key(&w, "metadata");
-	jw_obj(&w);
-	jw_key(&w, "name");
-	jw_str(&w, l->name);
-	jw_key(&w, "namespace");
-	jw_str(&w, l->ns);
+	jw_object_head(&w, "coordination.k8s.io/v1", "Lease", l->ns, l->name);
 	if (*rv != '\0') {
 		jw_key(&w, "resourceVersion");
 		jw_str(&w, rv);

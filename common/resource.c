@@ -314,17 +314,7 @@ resource_put_gen(struct store *s, yajl_val doc, int64_t generation,
 	rfc3339_now(now, sizeof(now));
 	buf_init(&b);
 	jw_init(&w, &b);
-	jw_obj(&w);
-	jw_key(&w, "apiVersion");
-	jw_str(&w, API_VERSION);
-	jw_key(&w, "kind");
-	jw_str(&w, resource_kind_name(plural));
-	jw_key(&w, "metadata");
-	jw_obj(&w);
-	jw_key(&w, "name");
-	jw_str(&w, name);
-	jw_key(&w, "namespace");
-	jw_str(&w, ns);
+	jw_object_head(&w, API_VERSION, resource_kind_name(plural), ns, name);
 	jw_key(&w, "generation");
 	jw_int(&w, gen > 0 ? gen : 1);
 	if ((v = json_get(doc, "metadata", "annotations", NULL)) != NULL && YAJL_IS_OBJECT(v)) {

@@ -48,17 +48,7 @@ fetch_kube_mirror_doc(yajl_val obj)
 		return NULL;
 	buf_init(&b);
 	jw_init(&w, &b);
-	jw_obj(&w);
-	jw_key(&w, "apiVersion");
-	jw_str(&w, API_VERSION);
-	jw_key(&w, "kind");
-	jw_str(&w, kind);
-	jw_key(&w, "metadata");
-	jw_obj(&w);
-	jw_key(&w, "name");
-	jw_str(&w, name);
-	jw_key(&w, "namespace");
-	jw_str(&w, ns);
+	jw_object_head(&w, API_VERSION, kind, ns, name);
 	if ((v = json_get(obj, "metadata", "labels", NULL)) != NULL && YAJL_IS_OBJECT(v)) {
 		jw_key(&w, "labels");
 		jw_value(&w, v);

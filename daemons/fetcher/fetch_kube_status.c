@@ -135,17 +135,7 @@ fetch_kube_status_body(const char *kind, const char *ns, const char *name,
 	buf_init(&x);
 	buf_init(&y);
 	jw_init(&w, &b);
-	jw_obj(&w);
-	jw_key(&w, "apiVersion");
-	jw_str(&w, API_VERSION);
-	jw_key(&w, "kind");
-	jw_str(&w, kind);
-	jw_key(&w, "metadata");
-	jw_obj(&w);
-	jw_key(&w, "name");
-	jw_str(&w, name);
-	jw_key(&w, "namespace");
-	jw_str(&w, ns);
+	jw_object_head(&w, API_VERSION, kind, ns, name);
 	jw_end_obj(&w);
 	jw_key(&w, "status");
 	jw_obj(&w);

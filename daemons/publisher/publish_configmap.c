@@ -99,17 +99,7 @@ publish_configmap_body(const char *ns, const char *name, const char *owner_uid,
 	snprintf(t, sizeof(t), "%lld", (long long)ts);
 	buf_init(&b);
 	jw_init(&w, &b);
-	jw_obj(&w);
-	jw_key(&w, "apiVersion");
-	jw_str(&w, "v1");
-	jw_key(&w, "kind");
-	jw_str(&w, "ConfigMap");
-	jw_key(&w, "metadata");
-	jw_obj(&w);
-	jw_key(&w, "name");
-	jw_str(&w, cm);
-	jw_key(&w, "namespace");
-	jw_str(&w, ns);
+	jw_object_head(&w, "v1", "ConfigMap", ns, cm);
 	jw_key(&w, "labels");
 	jw_obj(&w);
 	jw_key(&w, "app.kubernetes.io/managed-by");

@@ -203,6 +203,26 @@ main(void)
 	    "\"generation\":\"7\"},\"n\":3,\"t\":true}}", "writer output");
 	buf_free(&b);
 	yajl_tree_free(v);
+	buf_init(&b);
+	jw_init(&w, &b);
+	jw_object_head(&w, "v1", "ConfigMap", "ns", "cm");
+	jw_key(&w, "uid");
+	jw_str(&w, "u");
+	jw_end_obj(&w);
+	jw_key(&w, "data");
+	jw_obj(&w);
+	jw_end_obj(&w);
+	jw_end_obj(&w);
+	is_str(b.data, "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"cm\","
+	    "\"namespace\":\"ns\",\"uid\":\"u\"},\"data\":{}}", "object head, metadata left open");
+	buf_reset(&b);
+	jw_init(&w, &b);
+	jw_object_head(&w, "v1", "Namespace", NULL, "n");
+	jw_end_obj(&w);
+	jw_end_obj(&w);
+	is_str(b.data, "{\"apiVersion\":\"v1\",\"kind\":\"Namespace\",\"metadata\":{\"name\":\"n\"}}",
+	    "object head without a namespace");
+	buf_free(&b);
 	deep_tests();
 	dup_tests();
 	return done_testing();
