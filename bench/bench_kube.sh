@@ -16,15 +16,7 @@ kube_apply_deploy || bail "deploy/ does not apply"
 kubectl_admin create namespace bench >/dev/null
 kubectl_admin -n bench create serviceaccount default >/dev/null
 kube_as_decod "$T/decod.kubeconfig" || bail "no token for decod-system/decod"
-mkdir -p "$T/libexec"
-for s in fetcher renderer publisher notifier; do ln -s "$(bin $s)" "$T/libexec/$s"; done
-cat >"$T/decod.conf" <<CONF
-state_dir = $T/state
-runtime_dir = $T/run
-libexec_dir = $T/libexec
-kubeconfig = $T/decod.kubeconfig
-default_target = configmap
-CONF
+kube_decod_conf </dev/null
 for r in a b; do
 	DECO_RELEASE_RELOAD_TOKEN=tok-$r "$(bin decod-site)" --port 0 >"$T/$r.out" 2>&1 &
 	track_pid $!

@@ -106,15 +106,7 @@ fi
 # --- decod
 TOKEN=$(kube_token decod-system decod 36000) || bail "no token"
 kube_token_config "$T/decod.kubeconfig" "$TOKEN" decod-system
-mkdir -p "$T/libexec"
-for s in fetcher renderer publisher notifier; do ln -s "$(bin $s)" "$T/libexec/$s"; done
-cat >"$T/decod.conf" <<CONF
-state_dir = $T/state
-runtime_dir = $T/run
-libexec_dir = $T/libexec
-kubeconfig = $T/decod.kubeconfig
-default_target = configmap
-CONF
+kube_decod_conf </dev/null
 DECOD_PID=
 start_decod() {
 	: >"$T/decod.log"

@@ -25,14 +25,7 @@ wait_for 30 kubectl_admin -n sites-loja get serviceaccount default || bail "no d
 # decod runs as this account only (kube_start exported the admin's KUBECONFIG)
 kube_as_decod "$T/decod.kubeconfig" || bail "no token for decod-system/decod"
 
-mkdir -p "$T/libexec"
-for s in fetcher renderer publisher notifier; do ln -s "$(bin $s)" "$T/libexec/$s"; done
-cat >"$T/decod.conf" <<CONF
-state_dir = $T/state
-runtime_dir = $T/run
-libexec_dir = $T/libexec
-kubeconfig = $T/decod.kubeconfig
-default_target = configmap
+kube_decod_conf <<CONF
 rescan_interval = 200ms
 notify_timeout = 4s
 notify_attempts = 2

@@ -63,14 +63,7 @@ export KUBECONFIG="$T/decod.kubeconfig"
 # kube_timeout, seconds: calls here take milliseconds, sanitizers or not;
 # it bounds how long the cases with a write failing past it take
 KT=$((3 + ${DECOD_TEST_TIME_SCALE:-1}))
-mkdir -p "$T/libexec"
-for s in fetcher renderer publisher notifier; do ln -s "$(bin $s)" "$T/libexec/$s"; done
-cat >"$T/decod.conf" <<CONF
-state_dir = $T/state
-runtime_dir = $T/run
-libexec_dir = $T/libexec
-kubeconfig = $T/decod.kubeconfig
-default_target = configmap
+kube_decod_conf <<CONF
 rescan_interval = 200ms
 retry_max = 1s
 notify_timeout = 4s

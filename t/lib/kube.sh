@@ -211,6 +211,25 @@ kube_as_decod() {
 	export KUBECONFIG="$1"
 }
 
+# kube_decod_conf: $T/decod.conf for decod's supervisor and four stages
+# (fetcher, renderer, publisher, notifier: their programs linked into
+# $T/libexec) against the cluster of $T/decod.kubeconfig with the configmap
+# target; setting lines on standard input are appended
+kube_decod_conf() {
+	mkdir -p "$T/libexec"
+	for _s in fetcher renderer publisher notifier; do ln -sf "$(bin $_s)" "$T/libexec/$_s"; done
+	{
+		cat <<CONF
+state_dir = $T/state
+runtime_dir = $T/run
+libexec_dir = $T/libexec
+kubeconfig = $T/decod.kubeconfig
+default_target = configmap
+CONF
+		cat
+	} >"$T/decod.conf"
+}
+
 # kube_token NS SA [SECONDS]: a TokenRequest token for a ServiceAccount
 kube_token() {
 	kubectl_admin -n "$1" create token "$2" --duration "${3:-3600}s"

@@ -245,6 +245,18 @@ static char last_auth[256];
 static int seen_continue;	/* a list page with continue= was asked for */
 static char list_accept[256];	/* the Accept header of the last list */
 
+/* script_set - the server answers by s[0..n) from now on (copied) */
+static void
+script_set(const struct script *s, size_t n)
+{
+	pthread_mutex_lock(&mu);
+	free(scr);
+	scr = xmalloc(n * sizeof(*s));
+	memcpy(scr, s, n * sizeof(*s));
+	nscr = n;
+	pthread_mutex_unlock(&mu);
+}
+
 static void
 serve_one(int fd)
 {
@@ -444,9 +456,7 @@ test_answers(void)
 			{ "POST /api/v1/namespaces/ns/configmaps", a500, 5 },
 		};
 
-		scr = xmalloc(sizeof(s));
-		memcpy(scr, s, sizeof(s));
-		nscr = sizeof(s) / sizeof(s[0]);
+		script_set(s, sizeof(s) / sizeof(s[0]));
 	}
 	r = kube_do(k, "PATCH", "/api/v1/namespaces/ns/configmaps/conflict?fieldManager=m",
 	    KUBE_APPLY_CTYPE, "{}", 2, 0);
@@ -528,12 +538,7 @@ test_answers(void)
 			{ "GET /x", w3, 0 },
 		};
 
-		pthread_mutex_lock(&mu);
-		free(scr);
-		scr = xmalloc(sizeof(s));
-		memcpy(scr, s, sizeof(s));
-		nscr = sizeof(s) / sizeof(s[0]);
-		pthread_mutex_unlock(&mu);
+		script_set(s, sizeof(s) / sizeof(s[0]));
 	}
 	inf = kube_informer_new(k, &kube_configmaps, "ns", NULL, on_ev, &seen);
 	t0 = now_ms();
@@ -585,12 +590,7 @@ test_answers(void)
 		struct kube_informer *mi;
 		yajl_val o;
 
-		pthread_mutex_lock(&mu);
-		free(scr);
-		scr = xmalloc(sizeof(s));
-		memcpy(scr, s, sizeof(s));
-		nscr = sizeof(s) / sizeof(s[0]);
-		pthread_mutex_unlock(&mu);
+		script_set(s, sizeof(s) / sizeof(s[0]));
 		mi = kube_informer_new_meta(k, &kube_decofiles, NULL, NULL, on_ev, &ms);
 		t0 = now_ms();
 		while (ms.synced < 1 && now_ms() - t0 < 5000)
