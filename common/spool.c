@@ -62,38 +62,46 @@ spool_has(struct spool *sp, const char *hash)
 	return spool_path(sp, hash, path, sizeof(path)) == 0 && access(path, F_OK) == 0;
 }
 
-int
-spool_put(struct spool *sp, const void *data, size_t len, char *hash)
+/*
+ * spool_slot - hash data; path is where its blob goes, its folder made.
+ * 1: the blob is there already, 0: to be written, -1 with errno.
+ */
+static int
+spool_slot(struct spool *sp, const void *data, size_t len, char *hash, char *path,
+    size_t plen)
 {
-	char path[4096], sub[4096];
+	char sub[4096];
 
 	sha256_hex(data, len, hash);
-	if (spool_path(sp, hash, path, sizeof(path)) < 0)
+	if (spool_path(sp, hash, path, plen) < 0)
 		return -1;
 	if (access(path, F_OK) == 0)
-		return 0;
+		return 1;
 	snprintf(sub, sizeof(sub), "%s/%.2s", sp->dir, hash);
 	if (mkdir(sub, 0700) < 0 && errno != EEXIST)
 		return -1;
-	return write_file_atomic(path, data, len, 0600);
+	return 0;
+}
+
+int
+spool_put(struct spool *sp, const void *data, size_t len, char *hash)
+{
+	char path[4096];
+	int rc = spool_slot(sp, data, len, hash, path, sizeof(path));
+
+	return rc != 0 ? (rc > 0 ? 0 : -1) : write_file_atomic(path, data, len, 0600);
 }
 
 int
 spool_stage(struct spool *sp, const void *data, size_t len, char *hash, char **tmp)
 {
 	static unsigned seq;
-	char path[4096], sub[4096];
-	int fd, saved;
+	char path[4096];
+	int fd, saved, rc;
 
 	*tmp = NULL;
-	sha256_hex(data, len, hash);
-	if (spool_path(sp, hash, path, sizeof(path)) < 0)
-		return -1;
-	if (access(path, F_OK) == 0)
-		return 0;
-	snprintf(sub, sizeof(sub), "%s/%.2s", sp->dir, hash);
-	if (mkdir(sub, 0700) < 0 && errno != EEXIST)
-		return -1;
+	if ((rc = spool_slot(sp, data, len, hash, path, sizeof(path))) != 0)
+		return rc > 0 ? 0 : -1;
 	*tmp = xasprintf("%s.tmp.%ld.%u", path, (long)getpid(),
 	    __atomic_fetch_add(&seq, 1, __ATOMIC_RELAXED));
 	if ((fd = open(*tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600)) < 0)
@@ -120,8 +128,37 @@ fail:
 	return -1;
 }
 
+/* staged_name - the blob's own name from the temporary one spool_stage made */
+static int
+staged_name(const char *tmp, char *path, size_t len)
+{
+	const char *slash = strrchr(tmp, '/'), *dot;
+
+	if (slash == NULL || (dot = strstr(slash, ".tmp.")) == NULL ||
+	    (size_t)(dot - tmp) >= len) {
+		errno = EINVAL;
+		return -1;
+	}
+	memcpy(path, tmp, (size_t)(dot - tmp));
+	path[dot - tmp] = '\0';
+	return 0;
+}
+
+/* hex2 - the folder of a blob (its hash's first two hex digits) as 0..255, -1: not hex */
+static int
+hex2(const char *h)
+{
+	static const char hex[] = "0123456789abcdef";
+	const char *a, *b;
+
+	if (h[0] == '\0' || h[1] == '\0' || (a = strchr(hex, h[0])) == NULL ||
+	    (b = strchr(hex, h[1])) == NULL)
+		return -1;
+	return (int)((a - hex) * 16 + (b - hex));
+}
+
 int
-spool_commit(struct spool *sp, char **tmps, const char (*hashes)[65], size_t n)
+spool_commit(struct spool *sp, char **tmps, size_t n)
 {
 	char path[4096], dir[4096];
 	uint64_t synced[4] = { 0 };	/* folders fsync'd, by their 256 names */
@@ -142,29 +179,25 @@ spool_commit(struct spool *sp, char **tmps, const char (*hashes)[65], size_t n)
 	for (size_t i = 0; i < n; i++) {
 		if (tmps[i] == NULL)
 			continue;
-		if (rv == 0 && (spool_path(sp, hashes[i], path, sizeof(path)) < 0 ||
+		if (rv == 0 && (staged_name(tmps[i], path, sizeof(path)) < 0 ||
 		    rename(tmps[i], path) < 0))
 			rv = -1;
 		if (rv < 0)
 			unlink(tmps[i]);
 	}
 	for (size_t i = 0; i < n && rv == 0; i++) {
-		static const char hex[] = "0123456789abcdef";
-		const char *h0, *h1;
-		unsigned b;
-		int fd;
+		const char *base;
+		int b, fd;
 
-		if (tmps[i] == NULL)
+		if (tmps[i] == NULL || staged_name(tmps[i], path, sizeof(path)) < 0)
 			continue;
-		/* the folder is the hash's first two hex digits: one bit each */
-		if ((h0 = strchr(hex, hashes[i][0])) != NULL && (h1 = strchr(hex, hashes[i][1])) != NULL &&
-		    hashes[i][0] != '\0' && hashes[i][1] != '\0') {
-			b = (unsigned)((h0 - hex) * 16 + (h1 - hex));
+		base = strrchr(path, '/') + 1;
+		if ((b = hex2(base)) >= 0) {
 			if (synced[b / 64] & (UINT64_C(1) << (b % 64)))
 				continue;
 			synced[b / 64] |= UINT64_C(1) << (b % 64);
 		}
-		snprintf(dir, sizeof(dir), "%s/%.2s", sp->dir, hashes[i]);
+		snprintf(dir, sizeof(dir), "%s/%.2s", sp->dir, base);
 		if ((fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) >= 0) {
 			(void)fsync(fd);
 			close(fd);

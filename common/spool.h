@@ -28,7 +28,7 @@ int spool_put(struct spool *sp, const void *data, size_t len, char *hash);
  * names.  0 or -1 (staged files that could not be committed are removed).
  */
 int spool_stage(struct spool *sp, const void *data, size_t len, char *hash, char **tmp);
-int spool_commit(struct spool *sp, char **tmps, const char (*hashes)[65], size_t n);
+int spool_commit(struct spool *sp, char **tmps, size_t n);
 
 /*
  * spool_get - read the blob named hash; returns a new NUL-terminated

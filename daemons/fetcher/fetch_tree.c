@@ -128,17 +128,11 @@ fetch_tree_finish(struct fetch_tree *t, const char *source, const char *commit,
 
 	/* the blobs on disk under their names before the manifest names them */
 	{
-		const char (*hashes)[65] = xcalloc(t->pt.n + 1, sizeof(*hashes));
-		char (*h)[65] = (char (*)[65])hashes;
-
-		for (size_t i = 0; i < t->pt.n; i++)
-			memcpy(h[i], t->pt.e[i].blob, 65);
-		rc = spool_commit(t->sp, t->tmps, hashes, t->pt.n);
+		rc = spool_commit(t->sp, t->tmps, t->pt.n);
 		for (size_t i = 0; i < t->pt.n; i++) {
 			free(t->tmps[i]);
 			t->tmps[i] = NULL;
 		}
-		free(h);
 		if (rc < 0)
 			return fetch_result_error(res, "FetchError",
 			    "cannot write to the spool: %s", strerror(errno));

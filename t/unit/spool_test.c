@@ -3,6 +3,8 @@
 
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 #include "common/hash.h"
 #include "common/spool.h"
@@ -47,6 +49,29 @@ main(void)
 	spool_put(sp, "b", 1, h3);
 	is_int(spool_gc(sp, 0, keep_first, h2), 2, "gc removes what is not kept");
 	ok(spool_has(sp, h2) && !spool_has(sp, h3), "kept blob stays");
+
+	/* stage, then commit: a blob shows under its hash only once committed */
+	{
+		char hs[3][65], *tmps[3];
+		char got[65];
+
+		ok(spool_stage(sp, "a", 1, hs[0], &tmps[0]) == 0 && tmps[0] == NULL,
+		    "stage a blob already there: nothing to write");
+		ok(spool_stage(sp, "one", 3, hs[1], &tmps[1]) == 0 && tmps[1] != NULL &&
+		    spool_stage(sp, "two", 3, hs[2], &tmps[2]) == 0 && tmps[2] != NULL,
+		    "stage two new blobs");
+		sha256_hex("one", 3, got);
+		is_str(hs[1], got, "staged under its sha256");
+		ok(!spool_has(sp, hs[1]) && !spool_has(sp, hs[2]), "not there before the commit");
+		is_int(spool_commit(sp, tmps, 3), 0, "commit");
+		data = spool_get(sp, hs[1], &len);
+		ok(data != NULL && len == 3 && memcmp(data, "one", 3) == 0 &&
+		    spool_has(sp, hs[2]), "both there after it");
+		free(data);
+		ok(access(tmps[1], F_OK) < 0 && access(tmps[2], F_OK) < 0, "no temporary left");
+		free(tmps[1]);
+		free(tmps[2]);
+	}
 	spool_close(sp);
 	rm_rf(dir);
 	return done_testing();
