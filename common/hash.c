@@ -82,6 +82,16 @@ hmac_sha256(const void *key, size_t klen, const void *msg, size_t mlen,
 		abort();
 }
 
+uint64_t
+str_hash(const char *s)
+{
+	uint64_t h = 1469598103934665603ull;
+
+	for (; *s != '\0'; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211ull;
+	return h;
+}
+
 int
 is_sha256_hex(const char *s)
 {

@@ -6,6 +6,7 @@
 #define DECOD_HASH_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #define SHA256_HEX_LEN 64
 
@@ -24,6 +25,9 @@ void hmac_sha256(const void *key, size_t klen, const void *msg, size_t mlen,
 
 /* hex_encode - 2*len hex chars + NUL into out */
 void hex_encode(const unsigned char *in, size_t len, char *out);
+
+/* str_hash - FNV-1a (64 bits) of a string: for hash tables, not for security */
+uint64_t str_hash(const char *s);
 
 /* is_sha256_hex - nonzero when s is exactly 64 lowercase hex chars */
 int is_sha256_hex(const char *s);

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/hash.h"
 #include "common/json.h"
 #include "common/kube.h"
 #include "common/kube_impl.h"
@@ -76,16 +77,6 @@ struct kube_informer {
 
 /* ---- the table ---- */
 
-static uint64_t
-hstr(const char *s)
-{
-	uint64_t h = 1469598103934665603ull;
-
-	for (; *s != '\0'; s++)
-		h = (h ^ (unsigned char)*s) * 1099511628211ull;
-	return h;
-}
-
 static struct ent **
 t_slot(const struct table *t, const char *key)
 {
@@ -93,7 +84,7 @@ t_slot(const struct table *t, const char *key)
 
 	if (t->nb == 0)
 		return NULL;
-	for (e = &t->b[hstr(key) & (t->nb - 1)]; *e != NULL; e = &(*e)->next)
+	for (e = &t->b[str_hash(key) & (t->nb - 1)]; *e != NULL; e = &(*e)->next)
 		if (strcmp((*e)->key, key) == 0)
 			return e;
 	return e;
@@ -109,7 +100,7 @@ t_grow(struct table *t)
 		struct ent *e = t->b[i], *next;
 
 		for (; e != NULL; e = next) {
-			size_t j = hstr(e->key) & (nb - 1);
+			size_t j = str_hash(e->key) & (nb - 1);
 
 			next = e->next;
 			e->next = b[j];

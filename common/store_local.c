@@ -41,6 +41,7 @@
 #include <sys/file.h>
 #include <sys/stat.h>
 
+#include "common/hash.h"
 #include "common/store_local.h"
 #include "common/util.h"
 
@@ -345,21 +346,29 @@ local_open(struct store *s, const char *spec, const struct conf *cf)
 	return l;
 }
 
+/* held_free - let a job lock go: empty its file (no holder named) and close it */
+static void
+held_free(struct held *h)
+{
+	(void)ftruncate(h->fd, 0);
+	close(h->fd);
+	free(h->rel);
+	free(h);
+}
+
 static void
 local_close(void *be)
 {
 	struct local *l = be;
-	struct held *h, *next;
-
 	if (l == NULL)
 		return;
-	for (h = l->held; h != NULL; h = next) {
-		next = h->next;
-		(void)ftruncate(h->fd, 0);
-		close(h->fd);
-		free(h->rel);
-		free(h);
-	}
+	for (size_t i = 0; i < LOCAL_HELD_BUCKETS; i++)
+		while (l->hbucket[i] != NULL) {
+			struct held *h = l->hbucket[i];
+
+			l->hbucket[i] = h->hnext;
+			held_free(h);
+		}
 	if (l->revfd >= 0)
 		close(l->revfd);
 	free(l->root);
@@ -741,23 +750,9 @@ local_del_prefix(void *be, const char *prefix)
 static struct held **
 held_bucket(struct local *l, const char *rel)
 {
-	uint64_t h = 1469598103934665603ull;
-
-	for (const char *p = rel; *p != '\0'; p++)
-		h = (h ^ (unsigned char)*p) * 1099511628211ull;
-	return &l->hbucket[h % LOCAL_HELD_BUCKETS];
+	return &l->hbucket[str_hash(rel) % LOCAL_HELD_BUCKETS];
 }
 
-/* held_unhash - take h out of its bucket */
-static void
-held_unhash(struct local *l, struct held *h)
-{
-	for (struct held **hp = held_bucket(l, h->rel); *hp != NULL; hp = &(*hp)->hnext)
-		if (*hp == h) {
-			*hp = h->hnext;
-			return;
-		}
-}
 
 static int
 local_try_lock(void *be, const char *key, char **holder)
@@ -796,8 +791,6 @@ local_try_lock(void *be, const char *key, char **holder)
 		h = xcalloc(1, sizeof(*h));
 		h->rel = xstrdup(rel);
 		h->fd = fd;
-		h->next = l->held;
-		l->held = h;
 		h->hnext = *held_bucket(l, h->rel);
 		*held_bucket(l, h->rel) = h;
 		return 1;
@@ -843,19 +836,10 @@ local_unlock(void *be, const char *key)
 
 	if (local_clean_key(l, "unlock", key, rel, 0) < 0)
 		return -1;
-	for (h = *held_bucket(l, rel); h != NULL; h = h->hnext)
-		if (strcmp(h->rel, rel) == 0)
-			break;
-	if (h == NULL)
-		return 0;
-	held_unhash(l, h);
-	for (hp = &l->held; *hp != NULL; hp = &(*hp)->next)
-		if (*hp == h) {
-			*hp = h->next;
-			(void)ftruncate(h->fd, 0);
-			close(h->fd);
-			free(h->rel);
-			free(h);
+	for (hp = held_bucket(l, rel); (h = *hp) != NULL; hp = &h->hnext)
+		if (strcmp(h->rel, rel) == 0) {
+			*hp = h->hnext;
+			held_free(h);
 			break;
 		}
 	return 0;

@@ -20,7 +20,6 @@
 struct held {
 	char *rel;
 	int fd;
-	struct held *next;
 	struct held *hnext;	/* in the bucket of rel's hash */
 };
 
@@ -29,8 +28,7 @@ struct local {
 	char *root, *kv, *tmp, *locks, *revpath;
 	int revfd;
 	unsigned seq;
-	struct held *held;
-	/* the held locks by rel: 10,000 job locks at start-up made a list scan per lock quadratic */
+	/* the held locks, by rel's hash: 10,000 job locks at start-up made a list scan quadratic */
 	struct held *hbucket[LOCAL_HELD_BUCKETS];
 };
 

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/hash.h"
 #include "common/json.h"
 #include "common/kube.h"
 #include "common/log.h"
@@ -216,16 +217,6 @@ fk_push_all(struct fetch_kube *fk, const struct kind_info *ki, const char *ns, c
 	push_all_cur(fk, ki, ns, name, NULL);
 }
 
-static uint64_t
-hash_str(const char *s)
-{
-	uint64_t h = 1469598103934665603ull;
-
-	for (const char *p = s; *p != '\0'; p++)
-		h = (h ^ (unsigned char)*p) * 1099511628211ull;
-	return h;
-}
-
 /* crw_slot - the record of plural/ns/name, or where it would go */
 static struct crw **
 crw_slot(struct fetch_kube *fk, const char *plural, const char *ns, const char *name)
@@ -234,7 +225,7 @@ crw_slot(struct fetch_kube *fk, const char *plural, const char *ns, const char *
 	struct crw **c;
 
 	snprintf(key, sizeof(key), "%s/%s/%s", plural, ns, name);
-	for (c = &fk->crws[hash_str(key) % NFLIGHT]; *c != NULL; c = &(*c)->next)
+	for (c = &fk->crws[str_hash(key) % NFLIGHT]; *c != NULL; c = &(*c)->next)
 		if (strcmp((*c)->key, key) == 0)
 			break;
 	return c;
@@ -322,7 +313,7 @@ flight_slot(struct fetch_kube *fk, const char *key)
 {
 	struct flight **f;
 
-	for (f = &fk->flights[hash_str(key) % NFLIGHT]; *f != NULL; f = &(*f)->next)
+	for (f = &fk->flights[str_hash(key) % NFLIGHT]; *f != NULL; f = &(*f)->next)
 		if (strcmp((*f)->key, key) == 0)
 			break;
 	return f;

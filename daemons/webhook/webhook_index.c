@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/hash.h"
 #include "common/json.h"
 #include "common/resource.h"
 #include "common/util.h"
@@ -37,16 +38,6 @@ struct wh_index {
 	struct svc **svcs;
 	size_t nsvc, svccap;
 };
-
-static uint64_t
-hash(const char *s)
-{
-	uint64_t h = 1469598103934665603ull;	/* FNV-1a */
-
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 1099511628211ull;
-	return h;
-}
 
 struct wh_index *
 wh_index_new(void)
@@ -113,7 +104,7 @@ df_grow(struct wh_index *ix)
 
 	for (size_t i = 0; i < ix->dfcap; i++) {
 		for (struct df *d = ix->by_name[i], *n; d != NULL; d = n) {
-			size_t h = hash(d->key) % cap, g = hash(d->dkey) % cap;
+			size_t h = str_hash(d->key) % cap, g = str_hash(d->dkey) % cap;
 
 			n = d->next;
 			d->next = bn[h];
@@ -135,13 +126,13 @@ df_unlink(struct wh_index *ix, const char *key)
 {
 	struct df **pp, *d;
 
-	for (pp = &ix->by_name[hash(key) % ix->dfcap]; (d = *pp) != NULL; pp = &d->next)
+	for (pp = &ix->by_name[str_hash(key) % ix->dfcap]; (d = *pp) != NULL; pp = &d->next)
 		if (strcmp(d->key, key) == 0)
 			break;
 	if (d == NULL)
 		return NULL;
 	*pp = d->next;
-	for (pp = &ix->by_dep[hash(d->dkey) % ix->dfcap]; *pp != NULL; pp = &(*pp)->dnext) {
+	for (pp = &ix->by_dep[str_hash(d->dkey) % ix->dfcap]; *pp != NULL; pp = &(*pp)->dnext) {
 		if (*pp == d) {
 			*pp = d->dnext;
 			break;
@@ -177,10 +168,10 @@ wh_index_put_decofile(struct wh_index *ix, const char *ns, const char *name,
 	yajl_tree_free(doc);
 	if (ix->ndf >= 2 * ix->dfcap)
 		df_grow(ix);
-	h = hash(d->key) % ix->dfcap;
+	h = str_hash(d->key) % ix->dfcap;
 	d->next = ix->by_name[h];
 	ix->by_name[h] = d;
-	h = hash(d->dkey) % ix->dfcap;
+	h = str_hash(d->dkey) % ix->dfcap;
 	d->dnext = ix->by_dep[h];
 	ix->by_dep[h] = d;
 	ix->ndf++;
@@ -204,7 +195,7 @@ wh_index_find(struct wh_index *ix, const char *ns, const char *dep)
 	char *dkey = xasprintf("%s/%s", ns, dep);
 	struct df *best = NULL;
 
-	for (struct df *d = ix->by_dep[hash(dkey) % ix->dfcap]; d != NULL; d = d->dnext)
+	for (struct df *d = ix->by_dep[str_hash(dkey) % ix->dfcap]; d != NULL; d = d->dnext)
 		if (strcmp(d->dkey, dkey) == 0 && (best == NULL || strcmp(d->name, best->name) < 0))
 			best = d;
 	free(dkey);
@@ -216,7 +207,7 @@ svc_slot(struct wh_index *ix, const char *key)
 {
 	struct svc **pp;
 
-	for (pp = &ix->svcs[hash(key) % ix->svccap]; *pp != NULL; pp = &(*pp)->next)
+	for (pp = &ix->svcs[str_hash(key) % ix->svccap]; *pp != NULL; pp = &(*pp)->next)
 		if (strcmp((*pp)->key, key) == 0)
 			break;
 	return pp;
@@ -230,7 +221,7 @@ svc_grow(struct wh_index *ix)
 
 	for (size_t i = 0; i < ix->svccap; i++) {
 		for (struct svc *s = ix->svcs[i], *n; s != NULL; s = n) {
-			size_t h = hash(s->key) % cap;
+			size_t h = str_hash(s->key) % cap;
 
 			n = s->next;
 			s->next = t[h];
