@@ -571,53 +571,15 @@ frag_text(struct store *s, const char *key, size_t *len)
 	return rc == 0 ? v : NULL;
 }
 
-/* frag_update - build on the stored fragment and write it (always when force) */
+/*
+ * frag_set - build fields (NULL: none) and conds[0..n) on stage's stored
+ * fragment and write it once, when it changed (always when force); the
+ * conditions that moved are journaled
+ */
 static int
-frag_update(struct store *s, struct journal *j, const char *plural, const char *ns,
-    const char *name, const char *stage, const char *fields_json, const char *type,
-    const char *status, const char *reason, const char *message, int force)
-{
-	char *key = key_status(plural, ns, name, stage), *old, *text;
-	size_t len = 0;
-	int changed, moved, rc = 0;
-
-	old = frag_text(s, key, &len);
-	text = status_fragment_build(old, len, fields_json, type, status, reason, message,
-	    &changed, &moved);
-	free(old);
-	if (text == NULL) {
-		free(key);
-		return -1;
-	}
-	if (changed || force) {
-		if ((rc = store_put_volatile(s, key, text, strlen(text))) < 0)
-			log_kv(LOG_ERROR, "cannot write status", "key", key, "error",
-			    store_error(s), NULL);
-		else
-			rc = 1;
-	}
-	if (rc == 1 && moved && j != NULL &&
-	    journal_record_condition(j, plural, ns, name, type, status, reason, message) < 0)
-		log_kv(LOG_WARN, "journal: cannot record condition", "error",
-		    journal_error(j), NULL);
-	free(text);
-	free(key);
-	return rc;
-}
-
-int
-status_set_condition(struct store *s, struct journal *j, const char *plural,
-    const char *ns, const char *name, const char *stage, const char *type,
-    const char *status, const char *reason, const char *message)
-{
-	return frag_update(s, j, plural, ns, name, stage, NULL, type, status, reason,
-	    message, 0);
-}
-
-int
-status_set(struct store *s, struct journal *j, const char *plural, const char *ns,
+frag_set(struct store *s, struct journal *j, const char *plural, const char *ns,
     const char *name, const char *stage, const char *fields_json,
-    const struct status_cond *conds, size_t n)
+    const struct status_cond *conds, size_t n, int force)
 {
 	char *key = key_status(plural, ns, name, stage), *text;
 	size_t len = 0;
@@ -642,7 +604,7 @@ status_set(struct store *s, struct journal *j, const char *plural, const char *n
 		}
 		changed |= ch;
 	}
-	if (changed) {
+	if (changed || force) {
 		if ((rc = store_put_volatile(s, key, text, strlen(text))) < 0)
 			log_kv(LOG_ERROR, "cannot write status", "key", key, "error",
 			    store_error(s), NULL);
@@ -661,13 +623,30 @@ status_set(struct store *s, struct journal *j, const char *plural, const char *n
 }
 
 int
+status_set_condition(struct store *s, struct journal *j, const char *plural,
+    const char *ns, const char *name, const char *stage, const char *type,
+    const char *status, const char *reason, const char *message)
+{
+	struct status_cond c = { type, status, reason, message };
+
+	return frag_set(s, j, plural, ns, name, stage, NULL, &c, 1, 0);
+}
+
+int
+status_set(struct store *s, struct journal *j, const char *plural, const char *ns,
+    const char *name, const char *stage, const char *fields_json,
+    const struct status_cond *conds, size_t n)
+{
+	return frag_set(s, j, plural, ns, name, stage, fields_json, conds, n, 0);
+}
+
+int
 status_set_fields(struct store *s, const char *plural, const char *ns, const char *name,
     const char *stage, const char *fields_json)
 {
 	if (fields_json == NULL)
 		return -1;
-	return frag_update(s, NULL, plural, ns, name, stage, fields_json, NULL, NULL, NULL,
-	    NULL, 1) < 0 ? -1 : 0;
+	return frag_set(s, NULL, plural, ns, name, stage, fields_json, NULL, 0, 1) < 0 ? -1 : 0;
 }
 
 /* cond_wins - should condition a replace b of the same type in the merge? */
