@@ -247,6 +247,17 @@ call_stop_easy(struct kube_call *c)
 	c->hdrs = NULL;
 }
 
+yajl_val
+kube_resp_take_json(const struct kube_resp *r)
+{
+	struct kube_resp *w = (struct kube_resp *)r;	/* the call's own, freed after done */
+	yajl_val v = w->json;
+
+	w->json = NULL;
+	w->reason = "";		/* it may point into the object */
+	return v;
+}
+
 static void
 resp_clear(struct kube_resp *r)
 {

@@ -129,6 +129,13 @@ struct kube_resp {
 
 typedef void (*kube_done_fn)(void *arg, const struct kube_resp *r);
 
+/*
+ * kube_resp_take_json - the parsed answer, now the caller's to free (from
+ * a done callback: r->json and r->reason read NULL and "" after), so a
+ * callback that keeps the object does not parse the body a second time
+ */
+yajl_val kube_resp_take_json(const struct kube_resp *r);
+
 struct kube_stats {
 	uint64_t calls, retries, errors;	/* errors: ended without 2xx */
 	uint64_t throttled;			/* 429 answers seen */

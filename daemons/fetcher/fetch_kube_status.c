@@ -286,18 +286,14 @@ rv_newer(yajl_val a, yajl_val b)
 	return la != lb ? la > lb : strcmp(ra, rb) > 0;
 }
 
-/* crw_note - keep r's CR when it is newer than the newest seen for c */
+/* crw_note - keep r's CR (taken from the answer) when it is newer than the newest seen */
 static void
 crw_note(struct crw *c, const struct kube_resp *r)
 {
-	yajl_val cr;
-
 	if (r->json == NULL || (c->newest != NULL && !rv_newer(r->json, c->newest)))
 		return;
-	if ((cr = json_parse(r->body, r->len, NULL)) == NULL)
-		return;
 	yajl_tree_free(c->newest);
-	c->newest = cr;
+	c->newest = kube_resp_take_json(r);
 }
 
 struct push {
@@ -517,7 +513,8 @@ on_pushed(void *arg, const struct kube_resp *r)
 	c = *crw_slot(fk, p->ki->plural, p->ns, p->name);
 	if (again)	/* it changed while this write was in flight: write what it is now */
 		repush(fk, p, 0);
-	else if (kube_ok(r) && r->json != NULL && c != NULL && c->nflight == 0)
+	else if (kube_ok(r) && c != NULL && c->nflight == 0 &&
+	    (c->newest != NULL || r->json != NULL))
 		recheck(fk, p, c, r->json);	/* the CR's last write landed */
 	crw_gc(fk, p->ki->plural, p->ns, p->name);
 	push_free(p);
