@@ -132,8 +132,7 @@ cli_journal(struct cli *c)
 	struct buf b;
 	struct jw w;
 	struct out o = { &t, &w };
-	char since[40] = "", obj1[600] = "", obj2[600] = "";
-	const char *objs[3] = { obj1, obj2, c->decofile };
+	char since[40] = "", obj[JOURNAL_OBJ_MAX] = "";
 	int n, rc;
 
 	if ((j = cli_journal_open(c, 0)) == NULL)
@@ -145,15 +144,13 @@ cli_journal(struct cli *c)
 		gmtime_r(&t0, &tm);
 		strftime(since, sizeof(since), "%Y-%m-%dT%H:%M:%S", &tm);
 	}
-	if (c->decofile != NULL) {
-		snprintf(obj1, sizeof(obj1), "decofile/%s/%s", c->ns, c->decofile);
-		snprintf(obj2, sizeof(obj2), "%s/%s", c->ns, c->decofile);
-	}
+	if (c->decofile != NULL)
+		journal_obj(obj, sizeof(obj), "decofile", c->ns, c->decofile);
 	table_init(&t, 5, "TIME", "STAGE", "OBJECT", "ACTION", "DETAIL");
 	buf_init(&b);
 	jw_init(&w, &b);
 	jw_arr(&w);
-	n = journal_audit_each(j, since, objs, c->decofile != NULL ? 3 : 0,
+	n = journal_audit_each(j, since, c->decofile != NULL ? obj : NULL,
 	    c->limit > 0 ? c->limit : 500, audit_row, &o);
 	jw_end_arr(&w);
 	if (n < 0) {
@@ -162,7 +159,7 @@ cli_journal(struct cli *c)
 		rc = cli_print_text(c, b.data, b.len);
 	} else {
 		if (n == 0)
-			fprintf(stderr, "No journal entries%s.\n", since[0] || obj1[0] ?
+			fprintf(stderr, "No journal entries%s.\n", since[0] || obj[0] ?
 			    " match" : "");
 		else
 			table_print(&t, stdout);

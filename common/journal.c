@@ -111,6 +111,20 @@ static const char *const migrations[] = {
 	"  FROM audit a WHERE a.stage='publisher'"
 	"  AND a.object='decofile/' || inventory.ns || '/' || inventory.name"
 	"  AND a.action IN ('publish', 'deletion-policy') ORDER BY a.id DESC LIMIT 1), '');",
+	/*
+	 * 2 -> 3: one spelling of an audit row's object (journal_obj): the
+	 * notifier wrote "decofiles/NS/NAME" and the renderer's refusals the
+	 * bare name (its ns is the renderer item's); an index for the
+	 * per-object filter.
+	 */
+	"UPDATE audit SET object = 'decofile/' || substr(object, 11)"
+	"  WHERE object GLOB 'decofiles/*';"
+	"UPDATE audit SET object = 'decofile/' || (SELECT i.ns FROM items i"
+	"  WHERE i.stage = 'renderer' AND i.name = audit.object ORDER BY i.id DESC LIMIT 1)"
+	"  || '/' || object WHERE stage = 'renderer' AND object NOT GLOB '*/*'"
+	"  AND EXISTS (SELECT 1 FROM items i WHERE i.stage = 'renderer'"
+	"  AND i.name = audit.object);"
+	"CREATE INDEX audit_object ON audit (object, id);",
 };
 
 #define NMIGRATIONS ((int)(sizeof(migrations) / sizeof(migrations[0])))
@@ -499,12 +513,40 @@ journal_items_due(struct journal *j, const char *stage, size_t max,
 	return (int)n;
 }
 
+char *
+journal_obj(char *out, size_t len, const char *kind, const char *ns, const char *name)
+{
+	size_t k = strlen(kind);
+
+	/* "decofiles" -> "decofile": the plural is how resources name a kind */
+	if (k > 1 && kind[k - 1] == 's')
+		k--;
+	snprintf(out, len, "%.*s/%s/%s", (int)k, kind, ns, name);
+	return out;
+}
+
+/* audit_step - the audit row every recorded step of a decofile also leaves */
+static int
+audit_step(struct journal *j, const char *stage, const char *kind, const char *ns,
+    const char *name, const char *action, const char *detail)
+{
+	char obj[JOURNAL_OBJ_MAX];
+
+	return journal_audit(j, stage, journal_obj(obj, sizeof(obj), kind, ns, name), action,
+	    detail);
+}
+
 int
 journal_record_fetch(struct journal *j, const char *ns, const char *name,
     const char *source, const char *commit, const char *tree_hash)
 {
+	char detail[512];
+
+	snprintf(detail, sizeof(detail), "source=%s commit=%s tree=%s", source,
+	    commit ? commit : "", tree_hash);
 	return journal_run(j, NULL, "INSERT INTO fetches (ns, name, source, commit_id, tree_hash)"
-	    " VALUES (?, ?, ?, ?, ?)", "sssss", ns, name, source, commit, tree_hash) < 0 ? -1 : 0;
+	    " VALUES (?, ?, ?, ?, ?)", "sssss", ns, name, source, commit, tree_hash) < 0 ||
+	    audit_step(j, "fetcher", "decofile", ns, name, "fetch", detail) < 0 ? -1 : 0;
 }
 
 int
@@ -512,9 +554,14 @@ journal_record_render(struct journal *j, const char *ns, const char *name,
     const char *content_hash, const char *format, size_t size, const char *tree_hash,
     const char *bin_hash)
 {
+	char detail[256];
+
+	snprintf(detail, sizeof(detail), "hash=%s format=%s size=%zu", content_hash, format,
+	    size);
 	return journal_run(j, NULL, "INSERT INTO renders (ns, name, content_hash, format, size,"
 	    " tree_hash, bin_hash) VALUES (?, ?, ?, ?, ?, ?, ?)", "sssszss", ns, name,
-	    content_hash, format, size, tree_hash, bin_hash) < 0 ? -1 : 0;
+	    content_hash, format, size, tree_hash, bin_hash) < 0 ||
+	    audit_step(j, "renderer", "decofile", ns, name, "render", detail) < 0 ? -1 : 0;
 }
 
 int
@@ -531,9 +578,13 @@ journal_record_condition(struct journal *j, const char *kind, const char *ns,
     const char *name, const char *type, const char *status, const char *reason,
     const char *message)
 {
+	char detail[1200];
+
+	snprintf(detail, sizeof(detail), "%s=%s %s: %s", type, status, reason, message);
 	return journal_run(j, NULL, "INSERT INTO conditions (kind, ns, name, type, status, reason,"
 	    " message) VALUES (?, ?, ?, ?, ?, ?, ?)", "sssssss", kind, ns, name, type,
-	    status, reason, message) < 0 ? -1 : 0;
+	    status, reason, message) < 0 ||
+	    audit_step(j, "status", kind, ns, name, "condition", detail) < 0 ? -1 : 0;
 }
 
 int

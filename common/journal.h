@@ -20,7 +20,7 @@
 
 struct journal;
 
-#define JOURNAL_SCHEMA_VERSION 2
+#define JOURNAL_SCHEMA_VERSION 3
 
 enum item_state { ITEM_PENDING, ITEM_DONE, ITEM_FAILED, ITEM_SUPERSEDED };
 
@@ -110,6 +110,14 @@ int journal_inventory_del(struct journal *j, const char *ns, const char *name,
     const char *location);
 int journal_audit(struct journal *j, const char *stage, const char *object,
     const char *action, const char *detail);
+/*
+ * journal_obj - the one spelling of a journal object, "<kind>/<ns>/<name>"
+ * with kind singular and lower case ("decofile", "tenant"; a plural such as
+ * "decofiles" is taken as its singular).  Every writer of an audit row and
+ * every reader that filters them builds the object here.  Returns out.
+ */
+#define JOURNAL_OBJ_MAX 600
+char *journal_obj(char *out, size_t len, const char *kind, const char *ns, const char *name);
 
 /*
  * journal_last_publish - the newest publish of ns/name to target: fills
@@ -228,11 +236,10 @@ struct journal_audit_row {
 };
 /*
  * journal_audit_each - the newest limit audit rows at or after since (an
- * RFC 3339 prefix; "" for all) whose object is one of objects[0..nobj)
- * (nobj 0: any object), oldest first.  The count, or -1.
+ * RFC 3339 prefix; "" for all) whose object is object (a journal_obj
+ * spelling; NULL: any object), oldest first.  The count, or -1.
  */
-int journal_audit_each(struct journal *j, const char *since, const char *const *objects,
-    size_t nobj, int limit, void (*fn)(void *arg, const struct journal_audit_row *r),
-    void *arg);
+int journal_audit_each(struct journal *j, const char *since, const char *object, int limit,
+    void (*fn)(void *arg, const struct journal_audit_row *r), void *arg);
 
 #endif

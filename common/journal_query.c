@@ -234,24 +234,16 @@ journal_history_each(struct journal *j, const char *ns, const char *name, int li
 }
 
 int
-journal_audit_each(struct journal *j, const char *since, const char *const *objects,
-    size_t nobj, int limit, void (*fn)(void *arg, const struct journal_audit_row *r),
-    void *arg)
+journal_audit_each(struct journal *j, const char *since, const char *object, int limit,
+    void (*fn)(void *arg, const struct journal_audit_row *r), void *arg)
 {
-	const char *o[3] = { "", "", "" };
 	sqlite3_stmt *st;
 	int rc, n = 0;
 
-	if (nobj > 3) {
-		snprintf(j->err, sizeof(j->err), "audit: at most 3 object names");
-		return -1;
-	}
-	for (size_t i = 0; i < nobj; i++)
-		o[i] = objects[i];
 	if ((rc = journal_run(j, &st, "SELECT at, stage, object, action, detail FROM"
-	    " (SELECT * FROM audit WHERE at >= ?1 AND (?2 = 0 OR object IN (?3, ?4, ?5))"
-	    " ORDER BY id DESC LIMIT ?6) ORDER BY id", "sisssi", since ? since : "",
-	    (int64_t)nobj, o[0], o[1], o[2], (int64_t)limit)) < 0)
+	    " (SELECT * FROM audit WHERE at >= ?1 AND (?2 = 0 OR object = ?3)"
+	    " ORDER BY id DESC LIMIT ?4) ORDER BY id", "sisi", since ? since : "",
+	    (int64_t)(object != NULL), object, (int64_t)limit)) < 0)
 		return -1;
 	while (rc == SQLITE_ROW) {
 		struct journal_audit_row r = { col(st, 0), col(st, 1), col(st, 2), col(st, 3),

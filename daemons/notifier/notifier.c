@@ -210,7 +210,7 @@ on_job_done(void *arg, struct notify_job *job)
 
 	record_acks(r);
 	notify_job_summary(job, &s);
-	snprintf(obj, sizeof(obj), "decofiles/%s/%s", r->ns, r->name);
+	journal_obj(obj, sizeof(obj), "decofile", r->ns, r->name);
 	snprintf(result, sizeof(result), "confirmed=%zu failed=%zu gone=%zu missing_token=%zu",
 	    s.confirmed, s.failed, s.gone, s.missing_token);
 	snprintf(fields, sizeof(fields), "{\"notifiedHash\":\"%s\",\"notifiedReplicas\":%zu,"

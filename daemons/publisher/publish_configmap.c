@@ -357,7 +357,7 @@ job_recorded(struct job *j)
 	int ok = 1;
 
 	location(j->ns, j->name, loc, sizeof(loc));
-	snprintf(obj, sizeof(obj), "decofile/%s/%s", j->ns, j->name);
+	journal_obj(obj, sizeof(obj), "decofile", j->ns, j->name);
 	o->busy = 0;
 	if (j->kind == JOB_PUBLISH || j->kind == JOB_ADOPT) {
 		snprintf(detail, sizeof(detail), "hash=%s location=%s timestamp=%lld deletion=%s%s",
@@ -933,7 +933,7 @@ publish_configmap_decofile(struct pcm *c, const char *ns, const char *name, yajl
 	}
 	snprintf(cm, sizeof(cm), CM_PREFIX "%s", name);
 	location(ns, name, loc, sizeof(loc));
-	snprintf(obj, sizeof(obj), "decofile/%s/%s", ns, name);
+	journal_obj(obj, sizeof(obj), "decofile", ns, name);
 	if (!o->detach) {
 		path = kube_path(&kube_configmaps, ns, cm, NULL, NULL);
 		kube_send(c->k, "DELETE", path, NULL, NULL, 0, 0, NULL, NULL);

@@ -72,7 +72,7 @@ s3t_check_at(struct s3t *t, struct s3obj *o, int64_t when)
 void
 s3t_object_id(const struct s3obj *o, char *out, size_t len)
 {
-	snprintf(out, len, "decofile/%s/%s", o->ns, o->name);
+	journal_obj(out, len, "decofile", o->ns, o->name);
 }
 
 void

@@ -131,7 +131,7 @@ publisher_obj_watch(struct pub *p, struct obj *o)
 void
 publisher_object_id(const struct obj *o, char *out, size_t len)
 {
-	snprintf(out, len, "decofile/%s/%s", o->ns, o->name);
+	journal_obj(out, len, "decofile", o->ns, o->name);
 }
 
 /* finish_cb - settle an item with a reason the journal keeps (see publisher_finish_later) */

@@ -280,6 +280,7 @@ render(struct stage *st, const struct journal_item *it, yajl_val doc)
 	struct buf json;
 	char tree[65], hash[65], chk[65], bin_hash[65] = "", why[1200], detail[512];
 	char last[65] = "", last_fmt[8] = "", last_bin[65] = "", commit[200] = "";
+	char obj[JOURNAL_OBJ_MAX];
 	struct proto_render_detail rd;
 	struct proto_publish_detail pd;
 	const char *target, *format;
@@ -352,7 +353,8 @@ render(struct stage *st, const struct journal_item *it, yajl_val doc)
 		log_kv(LOG_WARN, "decofile refused", "ns", it->ns, "name", it->name, "error",
 		    e.msg, NULL);
 		syncing(st, it, "False", "ValidationError", e.msg);
-		journal_audit(j, STAGE, it->name, "refused", e.msg);
+		journal_audit(j, STAGE, journal_obj(obj, sizeof(obj), "decofile", it->ns, it->name),
+		    "refused", e.msg);
 		goto out;	/* done: fail-safe, the last good version stays live */
 	}
 

@@ -110,6 +110,20 @@ ok $? "all three replicas serve it"
 is "$(condition PodsNotified message)" "Successfully notified all pods for commit:$C1" "PodsNotified message is the operator's"
 is "$(condition Ready status)" "True" "Ready=True"
 
+# the journal's filter gives every stage's rows for the decofile, and only them
+ctl journal --decofile loja -o json >"$T/journal.json"
+ok $? "decoctl journal --decofile loja"
+for step in fetcher/fetch renderer/render publisher/publish notifier/notify status/condition; do
+	python3 -c 'import json,sys
+rows=json.load(open(sys.argv[1])); st,act=sys.argv[2].split("/")
+sys.exit(0 if any(r["stage"]==st and r["action"]==act for r in rows) else 1)' "$T/journal.json" "$step"
+	ok $? "... has the $step row"
+done
+python3 -c 'import json,sys
+rows=json.load(open(sys.argv[1]))
+sys.exit(0 if rows and all(r["object"]=="decofile/sites-loja/loja" for r in rows) else 1)' "$T/journal.json"
+ok $? "... each row's object spelled decofile/sites-loja/loja"
+
 # a pushed commit, fetched at once after decoctl sync
 git_commit "$T/work" .deco/blocks/Header.json '{"title": "second"}'
 git_push "$T/work" loja
@@ -177,6 +191,8 @@ msg=$(condition Syncing message)
 case "$msg" in *Bad.json:4:*) ok 0 "the message names the file and line ($msg)" ;;
 *) ok 1 "the message names the file and line ($msg)" ;; esac
 is "$(status_field contentHash)" "$GOOD" "the last good version stays published"
+ctl journal --decofile loja | grep -q "renderer  *decofile/sites-loja/loja  *refused"
+ok $? "the refusal is in the decofile's journal"
 all_serve "$GOOD"
 ok $? "replicas keep the last good version"
 git -C "$T/work" rm -q .deco/blocks/Bad.json && git -C "$T/work" commit -q -m fixed && git_push "$T/work" loja

@@ -52,7 +52,7 @@ static void
 test_reads(const char *dir)
 {
 	char path[256], err[512], h[65], seen[200] = "";
-	const char *objs[] = { "decofile/ns/a" };
+	char obj[JOURNAL_OBJ_MAX];
 	struct journal *j;
 	struct journal_item it;
 	int64_t id;
@@ -97,12 +97,26 @@ test_reads(const char *dir)
 	ok(strstr(seen, "fetch") != NULL && strstr(seen, "render") != NULL &&
 	    strstr(seen, "acks") != NULL, "... each kind of event named (%s)", seen);
 	seen[0] = '\0';
-	journal_audit(j, "publisher", "decofile/ns/a", "publish", "");
+	is_str(journal_obj(obj, sizeof(obj), "decofiles", "sites-ç", "Página Inicial"),
+	    "decofile/sites-ç/Página Inicial", "journal_obj: a plural kind is spelled singular");
+	is_str(journal_obj(obj, sizeof(obj), "tenant", "ns", "t"), "tenant/ns/t",
+	    "... a singular one as it is");
+	journal_audit(j, "publisher", "decofile/ns/aud", "publish", "");
 	journal_audit(j, "publisher", "decofile/ns/b", "publish", "");
-	journal_audit(j, "publisher", "decofile/ns/a", "drift-repaired", "");
-	is_int(journal_audit_each(j, "", objs, 1, 10, count_audit, seen), 2, "audit of one object");
+	journal_audit(j, "publisher", "decofile/ns/aud", "drift-repaired", "");
+	is_int(journal_audit_each(j, "", "decofile/ns/aud", 10, count_audit, seen), 2,
+	    "audit of one object");
 	is_str(seen, "publish drift-repaired ", "... oldest first");
-	is_int(journal_audit_each(j, "", NULL, 0, 1, count_audit, seen), 1, "limit 1");
+	is_int(journal_audit_each(j, "", NULL, 1, count_audit, seen), 1, "limit 1");
+	seen[0] = '\0';
+	is_int(journal_audit_each(j, "", "decofile/ns/a", 50, count_audit, seen), 4,
+	    "every recorded fetch and render of ns/a left an audit row");
+	is_str(seen, "fetch fetch render render ", "... named by its step, in order");
+	seen[0] = '\0';
+	ok(journal_record_condition(j, "decofiles", "ns", "a", "Syncing", "False",
+	    "ValidationError", "Footer.json:1:13") == 0 &&
+	    journal_audit_each(j, "", "decofile/ns/a", 50, count_audit, seen) == 5 &&
+	    strstr(seen, "condition") != NULL, "a condition change leaves one too (%s)", seen);
 
 	/* savepoints: one part of a batch fails, the rest commits */
 	ok(journal_begin(j) == 0 && journal_savepoint(j, "one") == 0, "savepoint inside a txn");
@@ -144,7 +158,11 @@ test_v1(const char *dir)
 	    " ('publisher', 'decofile/ns/kept', 'publish', 'hash=h1 deletion=delete'),"
 	    " ('publisher', 'decofile/ns/kept', 'deletion-policy', 'deletion=detach'),"
 	    " ('publisher', 'decofile/ns/gone', 'publish', 'hash=h2 deletion=delete'),"
-	    " ('renderer', 'decofile/ns/quiet', 'publish', 'deletion=detach');",
+	    " ('renderer', 'decofile/ns/quiet', 'publish', 'deletion=detach'),"
+	    " ('notifier', 'decofiles/ns/kept', 'notify', 'confirmed=3'),"
+	    " ('renderer', 'Página Inicial', 'refused', 'Footer.json:1:13');"
+	    "INSERT INTO items (stage, kind, ns, name) VALUES"
+	    " ('renderer', 'decofile', 'sites-ç', 'Página Inicial');",
 	    NULL, NULL, NULL) == SQLITE_OK, "a version-1 journal, as an old build left it");
 	sqlite3_close(db);
 	j = journal_open(path, err, sizeof(err));
@@ -153,8 +171,18 @@ test_v1(const char *dir)
 		return;
 	sqlite3_prepare_v2(journal_db(j), "PRAGMA user_version", -1, &st, NULL);
 	sqlite3_step(st);
-	is_int(sqlite3_column_int(st, 0), 2, "migrated to version 2");
+	is_int(sqlite3_column_int(st, 0), JOURNAL_SCHEMA_VERSION, "migrated to the newest version");
 	sqlite3_finalize(st);
+	{
+		char seen[200] = "";
+
+		is_int(journal_audit_each(j, "", "decofile/ns/kept", 10, count_audit, seen), 3,
+		    "the notifier's old spelling (decofiles/) is migrated to decofile/");
+		is_str(seen, "publish deletion-policy notify ", "... in order");
+		seen[0] = '\0';
+		is_int(journal_audit_each(j, "", "decofile/sites-ç/Página Inicial", 10,
+		    count_audit, seen), 1, "the renderer's bare name gets its item's namespace");
+	}
 	is_int(journal_inventory_deletion(j, "ns", "kept"), 1,
 	    "the newest policy in the audit log (detach) is in the column");
 	is_int(journal_inventory_deletion(j, "ns", "gone"), 0, "delete, likewise");
