@@ -24,6 +24,11 @@ t_unit_spool_test_LDADD = $(TEST_LIBS)
 t_unit_proto_test_LDADD = $(TEST_LIBS)
 t_unit_journal_test_LDADD = $(TEST_LIBS)
 TESTS += t/unit/conf_test t/unit/spool_test t/unit/proto_test t/unit/journal_test
+# the man page and the sample config state the settings table's defaults
+check_PROGRAMS += t/unit/conf_docs_test
+t_unit_conf_docs_test_LDADD = $(TEST_LIBS)
+t_unit_conf_docs_test_CPPFLAGS = $(AM_CPPFLAGS) -DDECOD_PREFIX='"$(prefix)"'
+TESTS += t/unit/conf_docs_test
 
 TESTS += t/integration/supervisor.sh
 EXTRA_DIST += t/integration/supervisor.sh
