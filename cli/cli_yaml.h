@@ -53,6 +53,18 @@ int cli_read_docs(const char *name, const char *text, size_t len,
 
 void cli_docs_free(struct cli_docs *docs);
 
+/*
+ * cli_yaml_plain_is_safe - a string that YAML readers (1.1 and 1.2) keep a
+ * string when it is written plain (not a null, bool, number, date, time)
+ */
+int cli_yaml_plain_is_safe(const char *s, size_t len);
+
+/*
+ * cli_yaml_key_compares - key comparisons the duplicate-key check made so
+ * far (a mapping of n keys costs about n, not n^2 / 2; for its unit test)
+ */
+unsigned long long cli_yaml_key_compares(void);
+
 /* cli_yaml_scalar_json - the JSON text of a plain scalar (for tests); caller frees */
 char *cli_yaml_scalar_json(const char *s, size_t len);
 

@@ -240,6 +240,38 @@ test_alias_caps(void)
 	buf_free(&b);
 }
 
+/*
+ * test_many_keys - the duplicate-key check of a large mapping is linear:
+ * 40,000 keys (accented and spaced, as block names are) cost a few
+ * comparisons each (a pairwise check made 800 million and took 4.3 s)
+ */
+static void
+test_many_keys(void)
+{
+	enum { N = 40000 };
+	struct cli_input_error e;
+	struct cli_docs docs = { 0 };
+	struct buf b;
+	unsigned long long before;
+
+	buf_init(&b);
+	buf_adds(&b, "kind: Decofile\nspec:\n  inline:\n    value:\n");
+	for (int i = 0; i < N; i++)
+		buf_printf(&b, "      \"Página %d\": %d\n", i, i);
+	before = cli_yaml_key_compares();
+	is_int(cli_yaml_to_json(b.data, b.len, &docs, &e), 0, "%d keys in one mapping read", N);
+	ok(cli_yaml_key_compares() - before < 4ULL * N,
+	    "... with %llu key comparisons (under 4 per key)", cli_yaml_key_compares() - before);
+	cli_docs_free(&docs);
+	buf_adds(&b, "      \"Página 31337\": 0\n");
+	memset(&e, 0, sizeof(e));
+	is_int(cli_yaml_to_json(b.data, b.len, &docs, &e), -1, "a duplicate among them refused");
+	is_int(e.line, N + 5, "... at its line");
+	ok(strstr(e.msg, "duplicate key \"Página 31337\"") != NULL, "... named (%s)", e.msg);
+	cli_docs_free(&docs);
+	buf_free(&b);
+}
+
 int
 main(void)
 {
@@ -249,5 +281,6 @@ main(void)
 	test_json_input();
 	test_yaml_output();
 	test_alias_caps();
+	test_many_keys();
 	return done_testing();
 }
