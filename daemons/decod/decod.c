@@ -150,35 +150,36 @@ reload(struct sup *s)
 	sd_notify_send("READY=1");
 }
 
-/* shutdown - stop stages in reverse pipeline order, all within stop_timeout */
+/*
+ * shutdown_all - ask every stage to stop at once (SIGTERM), each with its
+ * own stop_timeout to drain, and wait until all are gone; a stage still
+ * there past its own time gets SIGKILL.  The journal is the truth, so no
+ * stage depends on another still running while it drains: one that takes
+ * its whole time (a notifier waiting on a replica that never answers)
+ * costs the others nothing.
+ */
 static void
 shutdown_all(struct sup *s)
 {
-	int64_t deadline = now_ms() + conf_get_ms(s->cf, "stop_timeout");
-	int64_t grace;
-
+	int64_t grace = conf_get_ms(s->cf, "stop_timeout");
 	s->stopping = 1;
 	sd_notify_send("STOPPING=1");
 	log_kv(LOG_INFO, "stopping stages", NULL);
-	for (size_t i = s->nchildren; i-- > 0;) {
-		struct child *c = &s->children[i];
-
-		if (c->pid <= 0) {
-			child_stop(s, c, 0);
-			continue;
-		}
-		grace = deadline - now_ms();
-		child_stop(s, c, grace > 0 ? grace : 0);
-		while (c->pid > 0) {
-			struct pollfd p = { .fd = sig_pipe[0], .events = POLLIN };
-			char buf[64];
-
-			children_tick(s);
-			(void)poll(&p, 1, 50);
-			while (read(sig_pipe[0], buf, sizeof(buf)) > 0)
-				;
-			reap(s);
-		}
+	for (size_t i = s->nchildren; i-- > 0;)
+		child_stop(s, &s->children[i], s->children[i].pid > 0 ? grace : 0);
+	for (;;) {
+		struct pollfd p = { .fd = sig_pipe[0], .events = POLLIN };
+		char buf[64];
+		int running = 0;
+		for (size_t i = 0; i < s->nchildren; i++)
+			running |= s->children[i].pid > 0;
+		if (!running)
+			break;
+		children_tick(s);
+		(void)poll(&p, 1, 50);
+		while (read(sig_pipe[0], buf, sizeof(buf)) > 0)
+			;
+		reap(s);
 	}
 }
 
