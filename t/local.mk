@@ -34,6 +34,12 @@ EXTRA_DIST += t/integration/rollout.sh
 check_PROGRAMS += t/unit/resource_test
 t_unit_resource_test_LDADD = $(TEST_LIBS)
 TESTS += t/unit/resource_test
+# resource.c's spec fields against deploy/'s CRDs and doc/sources.md
+check_PROGRAMS += t/unit/resource_fields_test
+t_unit_resource_fields_test_SOURCES = t/unit/resource_fields_test.c cli/cli_yaml.c \
+	cli/cli_yaml.h
+t_unit_resource_fields_test_LDADD = $(TEST_LIBS) $(YAML_LIBS)
+TESTS += t/unit/resource_fields_test
 
 # the stages' integration tests share one driver (t/stage/testtool.c)
 check_PROGRAMS += t/stage/testtool
