@@ -67,6 +67,9 @@ EXTRA_DIST += t/integration/stage_health.sh
 # deploy/ as CI applies it (server-side, strict) and its RBAC as decod's account
 TESTS += t/integration/deploy_apply.sh
 EXTRA_DIST += t/integration/deploy_apply.sh
+# the Decofile CRD against the Go operator's objects and its CEL rules
+TESTS += t/integration/crd_decofile.sh
+EXTRA_DIST += t/integration/crd_decofile.sh
 # deploy/ for real on a node (kubelet + containerd + runc, t/lib/node.sh):
 # Available, every container ready, one killed restarts alone
 TESTS += t/integration/deploy_node.sh
