@@ -40,6 +40,7 @@ t_unit_resource_fields_test_SOURCES = t/unit/resource_fields_test.c cli/cli_yaml
 	cli/cli_yaml.h
 t_unit_resource_fields_test_LDADD = $(TEST_LIBS) $(YAML_LIBS)
 TESTS += t/unit/resource_fields_test
+EXTRA_DIST += doc/sources.md
 
 # the stages' integration tests share one driver (t/stage/testtool.c)
 check_PROGRAMS += t/stage/testtool
