@@ -60,16 +60,19 @@ resource_kind_name(const char *plural)
 }
 
 /*
- * The spec fields each kind knows (the CRDs in deploy/ list the same): a
- * path per line, "x.*" for an object whose members are free (block names).
+ * The spec fields each kind knows (the CRDs in deploy/ list the same, which
+ * t/unit/resource_fields_test checks): a path per line, "x.*" for an object
+ * whose members are free (block names).  tanstackKV is the Go operator's:
+ * its objects apply unchanged, and the publisher reports the target.
  */
 #define SOURCE_FIELDS "source", "inline", "inline.value", "inline.value.*", \
 	"github", "github.org", "github.repo", "github.commit", "github.path", \
-	"github.secret", "git", "git.url", "git.ref", "git.dir", "git.period", \
-	"git.secret", "dir", "dir.path", "oci", "oci.image", "oci.dir", \
-	"oci.period", "oci.secret"
+	"github.period", "github.secret", "git", "git.url", "git.ref", "git.dir", \
+	"git.period", "git.secret", "dir", "dir.path", "oci", "oci.image", \
+	"oci.dir", "oci.period", "oci.secret"
 static const char *const decofile_fields[] = { SOURCE_FIELDS, "deploymentId",
-	"target", "templates", "updatePolicy", "updatePolicy.templateChanges",
+	"target", "tanstackKV", "tanstackKV.kvNamespaceId", "tanstackKV.siteOrigin",
+	"templates", "updatePolicy", "updatePolicy.templateChanges",
 	"updatePolicy.window", "silent", "notify", "notify.style",
 	"notify.concurrency", "endpoints", NULL };
 static const char *const template_fields[] = { SOURCE_FIELDS, NULL };
@@ -117,6 +120,20 @@ unknown_walk(const char *const *list, yajl_val v, struct buf *path, struct buf *
 	return n;
 }
 
+const char *const *
+resource_spec_fields(const char *plural)
+{
+	if (strcmp(plural, "decofiles") == 0)
+		return decofile_fields;
+	if (strcmp(plural, "templates") == 0)
+		return template_fields;
+	if (strcmp(plural, "tenants") == 0)
+		return tenant_fields;
+	if (strcmp(plural, "endpoints") == 0)
+		return endpoint_fields;
+	return NULL;
+}
+
 int
 resource_unknown_fields(yajl_val doc, struct buf *out)
 {
@@ -126,16 +143,8 @@ resource_unknown_fields(yajl_val doc, struct buf *out)
 	struct buf path;
 	int n;
 
-	if (plural == NULL)
+	if (plural == NULL || (list = resource_spec_fields(plural)) == NULL)
 		return 0;
-	if (strcmp(plural, "decofiles") == 0)
-		list = decofile_fields;
-	else if (strcmp(plural, "templates") == 0)
-		list = template_fields;
-	else if (strcmp(plural, "tenants") == 0)
-		list = tenant_fields;
-	else
-		list = endpoint_fields;
 	buf_init(&path);
 	buf_adds(&path, "");
 	n = unknown_walk(list, json_get(doc, "spec", NULL), &path, out);

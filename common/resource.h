@@ -52,6 +52,13 @@ int resource_get(struct store *s, const char *plural, const char *ns,
 int resource_unknown_fields(yajl_val doc, struct buf *out);
 
 /*
+ * resource_spec_fields - the spec fields a kind (by plural) knows, a
+ * NULL-terminated list of dotted paths, "x.*" where the members of x are
+ * free; static, not to be freed.  NULL for an unknown plural.
+ */
+const char *const *resource_spec_fields(const char *plural);
+
+/*
  * resource_validate - the checks resource_put makes on names before it
  * touches the store (so a name too long for a key is reported as a bad
  * name): name a DNS-1123 subdomain, ns a DNS-1123 label, a Decofile's

@@ -41,6 +41,13 @@ EXTRA_DIST += t/integration/readme.sh t/lib/doc_paths.py
 check_PROGRAMS += t/unit/resource_test
 t_unit_resource_test_LDADD = $(TEST_LIBS)
 TESTS += t/unit/resource_test
+# resource.c's spec fields against deploy/'s CRDs and doc/sources.md
+check_PROGRAMS += t/unit/resource_fields_test
+t_unit_resource_fields_test_SOURCES = t/unit/resource_fields_test.c cli/cli_yaml.c \
+	cli/cli_yaml.h
+t_unit_resource_fields_test_LDADD = $(TEST_LIBS) $(YAML_LIBS)
+TESTS += t/unit/resource_fields_test
+EXTRA_DIST += doc/sources.md
 
 # the stages' integration tests share one driver (t/stage/testtool.c)
 check_PROGRAMS += t/stage/testtool
@@ -68,6 +75,9 @@ EXTRA_DIST += t/integration/stage_health.sh
 # deploy/ as CI applies it (server-side, strict) and its RBAC as decod's account
 TESTS += t/integration/deploy_apply.sh
 EXTRA_DIST += t/integration/deploy_apply.sh
+# the Decofile CRD against the Go operator's objects and its CEL rules
+TESTS += t/integration/crd_decofile.sh
+EXTRA_DIST += t/integration/crd_decofile.sh
 # deploy/ for real on a node (kubelet + containerd + runc, t/lib/node.sh):
 # Available, every container ready, one killed restarts alone
 TESTS += t/integration/deploy_node.sh

@@ -99,11 +99,10 @@ metadata:
   name: loja
   namespace: sites-loja
 spec:
-  source: inline
+  source: github
+  github: {org: deco-sites, repo: loja, commit: main, path: .deco/blocks/}
   target: tanstack-kv
-  inline:
-    value:
-      Header: {title: "x"}
+  tanstackKV: {kvNamespaceId: 0f2c8e4b9a7d4c1e8f6b3a2d5c7e9f10, siteOrigin: "https://www.loja.com.br"}
   endpoints:
     - http://10.0.0.1:8000
     - {url: "http://10.0.0.2:8000", style: poll, tsFile: /app/decofile/timestamp.txt}

@@ -25,6 +25,7 @@ runtime_dir = $T/run
 store = local:$T/store
 kubeconfig = $T/decod.kubeconfig
 rescan_interval = 100ms
+github_api_url = http://127.0.0.1:$(free_port)
 EOF
 C="-c $T/conf"
 STORE="$T/store/kv/decod.d/decofiles.d/sites-loja.d"
@@ -126,15 +127,16 @@ sleep_ms=0
 wait_for 5 grep -q 'msg=ready' "$T/fetcher.log"
 check "a Decofile applied with decoctl stays" test -s "$STORE/local.v"
 
-# the Go operator's values validate
+# the Go operator's values validate (the fetch itself fails: no GitHub here)
 cat >"$T/tanstack.yaml" <<EOF
 apiVersion: deco.sites/v1alpha1
 kind: Decofile
 metadata: {name: kv, namespace: sites-loja}
 spec:
-  source: inline
+  source: github
+  github: {org: deco-sites, repo: loja-kv, commit: main, path: .deco/blocks/}
   target: tanstack-kv
-  inline: {value: {A: {}}}
+  tanstackKV: {kvNamespaceId: 0f2c8e4b9a7d4c1e8f6b3a2d5c7e9f10}
   endpoints:
   - http://10.0.0.7:8000
   - {url: "http://10.0.0.8:8000", style: poll, tsFile: /app/decofile/timestamp.txt}

@@ -7,9 +7,12 @@
 # `kubectl wait --for=condition=PodsNotified` returns; a Pending pod and
 # another deployment's pod are left alone; an edit rolls out again; a
 # Decofile with target tanstack-kv gets a condition, not a refusal; deleting
-# the CR removes the ConfigMap.
+# the CR removes the ConfigMap.  decod's default_target is file: loja names
+# no target and gets its ConfigMap from the CRD's default.
 . "$top_srcdir/t/lib/common.sh"
 . "$top_srcdir/t/lib/kube.sh"
+. "$top_srcdir/t/lib/git.sh"
+. "$top_srcdir/t/lib/github.sh"
 
 DECOD=$top_builddir/decod
 SITE=$(bin decod-site)
@@ -25,7 +28,16 @@ wait_for 30 kubectl_admin -n sites-loja get serviceaccount default || bail "no d
 # decod runs as this account only (kube_start exported the admin's KUBECONFIG)
 kube_as_decod "$T/decod.kubeconfig" || bail "no token for decod-system/decod"
 
+# the tanstack-kv Decofile's repository (that target needs source github)
+git_work "$T/kv"
+git_commit "$T/kv" .deco/blocks/Header.json '{"title":"Olá"}'
+gh_serve --repo "deco-sites/loja-kv=$T/kv"
+
+# a host's default target: loja names none, and still gets its ConfigMap,
+# from the CRD's default (as with the Go operator)
 kube_decod_conf <<CONF
+default_target = file
+github_api_url = $GH_API
 rescan_interval = 200ms
 notify_timeout = 4s
 notify_attempts = 2
@@ -110,7 +122,16 @@ HASH2=$(printf '%s' "$WANT2" | sha256sum | cut -d' ' -f1)
 check "... and the CR says so" wait_for 15 sh -c "kubectl --kubeconfig $KUBE_DIR/admin.kubeconfig -n sites-loja get decofile loja -o json | jq -e '.status.contentHash == \"$HASH2\" and .status.notifiedHash == \"$HASH2\"' >/dev/null"
 
 # a target decod does not support: accepted by the CRD, reported on a condition
-sed 's/name: loja/name: kv/; s/^spec:/spec:\n  target: tanstack-kv/' "$T/loja.yaml" | kubectl_admin apply --server-side -f - >/dev/null
+kubectl_admin apply --server-side -f - >/dev/null <<Y
+apiVersion: deco.sites/v1alpha1
+kind: Decofile
+metadata: {name: kv, namespace: sites-loja}
+spec:
+  source: github
+  github: {org: deco-sites, repo: loja-kv, commit: main, path: .deco/blocks/}
+  target: tanstack-kv
+  tanstackKV: {kvNamespaceId: 0f2c8e4b9a7d4c1e8f6b3a2d5c7e9f10, siteOrigin: "https://www.loja.com.br"}
+Y
 ok $? "a Decofile with target tanstack-kv is accepted"
 check "... and gets Ready=False naming the target" wait_for 20 sh -c "kubectl --kubeconfig $KUBE_DIR/admin.kubeconfig -n sites-loja get decofile kv -o json | jq -e '.status.conditions[]? | select(.type==\"Ready\" and .status==\"False\") | .message | test(\"tanstack-kv\")' >/dev/null"
 
