@@ -75,6 +75,33 @@ store_open(const char *url, const struct conf *cf, char *err, size_t errlen)
 	return NULL;
 }
 
+int
+store_url_check(const char *url, char *err, size_t errlen)
+{
+	const char *colon = url ? strchr(url, ':') : NULL;
+
+	if (colon == NULL) {
+		snprintf(err, errlen, "store: \"%s\" is not local:PATH or etcd:URL[,URL...]",
+		    url ? url : "");
+		return -1;
+	}
+	for (size_t i = 0; i < sizeof(backends) / sizeof(backends[0]); i++) {
+		const char *scheme = backends[i]->scheme;
+
+		if (strlen(scheme) != (size_t)(colon - url) ||
+		    strncmp(scheme, url, (size_t)(colon - url)) != 0)
+			continue;
+		if (colon[1] == '\0' || strcmp(colon + 1, "//") == 0) {
+			snprintf(err, errlen, "store: \"%s\" names no %s", url,
+			    strcmp(scheme, "local") == 0 ? "folder" : "URL");
+			return -1;
+		}
+		return 0;
+	}
+	snprintf(err, errlen, "store: unknown scheme in \"%s\" (want local: or etcd:)", url);
+	return -1;
+}
+
 void
 store_close(struct store *s)
 {

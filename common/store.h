@@ -50,6 +50,12 @@ typedef void (*store_watch_cb)(void *arg, const struct store_event *ev);
  * NULL with a message in err.
  */
 struct store *store_open(const char *url, const struct conf *cf, char *err, size_t errlen);
+/*
+ * store_url_check - url names a backend this build has, with what it needs
+ * after the scheme ("local:" a folder, "etcd:" one URL or more), without
+ * opening anything: 0, or -1 with the reason in err
+ */
+int store_url_check(const char *url, char *err, size_t errlen);
 /* store_close - release leases and locks, free; NULL is a no-op */
 void store_close(struct store *s);
 /* store_error - text of the last error on this handle */

@@ -113,6 +113,10 @@ reload(struct sup *s)
 		conf_set_reader(cf, "decod");
 	if (cf != NULL)
 		json_set_max_depth((int)conf_get_int(cf, "json_max_depth"));
+	if (cf != NULL && decod_check(cf, stderr) > 0) {
+		conf_free(cf);
+		cf = NULL;
+	}
 	if (cf == NULL) {
 		log_kv(LOG_ERROR, "reload: the config has errors; keeping the running one", NULL);
 		sd_notify_send("READY=1");
@@ -231,8 +235,20 @@ main(int argc, char **argv)
 	if (s->cf == NULL)
 		return check ? 1 : 2;
 	if (check) {
-		printf("%s: OK\n", *conf_path(s->cf) ? conf_path(s->cf) : "(defaults)");
+		const char *name = *conf_path(s->cf) ? conf_path(s->cf) : "(defaults)";
+		int bad = decod_check(s->cf, stdout);
+
+		if (bad > 0) {
+			printf("%s: %d error%s\n", name, bad, bad == 1 ? "" : "s");
+			return 1;
+		}
+		printf("%s: OK\n", name);
 		return 0;
+	}
+	/* a stage without a program would only die and be restarted, forever */
+	if (decod_check(s->cf, stderr) > 0) {
+		fprintf(stderr, "decod: the configuration has errors; not starting\n");
+		return DECOD_EXIT_CONFIG;
 	}
 	log_init("decod", log_parse_level(conf_get(s->cf, "log_level")),
 	    log_parse_format(conf_get(s->cf, "log_format")));

@@ -6,6 +6,7 @@
 #ifndef DECOD_DECOD_H
 #define DECOD_DECOD_H
 
+#include <stdio.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -123,6 +124,14 @@ int ctl_open(struct sup *s);
 int ctl_fd(void);
 void ctl_handle(struct sup *s);
 void ctl_close(void);
+
+/* decod_check.c */
+/*
+ * decod_check - the configuration errors start-up would meet (store URL,
+ * stage names and programs, libexec_dir), one line each on errs; their count
+ */
+#define DECOD_EXIT_CONFIG 78	/* EX_CONFIG: systemd's RestartPreventExitStatus */
+int decod_check(const struct conf *cf, FILE *errs);
 
 /* decod_notify.c */
 void sd_notify_send(const char *msg);
