@@ -214,6 +214,9 @@ wh_conns_request(struct wh_conns *cs, struct MHD_Connection *c)
 		e->deadline = now + cs->request_ms;
 	e->ph = PH_REQUEST;
 	e->since = now;
+	/* libmicrohttpd's inactivity timeout stays a backstop; it follows SIGHUP too */
+	MHD_set_connection_option(c, MHD_CONNECTION_OPTION_TIMEOUT,
+	    (unsigned int)((cs->idle_ms + 999) / 1000));
 }
 
 void

@@ -143,6 +143,13 @@ done
 stop_webhook
 is "$WH_STATUS" 0 "SIGTERM: exits 0"
 
+# more connections than select() sets can hold: refused at start, by name
+conf "$T/conf9" 1000 10s
+"$WEBHOOK" -c "$T/conf9" > "$T/webhook9.log" 2>&1
+rc=$?
+check "webhook_max_connections 1000: refused at start ($rc), naming the setting and its range" \
+    sh -c "[ $rc -ne 0 ] && grep -q 'webhook_max_connections: 1000 is out of range 1..960' '$T/webhook9.log'"
+
 # ---- defect 8: slow clients at the connection limit ----
 MAX=16
 conf "$T/conf2" "$MAX" "$(scaled 3)s"
