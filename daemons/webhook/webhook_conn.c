@@ -428,7 +428,8 @@ on_ready(struct stage *st, int fd, short revents, void *arg)
 			FD_SET(s, &r);
 		if ((x & (EPOLLOUT | EPOLLHUP | EPOLLERR)) && FD_ISSET(s, &cs->mw))
 			FD_SET(s, &w);
-		if ((x & (EPOLLPRI | EPOLLERR)) && FD_ISSET(s, &cs->me))
+		/* hung up both ways: nothing more can be read or written, close it */
+		if ((x & (EPOLLPRI | EPOLLERR | EPOLLHUP)) && FD_ISSET(s, &cs->me))
 			FD_SET(s, &e);
 	}
 	run(cs, &r, &w, &e);
