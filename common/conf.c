@@ -244,7 +244,7 @@ static const struct conf_setting settings[] = {
 	{ "webhook_key_file", CONF_STR, NULL, NULL, 0, 0,
 	  "webhook TLS private key (PEM, e.g. cert-manager's tls.key); re-read when it changes",
 	  "webhook", 0 },
-	{ "webhook_max_connections", CONF_INT, "512", NULL, 1, 65535,
+	{ "webhook_max_connections", CONF_INT, "512", NULL, 1, 960,
 	  "connections the webhook holds at once; more wait in the listen queue",
 	  "webhook", 0 },
 	{ "webhook_max_request", CONF_SIZE, "3MiB", NULL, 0, 0,

@@ -11,7 +11,8 @@ daemons_webhook_libwebhook_a_SOURCES = \
 WEBHOOK_LIBS = daemons/webhook/libwebhook.a
 
 decodlibexec_PROGRAMS += daemons/webhook/webhook
-daemons_webhook_webhook_SOURCES = daemons/webhook/webhook.c
+daemons_webhook_webhook_SOURCES = daemons/webhook/webhook.c \
+	daemons/webhook/webhook_conn.c daemons/webhook/webhook_conn.h
 daemons_webhook_webhook_LDADD = $(WEBHOOK_LIBS) $(DECOD_LIBS) $(MHD_LIBS) $(GNUTLS_LIBS)
 
 check_PROGRAMS += t/unit/webhook_admit_test
@@ -24,9 +25,10 @@ t_unit_webhook_index_test_LDADD = $(WEBHOOK_LIBS) $(DECOD_LIBS)
 TESTS += t/unit/webhook_index_test
 
 TESTS += t/integration/webhook_tls.sh t/integration/webhook_kube.sh \
-	t/integration/webhook_etcd.sh
+	t/integration/webhook_etcd.sh t/integration/webhook_hostile.sh
 EXTRA_DIST += t/integration/webhook_tls.sh t/integration/webhook_kube.sh \
-	t/integration/webhook_etcd.sh \
+	t/integration/webhook_etcd.sh t/integration/webhook_hostile.sh \
+	t/fuzz/seeds/webhook-wire \
 	t/integration/webhook_lib.sh t/knative-service-crd.yaml
 
 # the admission fuzz harness, replayed over its seeds and regression inputs

@@ -1,7 +1,7 @@
 /*
  * webhook - the admission stage (SPEC §4.5): an HTTPS server (libmicrohttpd
- * driven from the stage's own poll loop through its epoll fd, so every
- * request is answered on the loop's thread) that injects Decofiles into
+ * driven from the stage's own poll loop by webhook_conn, so every request
+ * is answered on the loop's thread) that injects Decofiles into
  * Knative Services and guards Decofiles in use.  It answers only from the
  * in-memory index that a store list + watch keeps level; the records of
  * injected Services go to the store from a writer thread with its own
@@ -31,6 +31,7 @@
 #include "common/store_keys.h"
 #include "common/util.h"
 #include "daemons/webhook/webhook_admit.h"
+#include "daemons/webhook/webhook_conn.h"
 #include "daemons/webhook/webhook_index.h"
 #include "daemons/webhook/webhook_tls.h"
 
@@ -88,14 +89,13 @@ struct webhook {
 	struct wh_index *ix;
 	struct wh_tls *tls;
 	struct MHD_Daemon *mhd;
-	int epfd;
-	int64_t mhd_timer, cert_timer, watch_timer;
+	struct wh_conns *conns;
+	int64_t cert_timer, watch_timer;
 	struct store_watch *df_watch, *svc_watch;
 	char *df_prefix, *svc_prefix;
 	char *def_target, *s3_host, *s3_prefix, *managers;
 	uint64_t max_request;
-	int64_t request_ms;
-	unsigned int req_timeout_s, idle_timeout_s;
+	int64_t request_ms, idle_ms;
 	struct wh_env env;
 	struct writer w;
 	/* metrics */
@@ -103,9 +103,7 @@ struct webhook {
 	unsigned long hist[NBUCKETS + 1];
 	double hist_sum;
 	unsigned long hist_count;
-	unsigned long conns_total, conns_open, deadline_closed;
 	unsigned long max_conns;
-	int rerun;		/* a connection closed at the limit: run MHD again */
 	unsigned long cert_errors;
 };
 
@@ -114,8 +112,6 @@ W(struct stage *st)
 {
 	return stage_data(st);
 }
-
-static void mhd_arm(struct webhook *wh);
 
 /* ---- the writer thread: records of injected Services to the store ---- */
 
@@ -393,6 +389,7 @@ metrics(struct webhook *wh, struct buf *b)
 {
 	unsigned long loads, cum = 0, errors;
 	size_t held, ndf, nsvc, pending;
+	struct wh_conn_counts k;
 
 	buf_adds(b, "# HELP decod_webhook_requests_total Requests answered, by path and outcome.\n"
 	    "# TYPE decod_webhook_requests_total counter\n");
@@ -414,6 +411,7 @@ metrics(struct webhook *wh, struct buf *b)
 	buf_printf(b, "decod_webhook_admission_seconds_sum %.6f\n", wh->hist_sum);
 	buf_printf(b, "decod_webhook_admission_seconds_count %lu\n", wh->hist_count);
 	wh_tls_counts(wh->tls, &loads, &held);
+	wh_conns_counts(wh->conns, &k);
 	wh_index_counts(wh->ix, &ndf, &nsvc);
 	pthread_mutex_lock(&wh->w.mu);
 	pending = wh->w.pending;
@@ -427,9 +425,18 @@ metrics(struct webhook *wh, struct buf *b)
 	    "# TYPE decod_webhook_connections_total counter\n"
 	    "decod_webhook_connections_total %lu\n"
 	    "# HELP decod_webhook_deadline_closed_total Connections closed for a request "
-	    "that overran webhook_request_timeout.\n"
+	    "that overran webhook_request_timeout (counted from accept: TLS handshake and "
+	    "headers included).\n"
 	    "# TYPE decod_webhook_deadline_closed_total counter\n"
 	    "decod_webhook_deadline_closed_total %lu\n"
+	    "# HELP decod_webhook_evicted_total Connections closed at webhook_max_connections "
+	    "to free a slot for a waiting one (the oldest slow or idle).\n"
+	    "# TYPE decod_webhook_evicted_total counter\n"
+	    "decod_webhook_evicted_total %lu\n"
+	    "# HELP decod_webhook_idle_closed_total Keep-alive connections closed after "
+	    "webhook_idle_timeout without a request.\n"
+	    "# TYPE decod_webhook_idle_closed_total counter\n"
+	    "decod_webhook_idle_closed_total %lu\n"
 	    "# HELP decod_webhook_cert_loads_total Certificate pairs loaded (1 at start, "
 	    "then one per rotation).\n"
 	    "# TYPE decod_webhook_cert_loads_total counter\n"
@@ -445,7 +452,7 @@ metrics(struct webhook *wh, struct buf *b)
 	    "decod_webhook_record_writes_pending %zu\n"
 	    "# TYPE decod_webhook_record_write_errors_total counter\n"
 	    "decod_webhook_record_write_errors_total %lu\n",
-	    wh->conns_open, wh->conns_total, wh->deadline_closed, loads, wh->cert_errors,
+	    k.open, k.total, k.deadline_closed, k.evicted, k.idle_closed, loads, wh->cert_errors,
 	    ndf, nsvc, pending, errors);
 }
 
@@ -550,15 +557,10 @@ on_request(void *cls, struct MHD_Connection *c, const char *url, const char *met
 		if (cl != NULL && strtoull(cl, NULL, 10) > wh->max_request)
 			q->too_large = 1;
 		*con_cls = q;
-		MHD_set_connection_option(c, MHD_CONNECTION_OPTION_TIMEOUT, wh->req_timeout_s);
+		wh_conns_request(wh->conns, c);
 		return MHD_YES;
 	}
 	if (*upload_size > 0) {
-		if (now_ms() - q->start > wh->request_ms) {
-			wh->deadline_closed++;
-			log_kv(LOG_WARN, "request overran its deadline; connection closed", NULL);
-			return MHD_NO;
-		}
 		if (!q->too_large && q->body.len + *upload_size > wh->max_request) {
 			q->too_large = 1;
 			buf_free(&q->body);
@@ -570,7 +572,6 @@ on_request(void *cls, struct MHD_Connection *c, const char *url, const char *met
 		return MHD_YES;
 	}
 	/* the whole request is in: answer */
-	MHD_set_connection_option(c, MHD_CONNECTION_OPTION_TIMEOUT, wh->idle_timeout_s);
 	if (rt == R_HEALTHZ || rt == R_METRICS) {
 		struct buf b;
 
@@ -609,11 +610,11 @@ static void
 on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
     enum MHD_RequestTerminationCode toe)
 {
+	struct webhook *wh = cls;
 	struct req *q = *con_cls;
 
-	(void)cls;
-	(void)c;
-	(void)toe;
+	if (toe == MHD_REQUEST_TERMINATED_COMPLETED_OK)
+		wh_conns_answered(wh->conns, c);
 	if (q == NULL)
 		return;
 	buf_free(&q->body);
@@ -628,19 +629,9 @@ on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
 	struct webhook *wh = cls;
 	const union MHD_ConnectionInfo *ci;
 
-	(void)socket_context;
-	if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
-		wh->conns_total++;
-		wh->conns_open++;
+	wh_conns_notify(wh->conns, c, socket_context, toe);
+	if (toe == MHD_CONNECTION_NOTIFY_STARTED)
 		return;
-	}
-	/*
-	 * At the limit libmicrohttpd takes its listen socket out of its epoll
-	 * set and puts it back only on its next run; nothing would wake us for
-	 * that run, so a queued connection would wait for some other event.
-	 */
-	if (wh->conns_open-- >= wh->max_conns)
-		wh->rerun = 1;
 	if ((ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_GNUTLS_SESSION)) != NULL)
 		wh_tls_closed((gnutls_session_t)ci->tls_session);
 }
@@ -655,53 +646,6 @@ mhd_log(void *cls, const char *fmt, va_list ap)
 	msg[strcspn(msg, "\n")] = '\0';
 	/* a plain-HTTP client or a port scanner makes TLS errors: not a fault of ours */
 	log_kv(LOG_DEBUG, "libmicrohttpd", "detail", msg, NULL);
-}
-
-static void
-mhd_run(struct webhook *wh)
-{
-	if (wh->mhd_timer > 0)
-		stage_cancel_timer(wh->st, wh->mhd_timer);
-	wh->mhd_timer = 0;
-	MHD_run(wh->mhd);
-	while (wh->rerun) {
-		wh->rerun = 0;
-		MHD_run(wh->mhd);
-	}
-	mhd_arm(wh);
-}
-
-static void
-on_mhd_fd(struct stage *st, int fd, short revents, void *arg)
-{
-	(void)fd;
-	(void)revents;
-	(void)arg;
-	mhd_run(W(st));
-}
-
-static void
-on_mhd_timer(struct stage *st, void *arg)
-{
-	struct webhook *wh = W(st);
-
-	(void)arg;
-	wh->mhd_timer = 0;
-	mhd_run(wh);
-}
-
-/* mhd_arm - one stage timer at libmicrohttpd's next deadline */
-static void
-mhd_arm(struct webhook *wh)
-{
-	MHD_UNSIGNED_LONG_LONG t;
-
-	if (wh->mhd_timer > 0)
-		stage_cancel_timer(wh->st, wh->mhd_timer);
-	wh->mhd_timer = 0;
-	if (MHD_get_timeout(wh->mhd, &t) == MHD_YES)
-		wh->mhd_timer = stage_add_timer(wh->st, t > 60000 ? 60000 : (int64_t)t,
-		    on_mhd_timer, NULL);
 }
 
 static void
@@ -778,8 +722,9 @@ read_live(struct webhook *wh)
 	wh->env.managers = wh->managers;
 	wh->max_request = conf_get_size(cf, "webhook_max_request");
 	wh->request_ms = conf_get_ms(cf, "webhook_request_timeout");
-	wh->req_timeout_s = secs(wh->request_ms);
-	wh->idle_timeout_s = secs(conf_get_ms(cf, "webhook_idle_timeout"));
+	wh->idle_ms = conf_get_ms(cf, "webhook_idle_timeout");
+	if (wh->conns != NULL)
+		wh_conns_set_timeouts(wh->conns, wh->request_ms, wh->idle_ms);
 }
 
 /*
@@ -819,6 +764,7 @@ webhook_init(struct stage *st)
 	wh->s3_prefix = xstrdup(conf_get(cf, "s3_prefix"));
 	wh->max_conns = (unsigned long)conf_get_int(cf, "webhook_max_connections");
 	read_live(wh);
+	wh->conns = wh_conns_new(st, wh->max_conns, wh->request_ms, wh->idle_ms);
 	wh->env.s3_public_host = wh->s3_host;
 	wh->env.s3_prefix = wh->s3_prefix;
 	wh->env.find = env_find;
@@ -840,10 +786,17 @@ webhook_init(struct stage *st)
 		return -1;
 	}
 	if (!MHD_is_feature_supported(MHD_FEATURE_TLS) ||
-	    !MHD_is_feature_supported(MHD_FEATURE_HTTPS_CERT_CALLBACK) ||
-	    !MHD_is_feature_supported(MHD_FEATURE_EPOLL)) {
-		log_kv(LOG_ERROR, "this libmicrohttpd lacks TLS, the certificate callback or "
-		    "epoll", NULL);
+	    !MHD_is_feature_supported(MHD_FEATURE_HTTPS_CERT_CALLBACK)) {
+		log_kv(LOG_ERROR, "this libmicrohttpd lacks TLS or the certificate callback",
+		    NULL);
+		return -1;
+	}
+	if (wh->max_conns > wh_conns_max()) {
+		char max[32];
+
+		snprintf(max, sizeof(max), "%lu", wh_conns_max());
+		log_kv(LOG_ERROR, "webhook_max_connections is too large: libmicrohttpd is "
+		    "driven through select() sets", "max", max, NULL);
 		return -1;
 	}
 	if ((wh->tls = wh_tls_new(cert, key, err, sizeof(err))) == NULL) {
@@ -872,7 +825,8 @@ webhook_init(struct stage *st)
 	}
 	wh->w.up = 1;
 
-	flags = MHD_USE_TLS | MHD_USE_EPOLL | MHD_USE_ERROR_LOG;
+	/* external select mode: webhook_conn hands it only sockets that are ready */
+	flags = MHD_USE_TLS | MHD_USE_ERROR_LOG;
 	if (ss.ss_family == AF_INET6)
 		flags |= MHD_USE_IPv6;
 	wh->mhd = MHD_start_daemon(flags, 0, NULL, NULL, on_request, wh,
@@ -880,7 +834,7 @@ webhook_init(struct stage *st)
 	    MHD_OPTION_HTTPS_CERT_CALLBACK, wh_tls_retrieve,
 	    MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
 	    MHD_OPTION_CONNECTION_LIMIT, (unsigned int)wh->max_conns,
-	    MHD_OPTION_CONNECTION_TIMEOUT, wh->idle_timeout_s,
+	    MHD_OPTION_CONNECTION_TIMEOUT, secs(wh->idle_ms),
 	    MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned int)1024,
 	    MHD_OPTION_NOTIFY_COMPLETED, on_completed, wh,
 	    MHD_OPTION_NOTIFY_CONNECTION, on_connection, wh,
@@ -890,11 +844,8 @@ webhook_init(struct stage *st)
 		    strerror(errno), NULL);
 		return -1;
 	}
-	if ((di = MHD_get_daemon_info(wh->mhd, MHD_DAEMON_INFO_EPOLL_FD)) == NULL)
+	if (wh_conns_attach(wh->conns, wh->mhd) < 0)
 		return -1;
-	wh->epfd = di->epoll_fd;
-	stage_add_fd(st, wh->epfd, POLLIN, on_mhd_fd, NULL);
-	mhd_arm(wh);
 	wh->cert_timer = stage_add_timer(st, CERT_CHECK_MS, on_cert_timer, NULL);
 
 	di = MHD_get_daemon_info(wh->mhd, MHD_DAEMON_INFO_BIND_PORT);
@@ -927,6 +878,7 @@ webhook_shutdown(struct stage *st)
 		return;
 	if (wh->mhd != NULL)
 		MHD_stop_daemon(wh->mhd);
+	wh_conns_free(wh->conns);
 	if (wh->w.up) {
 		pthread_mutex_lock(&wh->w.mu);
 		wh->w.stop = 1;
