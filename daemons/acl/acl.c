@@ -90,8 +90,7 @@ acl_update_gauge(struct acl *a)
 	metrics_set(a->m, M_TENANTS, NULL, n);
 }
 
-/* report - the tenant's condition, through the source, only when it changed */
-void
+int
 acl_report(struct acl *a, struct tenant *t, const char *status, const char *reason,
     const char *message)
 {
@@ -99,9 +98,10 @@ acl_report(struct acl *a, struct tenant *t, const char *status, const char *reas
 
 	snprintf(cur, sizeof(cur), "%s|%s|%s|%s", t->user, status, reason, message);
 	if (strcmp(cur, t->last) == 0)
-		return;
+		return 0;
 	memcpy(t->last, cur, sizeof(cur));
 	a->src->report(a->src_state, t->ns, t->name, t->user, status, reason, message);
+	return 1;
 }
 
 /*
@@ -227,6 +227,7 @@ gone_add(struct acl *a, const char *ns, const char *user)
 	g = xcalloc(1, sizeof(*g));
 	snprintf(g->ns, sizeof(g->ns), "%s", ns);
 	snprintf(g->user, sizeof(g->user), "%s", user);
+	g->fresh = 1;
 	g->next = a->gone;
 	a->gone = g;
 }
@@ -563,7 +564,7 @@ acl_init(struct stage *st)
 	}
 	a->timeout_ms = conf_get_ms(cf, "valkey_timeout");
 	a->resync_ms = conf_get_ms(cf, "valkey_acl_resync_period");
-	a->retry_ms = RETRY_MIN;
+	backoff_init(&a->retry, RETRY_MIN, RETRY_MAX);
 	snprintf(a->dir, sizeof(a->dir), "%s/acl", conf_get(cf, "state_dir"));
 	if (mkdir_p(a->dir, 0700) < 0) {
 		log_kv(LOG_ERROR, "cannot make the credentials folder", "dir", a->dir, NULL);

@@ -148,9 +148,8 @@ on_auth(redisAsyncContext *ac, void *r, void *priv)
 		return;
 	c->answered = 1;
 	if (reply->type == REDIS_REPLY_ERROR) {
+		/* the owner logs it, once, not at every round */
 		snprintf(why, sizeof(why), "authentication failed: %.200s", reply->str);
-		log_kv(LOG_WARN, "valkey refused the admin password", "node", c->name,
-		    "error", reply->str, NULL);
 		/* the commands queued behind AUTH would all fail with NOAUTH */
 		c->closed = 1;
 		if (c->on_down != NULL)

@@ -9,6 +9,8 @@
 #   vk_require                  skip the test unless redis-server/-sentinel exist
 #   vk_start                    start all six; sets VK_ADMIN, VK_P1..3 (nodes),
 #                               VK_S1..3 (sentinels), VK_SENTINELS (list)
+#   vk_start_one                one node alone (no replica, no sentinel):
+#                               VK_ADMIN, VK_P1
 #   vk_node_start N             (re)start node N (1 is the first master)
 #   vk_kill N                   kill -9 node N
 #   vk_admin PORT CMD...        run a command as the admin
@@ -135,9 +137,20 @@ vk_port() {
 	done
 }
 
-vk_start() {
+vk_new_admin() {
 	VK_ADMIN=$(head -c 24 /dev/urandom | base64 | tr -d '/+=' | cut -c1-24)
 	mkdir -p "$T/vk"
+}
+
+vk_start_one() {
+	vk_new_admin
+	VK_P1=$(vk_port)
+	VK_USED="$VK_USED $VK_P1"
+	vk_node_start 1
+}
+
+vk_start() {
+	vk_new_admin
 	for v in VK_P1 VK_P2 VK_P3 VK_S1 VK_S2 VK_S3; do
 		p=$(vk_port)
 		VK_USED="$VK_USED $p"
