@@ -37,7 +37,10 @@ struct metrics;
 enum refusal { OK_ = 0, REFUSED, CONFLICT };
 
 struct tenant {
-	char ns[NAME_MAX_], name[NAME_MAX_], user[ACL_USER_MAX];
+	char ns[NAME_MAX_], name[NAME_MAX_];
+	char user[ACL_USER_MAX];	/* as asked; a name refused whole is shown cut */
+	const char *bad_reason;	/* the name is refused (acl_user_check), or NULL */
+	char bad[256];		/* ... and why */
 	enum refusal refused;
 	char password[ACL_PW_LEN + 1];
 	int has_pw;

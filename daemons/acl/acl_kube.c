@@ -255,7 +255,7 @@ on_ns(void *arg, enum kube_event ev, yajl_val obj, yajl_val old)
 		snprintf(user, sizeof(user), "%s", ns);
 	t = kt_get(s, ns, 0);
 	if (want && !deleting) {
-		if (acl_user_check(user, &why_reason, why, sizeof(why)) < 0) {
+		if (acl_user_check(user, strlen(user), &why_reason, why, sizeof(why)) < 0) {
 			log_kv(LOG_WARN, "acl: namespace refused; annotation removed", "ns", ns,
 			    "reason", why_reason, "message", why, NULL);
 			annotation_remove(s, ns);
@@ -276,7 +276,7 @@ on_ns(void *arg, enum kube_event ev, yajl_val obj, yajl_val old)
 				resync = strcmp(o, n) != 0;
 			else if (ev == KUBE_MODIFIED)
 				resync = (o == NULL) != (n == NULL);
-			acl_tenant_put(s->a, ns, ns, user, since, 1, resync);
+			acl_tenant_put(s->a, ns, ns, user, strlen(user), since, 1, resync);
 		}
 		t->put = 1;
 		return;
@@ -285,7 +285,7 @@ on_ns(void *arg, enum kube_event ev, yajl_val obj, yajl_val old)
 	if (t != NULL && t->put) {
 		t->put = 0;
 		acl_tenant_del(s->a, ns, ns);
-	} else if (fin && acl_user_check(user, &why_reason, why, sizeof(why)) < 0) {
+	} else if (fin && acl_user_check(user, strlen(user), &why_reason, why, sizeof(why)) < 0) {
 		finalizer(s, ns, 0);	/* never provisioned: nothing to delete */
 	} else if (fin) {
 		/* ours from before a restart: delete the user, then release */
