@@ -67,6 +67,8 @@ on_reply(redisAsyncContext *ac, void *rp, void *priv)
 	if (reply == NULL) {
 		char why[256];
 
+		if (acl_conn_answered(j->conn))
+			j->replies++;	/* it is up (a reply too large): failed, not down */
 		snprintf(why, sizeof(why), "%.200s", acl_reply_error(ac));
 		job_end(j, why);
 		return;
