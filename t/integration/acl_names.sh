@@ -5,7 +5,9 @@
 # either (not "a", not the first 63 characters), no credentials are kept,
 # and a later tenant of site "a" gets its user (no Conflict).  The hostile
 # documents are written into the store as a client other than decoctl
-# would (testtool rawput): decoctl is not the only writer.
+# would (testtool rawput): decoctl is not the only writer.  decoctl apply
+# itself refuses a string holding \u0000 (JSON or YAML) with where it is,
+# instead of storing "a" (yajl's tree ends a string at its NUL).
 . "$top_srcdir/t/lib/common.sh"
 . "$top_srcdir/t/lib/valkey.sh"
 . "$top_srcdir/t/lib/acl.sh"
@@ -72,5 +74,22 @@ check "no credentials for the NUL site" test ! -e "$T/state/acl/sites-padaria-nu
 check "no credentials for the long sites" test ! -e "$T/state/acl/sites-loja-longa.env" -a ! -e "$T/state/acl/sites-loja-longa-2.env"
 is "$(sed -n 's/^LOADER_CACHE_REDIS_USERNAME=//p' "$T/state/acl/sites-a.env")" a "sites-a's credentials name user a"
 check "the stage is still up" alive "$APID"
+
+# decoctl apply: refused, never stored cut short
+printf '{"apiVersion":"deco.sites/v1alpha1","kind":"Tenant","metadata":{"name":"cut","namespace":"sites-cut"},\n "spec":{"site":"a\\u0000b"}}\n' > "$T/cut.json"
+printf 'apiVersion: deco.sites/v1alpha1\nkind: Tenant\nmetadata: {name: cut, namespace: sites-cut}\nspec: {site: "a\\0b"}\n' > "$T/cut.yaml"
+for f in cut.json cut.yaml; do
+	"$CTL" $C apply -f "$T/$f" > "$T/$f.out" 2>&1
+	ok $((! $?)) "decoctl apply of $f (site a, NUL, b) fails"
+	diag "$(cat "$T/$f.out")"
+	check "... saying where and why" grep -q "$f:[1-9].*u0000 (a NUL byte): refused" "$T/$f.out"
+done
+check "nothing was stored" sh -c "! '$CTL' $C -n sites-cut get tenant cut >/dev/null 2>&1"
+printf 'apiVersion: deco.sites/v1alpha1\nkind: Tenant\nmetadata: {name: barra, namespace: sites-barra}\nspec: {site: "a\\\\u0000b"}\n' > "$T/barra.yaml"
+"$CTL" $C apply -f "$T/barra.yaml" >/dev/null 2>&1
+ok $? "a site holding a backslash then u0000 (no NUL) is stored as written"
+check "... and refused by the stage for its characters, not cut" wait_for "$(scaled 10)" cond_is sites-barra barra False
+case "$(cond sites-barra barra message)" in *'a\u0000b'*"may hold only"*) r=0 ;; *) r=1 ;; esac
+ok $r "the message shows the name whole"
 
 done_testing
