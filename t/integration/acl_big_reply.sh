@@ -71,8 +71,10 @@ diag "bignode: $(tr '\n' ' ' < "$T/big.log"); --array: $(tr '\n' ' ' < "$T/arr.l
 HWM=$(kb "$APID" VmHWM)
 RSS=$(kb "$APID" VmRSS)
 diag "VmHWM after: $HWM kB, VmRSS $RSS kB"
-check "the stage's peak memory grew by less than 16 MB ($BASE -> $HWM kB)" \
-    test "$((HWM - BASE))" -lt 16384
+# the plain build grows by ~3 MB; a sanitizer build keeps freed buffers in
+# its quarantine, ~5 MB a round; unbounded, it took 200 MB and 475 MB
+check "the stage's peak memory grew by less than 48 MB ($BASE -> $HWM kB)" \
+    test "$((HWM - BASE))" -lt 49152
 check "every attacked connection was closed before 200 MB" \
     awk '$2 >= 200 * 1024 * 1024 {bad = 1} END {exit bad}' "$T/big.log"
 has_user() { [ -n "$(vk_admin "$VK_P1" acl getuser "$1" | tr -d '\r\n')" ]; }
