@@ -35,7 +35,8 @@
 #define FINALIZER "deco.sites/valkey-acl"
 #define SECRET "valkey-acl"
 #define MANAGER "decod-acl"
-#define RETRY_MS 5000
+#define RETRY_MIN_MS 1000	/* a failed Secret write is tried again, doubling */
+#define RETRY_MAX_MS 60000
 
 enum { PW_NONE, PW_PENDING, PW_LANDED };
 
@@ -45,6 +46,7 @@ struct kt {
 	char pw[128];
 	int pw_state;
 	int put;		/* acl_tenant_put as enabled */
+	struct backoff retry;	/* failed Secret writes: RETRY_MIN_MS doubling */
 	struct kt *next;
 };
 
@@ -74,6 +76,7 @@ kt_get(struct ksrc *s, const char *ns, int make)
 		return NULL;
 	t = xcalloc(1, sizeof(*t));
 	snprintf(t->ns, sizeof(t->ns), "%s", ns);
+	backoff_init(&t->retry, RETRY_MIN_MS, RETRY_MAX_MS);
 	t->next = s->kts;
 	s->kts = t;
 	return t;
@@ -168,7 +171,7 @@ annotation_remove(struct ksrc *s, const char *ns)
 	buf_free(&b);
 }
 
-/* retry_cb - a Secret write failed RETRY_MS ago: try the tenant again */
+/* retry_cb - a Secret write failed a while ago (t->retry): try the tenant again */
 static void
 retry_cb(struct stage *st, void *arg)
 {
@@ -191,6 +194,7 @@ secret_done(void *arg, const struct kube_resp *r)
 	if (t != NULL && t->pw_state == PW_PENDING) {
 		if (kube_ok(r)) {
 			t->pw_state = PW_LANDED;
+			backoff_reset(&t->retry);
 			log_kv(LOG_INFO, "acl: credentials kept in Secret " SECRET, "ns", w->ns,
 			    "user", t->user, NULL);
 		} else {
@@ -203,7 +207,7 @@ secret_done(void *arg, const struct kube_resp *r)
 		if (t->pw_state == PW_LANDED) {
 			acl_resync(s->a, w->ns, w->ns);
 		} else {
-			stage_add_timer(s->st, RETRY_MS, retry_cb, w);
+			stage_add_timer(s->st, backoff_next(&t->retry), retry_cb, w);
 			return;
 		}
 	}
