@@ -575,6 +575,8 @@ round_finish(struct stage *st, void *arg)
 		    finish_upsert(a, r, &r->ops[i], jn);
 	if (began && journal_commit(jn) < 0)
 		log_kv(LOG_WARN, "journal commit failed", "error", journal_error(jn), NULL);
+	if (r->fail_all[0] != '\0')
+		failed = 1;
 	if (failed && a->retry_timer == 0) {
 		/* the next full round after a pause that doubles: never at once */
 		int64_t wait = backoff_next(&a->retry);
