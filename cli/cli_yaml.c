@@ -693,6 +693,55 @@ expand_lists(struct cli_docs *in, struct cli_docs *out)
 	cli_docs_free(in);
 }
 
+/*
+ * nul_refused - JSON text (valid) has a string holding \u0000: -1 with e
+ * filled (line counted from line0), else 0.  yajl's tree, which every
+ * reader of a resource uses, ends a string at its first NUL, so "a\u0000b"
+ * would be stored as "a": refused rather than cut short.
+ */
+static int
+nul_refused(const char *json, size_t len, int line0, struct cli_input_error *e)
+{
+	int in_str = 0, line = line0, col = 1;
+
+	for (size_t i = 0; i < len; i++, col++) {
+		if (json[i] == '\n') {
+			line++;
+			col = 0;
+		} else if (json[i] == '"') {
+			in_str = !in_str;
+		} else if (in_str && json[i] == '\\' && i + 1 < len) {
+			if (json[i + 1] == 'u' && i + 5 < len && memcmp(json + i + 2, "0000", 4) == 0) {
+				if (e != NULL) {
+					e->line = line;
+					e->column = col;
+					snprintf(e->msg, sizeof(e->msg), "a string holds \\u0000 (a "
+					    "NUL byte): refused, it would be cut short there");
+				}
+				return -1;
+			}
+			i++;	/* the escaped character, a quote too */
+			col++;
+		}
+	}
+	return 0;
+}
+
+/* docs_nul_refused - nul_refused for every document YAML gave */
+static int
+docs_nul_refused(const struct cli_docs *raw, struct cli_input_error *e)
+{
+	for (size_t k = 0; k < raw->n; k++) {
+		/* one line of compact JSON: the document's line says where */
+		if (nul_refused(raw->v[k].json, strlen(raw->v[k].json), raw->v[k].line, e) < 0) {
+			if (e != NULL)
+				e->column = 0;
+			return -1;
+		}
+	}
+	return 0;
+}
+
 int
 cli_read_docs(const char *name, const char *text, size_t len,
     struct cli_docs *docs, struct cli_input_error *e)
@@ -711,6 +760,10 @@ cli_read_docs(const char *name, const char *text, size_t len,
 	if (!as_yaml && (as_json || (i < len && (text[i] == '{' || text[i] == '[')))) {
 		memset(&je, 0, sizeof(je));
 		v = json_parse(text, len, &je);
+		if (v != NULL && nul_refused(text, len, 1, e) < 0) {
+			yajl_tree_free(v);
+			return -1;
+		}
 		if (v != NULL) {
 			add_json_value(docs, v, line_of(text, i));
 			yajl_tree_free(v);
@@ -725,10 +778,18 @@ cli_read_docs(const char *name, const char *text, size_t len,
 			}
 			return -1;
 		}
+		if (docs_nul_refused(&raw, e) < 0) {
+			cli_docs_free(&raw);
+			return -1;
+		}
 		expand_lists(&raw, docs);
 		return 0;
 	}
 	if (cli_yaml_to_json(text, len, &raw, e) < 0) {
+		cli_docs_free(&raw);
+		return -1;
+	}
+	if (docs_nul_refused(&raw, e) < 0) {
 		cli_docs_free(&raw);
 		return -1;
 	}

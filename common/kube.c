@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/backoff.h"
 #include "common/curl_epoll.h"
 #include "common/hash.h"
 #include "common/json.h"
@@ -82,15 +83,6 @@ struct kube {
 };
 
 static int curl_ready;
-
-int64_t
-kube_jitter(int64_t ms)
-{
-	unsigned r = 0;
-
-	random_bytes(&r, sizeof(r));
-	return ms * 8 / 10 + (int64_t)(r % (unsigned)(ms * 4 / 10 + 1));
-}
 
 /* ---- loop plumbing ---- */
 
@@ -464,7 +456,7 @@ attempt_done(struct kube_call *c, CURLcode rc)
 		wait = KUBE_BACKOFF_MIN_MS << (c->attempts - 1 < 5 ? c->attempts - 1 : 5);
 		if (wait > KUBE_BACKOFF_MAX_MS)
 			wait = KUBE_BACKOFF_MAX_MS;
-		wait = kube_jitter(wait);
+		wait = backoff_jitter(wait);
 		if (c->retry_after_ms >= 0 && (status == 429 || status == 503))
 			wait = c->retry_after_ms > wait ? c->retry_after_ms : wait;
 		if (now + wait < c->deadline - 10) {

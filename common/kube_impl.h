@@ -35,7 +35,4 @@ void kube_informer_unregister(struct kube *k, struct kube_informer *inf);
 /* kube_informer_pump - handle buffered watch events; nonzero if more wait */
 int kube_informer_pump(struct kube_informer *inf);
 
-/* kube_jitter - ms scattered by +-20% */
-int64_t kube_jitter(int64_t ms);
-
 #endif

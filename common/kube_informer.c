@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/backoff.h"
 #include "common/hash.h"
 #include "common/json.h"
 #include "common/kube.h"
@@ -197,7 +198,7 @@ next_backoff(struct kube_informer *inf)
 	if (b > INF_BACKOFF_MAX_MS)
 		b = INF_BACKOFF_MAX_MS;
 	inf->backoff = b;
-	return kube_jitter(b);
+	return backoff_jitter(b);
 }
 
 /*
@@ -558,7 +559,7 @@ watch_start(struct kube_informer *inf, int64_t delay)
 {
 	struct buf q;
 	char *path;
-	int secs = INF_WATCH_MIN_S + (int)(kube_jitter(INF_WATCH_MIN_S * 1000) / 1000) / 2;
+	int secs = INF_WATCH_MIN_S + (int)(backoff_jitter(INF_WATCH_MIN_S * 1000) / 1000) / 2;
 
 	inf->state = INF_WATCHING;
 	buf_reset(&inf->in);

@@ -4,6 +4,7 @@ libdecod_a_SOURCES = \
 	common/log.c common/log.h \
 	common/util.c common/util.h \
 	common/hash.c common/hash.h \
+	common/backoff.c common/backoff.h \
 	common/json.c common/json.h \
 	common/conf.c common/conf.h \
 	common/spool.c common/spool.h \

@@ -56,6 +56,9 @@ t_stage_testtool_LDADD = $(TEST_LIBS)
 check_PROGRAMS += t/unit/s3key_test
 t_unit_s3key_test_LDADD = $(TEST_LIBS)
 TESTS += t/unit/s3key_test
+check_PROGRAMS += t/unit/backoff_test
+t_unit_backoff_test_LDADD = $(TEST_LIBS)
+TESTS += t/unit/backoff_test
 
 # Kubernetes: the client's unit tests, and kubetool, which drives the client
 # from the integration tests against a real API server (t/lib/kube.sh)

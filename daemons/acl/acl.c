@@ -90,8 +90,7 @@ acl_update_gauge(struct acl *a)
 	metrics_set(a->m, M_TENANTS, NULL, n);
 }
 
-/* report - the tenant's condition, through the source, only when it changed */
-void
+int
 acl_report(struct acl *a, struct tenant *t, const char *status, const char *reason,
     const char *message)
 {
@@ -99,9 +98,10 @@ acl_report(struct acl *a, struct tenant *t, const char *status, const char *reas
 
 	snprintf(cur, sizeof(cur), "%s|%s|%s|%s", t->user, status, reason, message);
 	if (strcmp(cur, t->last) == 0)
-		return;
+		return 0;
 	memcpy(t->last, cur, sizeof(cur));
 	a->src->report(a->src_state, t->ns, t->name, t->user, status, reason, message);
+	return 1;
 }
 
 /*
@@ -199,16 +199,13 @@ resolve(struct acl *a, const char *user, const char *ns)
 static void
 evaluate(struct acl *a, struct tenant *t)
 {
-	const char *reason = NULL;
-	char why[600];
-
-	if (acl_user_check(t->user, &reason, why, sizeof(why)) < 0) {
+	if (t->bad_reason != NULL) {
 		if (t->refused == OK_)
 			forget(t);
 		t->refused = REFUSED;
 		log_kv(LOG_WARN, "tenant refused", "ns", t->ns, "name", t->name, "reason",
-		    reason, "error", why, NULL);
-		acl_report(a, t, "False", reason, why);
+		    t->bad_reason, "error", t->bad, NULL);
+		acl_report(a, t, "False", t->bad_reason, t->bad);
 		return;
 	}
 	if (t->refused == REFUSED)
@@ -227,6 +224,7 @@ gone_add(struct acl *a, const char *ns, const char *user)
 	g = xcalloc(1, sizeof(*g));
 	snprintf(g->ns, sizeof(g->ns), "%s", ns);
 	snprintf(g->user, sizeof(g->user), "%s", user);
+	g->fresh = 1;
 	g->next = a->gone;
 	a->gone = g;
 }
@@ -269,12 +267,53 @@ holds_user(struct acl *a, const char *ns, const char *user)
 	return rc == 0 && strcmp(u, user) == 0;
 }
 
+/* a user name as a source gave it, judged whole (acl_user_check) */
+struct judged {
+	char user[ACL_USER_MAX];	/* the name, or how a refused one is shown */
+	const char *reason;		/* refused: why in bad; NULL: allowed */
+	char bad[256];
+};
+
+/*
+ * judge - the len bytes at user, judged whole.  A name that is no C string
+ * of at most 63 bytes is refused and kept only to be shown: NULs as '?',
+ * cut with "..." (neither is valid in a user, so the shown form can never
+ * be provisioned, nor taken for another tenant's user).
+ */
+static void
+judge(struct judged *j, const char *user, size_t len)
+{
+	size_t n = len < sizeof(j->user) - 1 ? len : sizeof(j->user) - 4;
+
+	j->reason = NULL;
+	if (acl_user_check(user, len, &j->reason, j->bad, sizeof(j->bad)) == 0) {
+		j->reason = NULL;
+		j->bad[0] = '\0';
+	}
+	for (size_t i = 0; i < n; i++)
+		j->user[i] = user[i] != '\0' ? user[i] : '?';
+	j->user[n] = '\0';
+	if (n < len)
+		memcpy(j->user + n, "...", 4);
+}
+
+/* judged_set - t asks for j's user */
+static void
+judged_set(struct tenant *t, const struct judged *j)
+{
+	memcpy(t->user, j->user, sizeof(t->user));
+	memcpy(t->bad, j->bad, sizeof(t->bad));
+	t->bad_reason = j->reason;
+}
+
 void
 acl_tenant_put(struct acl *a, const char *ns, const char *name, const char *user,
-    const char *since, int enabled, int resync)
+    size_t userlen, const char *since, int enabled, int resync)
 {
 	struct tenant *t = acl_tenant_find(a, ns, name);
+	struct judged j;
 
+	judge(&j, user, userlen);
 	if (t != NULL)
 		t->seen = 1;
 	if (!enabled) {
@@ -286,25 +325,25 @@ acl_tenant_put(struct acl *a, const char *ns, const char *name, const char *user
 		t = xcalloc(1, sizeof(*t));
 		snprintf(t->ns, sizeof(t->ns), "%s", ns);
 		snprintf(t->name, sizeof(t->name), "%s", name);
-		snprintf(t->user, sizeof(t->user), "%s", user);
+		judged_set(t, &j);
 		snprintf(t->since, sizeof(t->since), "%s", since != NULL ? since : "");
-		t->holds = holds_user(a, ns, user);
+		t->holds = t->bad_reason == NULL && holds_user(a, ns, t->user);
 		t->seen = 1;
 		t->refused = CONFLICT;	/* a candidate until evaluated */
 		t->next = a->tenants;
 		a->tenants = t;
-		log_kv(LOG_INFO, "tenant added", "ns", ns, "name", name, "user", user, NULL);
+		log_kv(LOG_INFO, "tenant added", "ns", ns, "name", name, "user", t->user, NULL);
 		evaluate(a, t);
-	} else if (strcmp(t->user, user) != 0) {
+	} else if (strcmp(t->user, j.user) != 0 || strcmp(t->bad, j.bad) != 0) {
 		char old[ACL_USER_MAX];
 
 		log_kv(LOG_INFO, "tenant's user changed", "ns", ns, "name", name, "old",
-		    t->user, "user", user, NULL);
+		    t->user, "user", j.user, NULL);
 		snprintf(old, sizeof(old), "%s", t->user);
 		if (t->refused == OK_)
 			gone_add(a, t->ns, t->user);
 		forget(t);
-		snprintf(t->user, sizeof(t->user), "%s", user);
+		judged_set(t, &j);
 		if (t->refused == OK_)
 			t->refused = CONFLICT;
 		evaluate(a, t);
@@ -352,7 +391,8 @@ acl_orphan(struct acl *a, const char *ns, const char *user)
 	const char *reason;
 	char why[256];
 
-	if (acl_ns_has_tenant(a, ns) || acl_user_check(user, &reason, why, sizeof(why)) < 0)
+	if (acl_ns_has_tenant(a, ns) ||
+	    acl_user_check(user, strlen(user), &reason, why, sizeof(why)) < 0)
 		return;
 	log_kv(LOG_INFO, "credentials without a tenant: deleting the user", "ns", ns, "user",
 	    user, NULL);
@@ -563,7 +603,7 @@ acl_init(struct stage *st)
 	}
 	a->timeout_ms = conf_get_ms(cf, "valkey_timeout");
 	a->resync_ms = conf_get_ms(cf, "valkey_acl_resync_period");
-	a->retry_ms = RETRY_MIN;
+	backoff_init(&a->retry, RETRY_MIN, RETRY_MAX);
 	snprintf(a->dir, sizeof(a->dir), "%s/acl", conf_get(cf, "state_dir"));
 	if (mkdir_p(a->dir, 0700) < 0) {
 		log_kv(LOG_ERROR, "cannot make the credentials folder", "dir", a->dir, NULL);

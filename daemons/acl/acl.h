@@ -49,14 +49,16 @@ extern const struct acl_source acl_source_store;
 extern const struct acl_source acl_source_kube;
 
 /*
- * acl_tenant_put - tenant ns/name asks for user (enabled=0: it no longer
- * wants one, as if deleted).  since (RFC 3339, may be NULL) is when it was
- * created: of two tenants wanting one user or one namespace the older
- * wins.  Provisioning starts soon when it is new or its user changed;
- * resync=1 asks for a check even when nothing changed.
+ * acl_tenant_put - tenant ns/name asks for the userlen bytes at user
+ * (enabled=0: it no longer wants one, as if deleted).  The bytes are judged
+ * whole: a NUL inside or a name too long is refused (InvalidName), never
+ * cut short.  since (RFC 3339, may be NULL) is when it was created: of two
+ * tenants wanting one user or one namespace the older wins.  Provisioning
+ * starts soon when it is new or its user changed; resync=1 asks for a
+ * check even when nothing changed.
  */
 void acl_tenant_put(struct acl *a, const char *ns, const char *name, const char *user,
-    const char *since, int enabled, int resync);
+    size_t userlen, const char *since, int enabled, int resync);
 
 /* acl_tenant_del - the tenant is gone: its user is deleted on every node */
 void acl_tenant_del(struct acl *a, const char *ns, const char *name);

@@ -19,12 +19,21 @@
 static const char *const reserved[] = { "default", "redis-root" };
 
 int
-acl_user_check(const char *user, const char **reason, char *why, size_t whylen)
+acl_user_check(const char *user, size_t len, const char **reason, char *why,
+    size_t whylen)
 {
-	size_t len = user != NULL ? strlen(user) : 0;
+	const char *nul = user != NULL ? memchr(user, '\0', len) : NULL;
 
+	if (user == NULL)
+		len = 0;
+	if (nul != NULL) {
+		*reason = "InvalidName";
+		snprintf(why, whylen, "user name holds a NUL byte (at byte %zu of %zu); refused, "
+		    "not cut short", (size_t)(nul - user) + 1, len);
+		return -1;
+	}
 	for (size_t i = 0; i < sizeof(reserved) / sizeof(reserved[0]); i++) {
-		if (user != NULL && strcmp(user, reserved[i]) == 0) {
+		if (len == strlen(reserved[i]) && memcmp(user, reserved[i], len) == 0) {
 			*reason = "ReservedName";
 			snprintf(why, whylen, "user name \"%s\" is reserved for Valkey's "
 			    "administrators; refused", user);

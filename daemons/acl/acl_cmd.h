@@ -19,11 +19,14 @@ struct acl_argv {
 };
 
 /*
- * acl_user_check - whether user may be a tenant's ACL user: 0, or -1 with a
- * sentence for the tenant's condition in why (reason in *reason:
- * "ReservedName" for default/redis-root, "InvalidName" otherwise).
+ * acl_user_check - whether the len bytes at user may be a tenant's ACL
+ * user: 0, or -1 with a sentence for the tenant's condition in why (reason
+ * in *reason: "ReservedName" for default/redis-root, "InvalidName"
+ * otherwise).  The bytes are judged whole: a NUL inside or a name past 63
+ * characters is refused, never cut short.
  */
-int acl_user_check(const char *user, const char **reason, char *why, size_t whylen);
+int acl_user_check(const char *user, size_t len, const char **reason, char *why,
+    size_t whylen);
 
 /*
  * acl_user_for_namespace - the user of an annotated Kubernetes namespace:

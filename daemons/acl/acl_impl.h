@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/backoff.h"
 #include "common/util.h"
 #include "daemons/acl/acl.h"
 #include "daemons/acl/acl_cmd.h"
@@ -22,6 +23,8 @@ struct metrics;
 #define STAGE "acl"
 #define RETRY_MIN 1000
 #define RETRY_MAX 30000
+/* what a failure's condition says of the retry (RETRY_MIN, RETRY_MAX) */
+#define RETRY_WORDS "retrying with backoff (1 s doubling to 30 s)"
 #define NAME_MAX_ 254
 
 #define M_PROV "deco_operator_valkey_acl_provisioned_total"
@@ -34,7 +37,10 @@ struct metrics;
 enum refusal { OK_ = 0, REFUSED, CONFLICT };
 
 struct tenant {
-	char ns[NAME_MAX_], name[NAME_MAX_], user[ACL_USER_MAX];
+	char ns[NAME_MAX_], name[NAME_MAX_];
+	char user[ACL_USER_MAX];	/* as asked; a name refused whole is shown cut */
+	const char *bad_reason;	/* the name is refused (acl_user_check), or NULL */
+	char bad[256];		/* ... and why */
 	enum refusal refused;
 	char password[ACL_PW_LEN + 1];
 	int has_pw;
@@ -52,7 +58,9 @@ struct tenant {
 /* a user to delete on every node; its credentials go once it is gone */
 struct gone {
 	char ns[NAME_MAX_], user[ACL_USER_MAX];
+	int fresh;		/* not yet in a round: starts one (a failed one waits for the retry) */
 	int counted;		/* gone from every reachable node: counted, creds removed */
+	char last[ACL_HOST_MAX + 8 + 260];	/* the failure logged last: logged once */
 	struct gone *next;
 };
 
@@ -133,7 +141,9 @@ struct acl {
 	struct acl_node_addr want_nodes[ACL_MAX_NODES];
 	int nwant_nodes;
 	int64_t start_timer, retry_timer, resync_timer;
-	int64_t retry_ms;
+	struct backoff retry;	/* after a failed round: RETRY_MIN doubling to RETRY_MAX */
+	int64_t retry_at;	/* when retry_timer fires (now_ms) */
+	char last_fail[768];	/* the round-wide failure logged last, "" after a good round */
 	char last_switch[ACL_HOST_MAX + 8];	/* the newest failover's new master */
 	int64_t last_switch_ms;
 	struct metrics *m;
@@ -151,8 +161,11 @@ int acl_ns_has_tenant(struct acl *a, const char *ns);
 void acl_count_err(struct acl *a, const char *op, double n);
 /* acl_update_gauge - tenants_provisioned from the tenants' flags */
 void acl_update_gauge(struct acl *a);
-/* acl_report - the tenant's condition through the source, only when it changed */
-void acl_report(struct acl *a, struct tenant *t, const char *status, const char *reason,
+/*
+ * acl_report - the tenant's condition through the source, only when it
+ * changed: 1 if it did, 0 if it said so already
+ */
+int acl_report(struct acl *a, struct tenant *t, const char *status, const char *reason,
     const char *message);
 /* acl_kick - start a round soon if one is wanted and none is in flight */
 void acl_kick(struct acl *a);

@@ -35,7 +35,8 @@
 #define FINALIZER "deco.sites/valkey-acl"
 #define SECRET "valkey-acl"
 #define MANAGER "decod-acl"
-#define RETRY_MS 5000
+#define RETRY_MIN_MS 1000	/* a failed Secret write is tried again, doubling */
+#define RETRY_MAX_MS 60000
 
 enum { PW_NONE, PW_PENDING, PW_LANDED };
 
@@ -45,6 +46,7 @@ struct kt {
 	char pw[128];
 	int pw_state;
 	int put;		/* acl_tenant_put as enabled */
+	struct backoff retry;	/* failed Secret writes: RETRY_MIN_MS doubling */
 	struct kt *next;
 };
 
@@ -74,6 +76,7 @@ kt_get(struct ksrc *s, const char *ns, int make)
 		return NULL;
 	t = xcalloc(1, sizeof(*t));
 	snprintf(t->ns, sizeof(t->ns), "%s", ns);
+	backoff_init(&t->retry, RETRY_MIN_MS, RETRY_MAX_MS);
 	t->next = s->kts;
 	s->kts = t;
 	return t;
@@ -168,7 +171,7 @@ annotation_remove(struct ksrc *s, const char *ns)
 	buf_free(&b);
 }
 
-/* retry_cb - a Secret write failed RETRY_MS ago: try the tenant again */
+/* retry_cb - a Secret write failed a while ago (t->retry): try the tenant again */
 static void
 retry_cb(struct stage *st, void *arg)
 {
@@ -191,6 +194,7 @@ secret_done(void *arg, const struct kube_resp *r)
 	if (t != NULL && t->pw_state == PW_PENDING) {
 		if (kube_ok(r)) {
 			t->pw_state = PW_LANDED;
+			backoff_reset(&t->retry);
 			log_kv(LOG_INFO, "acl: credentials kept in Secret " SECRET, "ns", w->ns,
 			    "user", t->user, NULL);
 		} else {
@@ -203,7 +207,7 @@ secret_done(void *arg, const struct kube_resp *r)
 		if (t->pw_state == PW_LANDED) {
 			acl_resync(s->a, w->ns, w->ns);
 		} else {
-			stage_add_timer(s->st, RETRY_MS, retry_cb, w);
+			stage_add_timer(s->st, backoff_next(&t->retry), retry_cb, w);
 			return;
 		}
 	}
@@ -255,7 +259,7 @@ on_ns(void *arg, enum kube_event ev, yajl_val obj, yajl_val old)
 		snprintf(user, sizeof(user), "%s", ns);
 	t = kt_get(s, ns, 0);
 	if (want && !deleting) {
-		if (acl_user_check(user, &why_reason, why, sizeof(why)) < 0) {
+		if (acl_user_check(user, strlen(user), &why_reason, why, sizeof(why)) < 0) {
 			log_kv(LOG_WARN, "acl: namespace refused; annotation removed", "ns", ns,
 			    "reason", why_reason, "message", why, NULL);
 			annotation_remove(s, ns);
@@ -276,7 +280,7 @@ on_ns(void *arg, enum kube_event ev, yajl_val obj, yajl_val old)
 				resync = strcmp(o, n) != 0;
 			else if (ev == KUBE_MODIFIED)
 				resync = (o == NULL) != (n == NULL);
-			acl_tenant_put(s->a, ns, ns, user, since, 1, resync);
+			acl_tenant_put(s->a, ns, ns, user, strlen(user), since, 1, resync);
 		}
 		t->put = 1;
 		return;
@@ -285,7 +289,7 @@ on_ns(void *arg, enum kube_event ev, yajl_val obj, yajl_val old)
 	if (t != NULL && t->put) {
 		t->put = 0;
 		acl_tenant_del(s->a, ns, ns);
-	} else if (fin && acl_user_check(user, &why_reason, why, sizeof(why)) < 0) {
+	} else if (fin && acl_user_check(user, strlen(user), &why_reason, why, sizeof(why)) < 0) {
 		finalizer(s, ns, 0);	/* never provisioned: nothing to delete */
 	} else if (fin) {
 		/* ours from before a restart: delete the user, then release */

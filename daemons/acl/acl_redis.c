@@ -5,6 +5,7 @@
  * wants to read or write, and the object is freed from a zero-delay timer
  * once hiredis has cleaned up (hiredis calls the cleanup hook more than
  * once and after reply callbacks, so nothing is freed inside hiredis).
+ * Bounds every reply (hiredis 0.14 has none of its own): see REPLY_MAX_*.
  */
 #include "config.h"
 
@@ -24,6 +25,17 @@
 #include "common/util.h"
 #include "daemons/acl/acl_redis.h"
 
+/*
+ * No reply the acl stage asks for is large: ACL GETUSER is some twenty
+ * strings, SENTINEL replicas of ACL_MAX_NODES nodes some thousand.  hiredis
+ * 0.14 bounds nothing (its reader's maxbuf only frees an idle buffer;
+ * maxelements came with 1.0): a node declaring a 2 GB bulk string would be
+ * buffered as it streams.  So a reply past either bound ends the
+ * connection with an error naming it, as any other failure of that node.
+ */
+#define REPLY_MAX_BYTES (1024 * 1024)	/* unparsed in the buffer, or one reply's strings */
+#define REPLY_MAX_ELEMENTS 65536	/* in one reply, nested arrays included */
+
 struct acl_conn {
 	struct stage *st;
 	redisAsyncContext *ac;	/* NULL once hiredis cleaned up */
@@ -34,6 +46,9 @@ struct acl_conn {
 	int gone;		/* hiredis cleaned up */
 	int64_t reap_timer;	/* frees it once hiredis returns */
 	int answered;		/* the server answered (AUTH's reply at least) */
+	size_t reply_bytes;	/* strings of the reply being read */
+	size_t reply_elems;	/* elements of the reply being read */
+	char over[160];		/* the reply broke a bound: why, else "" */
 	char name[300];
 	acl_conn_down_cb on_down;
 	void *arg;
@@ -112,12 +127,96 @@ ev_cleanup(void *p)
 	if (c->registered)
 		stage_del_fd(c->st, c->fd);
 	c->registered = 0;
-	snprintf(why, sizeof(why), "%s", c->ac != NULL && c->ac->err != 0 && c->ac->errstr ?
-	    c->ac->errstr : "connection closed");
+	snprintf(why, sizeof(why), "%s", c->over[0] != '\0' ? c->over : c->ac != NULL &&
+	    c->ac->err != 0 && c->ac->errstr ? c->ac->errstr : "connection closed");
 	c->ac = NULL;
 	if (!c->closed && c->on_down != NULL)
 		c->on_down(c, why, c->arg);
 	c->reap_timer = stage_add_timer(c->st, 0, reap, c);
+}
+
+/* ---- reply bounds ---- */
+
+/* hiredis's own reply functions (the same for every reader), which ours wrap */
+static redisReplyObjectFunctions *base_fn;
+
+/* over - c's reply broke a bound: say so; the node answered, badly (not down) */
+static void
+over(struct acl_conn *c, const char *what, size_t n, size_t max)
+{
+	snprintf(c->over, sizeof(c->over), "reply too large: %s %zu, more than %zu; "
+	    "connection closed", what, n, max);
+	c->answered = 1;
+}
+
+/*
+ * budget - a reply object is about to be made: count it against its reply
+ * (a top-level one starts a new count); -1 past a bound, and hiredis then
+ * fails the connection ("out of memory"; c->over says what it was)
+ */
+static int
+budget(const redisReadTask *task, size_t bytes, long long elements)
+{
+	struct acl_conn *c = task->privdata;
+
+	if (c == NULL)
+		return 0;
+	if (task->parent == NULL)
+		c->reply_bytes = c->reply_elems = 0;
+	c->reply_bytes += bytes;
+	c->reply_elems += (task->parent == NULL) + (elements > 0 ? (size_t)elements : 0);
+	if (c->reply_bytes > REPLY_MAX_BYTES) {
+		over(c, "bytes", c->reply_bytes, REPLY_MAX_BYTES);
+		return -1;
+	}
+	if (c->reply_elems > REPLY_MAX_ELEMENTS) {
+		over(c, "elements", c->reply_elems, REPLY_MAX_ELEMENTS);
+		return -1;
+	}
+	return 0;
+}
+
+static void *
+cap_string(const redisReadTask *task, char *str, size_t len)
+{
+	return budget(task, len, 0) < 0 ? NULL : base_fn->createString(task, str, len);
+}
+
+static void *
+cap_array(const redisReadTask *task, int elements)
+{
+	return budget(task, 0, elements) < 0 ? NULL : base_fn->createArray(task, elements);
+}
+
+static void *
+cap_integer(const redisReadTask *task, long long value)
+{
+	return budget(task, 0, 0) < 0 ? NULL : base_fn->createInteger(task, value);
+}
+
+static void *
+cap_nil(const redisReadTask *task)
+{
+	return budget(task, 0, 0) < 0 ? NULL : base_fn->createNil(task);
+}
+
+static void
+cap_free(void *reply)
+{
+	base_fn->freeObject(reply);
+}
+
+static redisReplyObjectFunctions cap_fn = { cap_string, cap_array, cap_integer, cap_nil,
+	cap_free };
+
+/* cap_reader - c's replies are made by the cap_* functions, counted against c */
+static void
+cap_reader(struct acl_conn *c, redisReader *r)
+{
+	if (base_fn == NULL)
+		base_fn = r->fn;
+	r->fn = &cap_fn;
+	r->privdata = c;
 }
 
 /* on_fd - the loop saw activity on the connection's socket */
@@ -125,6 +224,7 @@ static void
 on_fd(struct stage *st, int fd, short revents, void *arg)
 {
 	struct acl_conn *c = arg;
+	const redisReader *r;
 
 	(void)st;
 	(void)fd;
@@ -132,6 +232,14 @@ on_fd(struct stage *st, int fd, short revents, void *arg)
 		return;
 	if (revents & (POLLIN | POLLERR | POLLHUP | POLLNVAL))
 		redisAsyncHandleRead(c->ac);
+	/* a reply not yet whole (a long bulk string, a line without its end) */
+	if (!c->gone && c->ac != NULL && (r = c->ac->c.reader) != NULL &&
+	    r->len - r->pos > REPLY_MAX_BYTES) {
+		over(c, "unparsed bytes", r->len - r->pos, REPLY_MAX_BYTES);
+		/* outside hiredis's callbacks: every pending callback gets NULL now */
+		redisAsyncFree(c->ac);
+		return;
+	}
 	if (!c->gone && c->ac != NULL && (revents & POLLOUT))
 		redisAsyncHandleWrite(c->ac);
 }
@@ -148,9 +256,8 @@ on_auth(redisAsyncContext *ac, void *r, void *priv)
 		return;
 	c->answered = 1;
 	if (reply->type == REDIS_REPLY_ERROR) {
+		/* the owner logs it, once, not at every round */
 		snprintf(why, sizeof(why), "authentication failed: %.200s", reply->str);
-		log_kv(LOG_WARN, "valkey refused the admin password", "node", c->name,
-		    "error", reply->str, NULL);
 		/* the commands queued behind AUTH would all fail with NOAUTH */
 		c->closed = 1;
 		if (c->on_down != NULL)
@@ -189,6 +296,7 @@ acl_conn_open(struct stage *st, const char *host, int port, const char *password
 	ac->ev.addWrite = ev_add_write;
 	ac->ev.delWrite = ev_del_write;
 	ac->ev.cleanup = ev_cleanup;
+	cap_reader(c, ac->c.reader);
 	/* the connect completes on the first writable event */
 	ev_add_write(c);
 	if (password != NULL && *password != '\0') {
@@ -245,6 +353,10 @@ acl_conn_close(struct acl_conn *c)
 const char *
 acl_reply_error(const redisAsyncContext *ac)
 {
+	const struct acl_conn *c = ac != NULL ? ac->data : NULL;
+
+	if (c != NULL && c->over[0] != '\0')
+		return c->over;
 	if (ac != NULL && ac->err != 0 && ac->errstr != NULL)
 		return ac->errstr;
 	return "connection closed";

@@ -67,6 +67,8 @@ on_reply(redisAsyncContext *ac, void *rp, void *priv)
 	if (reply == NULL) {
 		char why[256];
 
+		if (acl_conn_answered(j->conn))
+			j->replies++;	/* it is up (a reply too large): failed, not down */
 		snprintf(why, sizeof(why), "%.200s", acl_reply_error(ac));
 		job_end(j, why);
 		return;
@@ -299,9 +301,13 @@ acl_round_start(struct stage *st, void *arg)
 		return;		/* kicked again when it ends */
 	for (struct tenant *t = a->tenants; t != NULL && !any; t = t->next)
 		any = t->dirty && t->refused == OK_;
-	/* a deletion only waiting for a down node rides along, it starts nothing */
+	/*
+	 * a new deletion starts a round; one that failed waits for the retry
+	 * (else a node refusing us would be asked again at once, for ever), and
+	 * one waiting only for a down node rides along with other rounds
+	 */
 	for (struct gone *g = a->gone; g != NULL && !any; g = g->next)
-		any = !g->counted;
+		any = g->fresh;
 	if (!full && !any) {
 		if (a->nwant_nodes == 0)
 			return;
@@ -342,6 +348,7 @@ acl_round_start(struct stage *st, void *arg)
 		for (struct gone *g = a->gone; g != NULL; g = g->next) {
 			struct rop *op = round_op(r);
 
+			g->fresh = 0;
 			op->del = 1;
 			snprintf(op->ns, sizeof(op->ns), "%s", g->ns);
 			snprintf(op->user, sizeof(op->user), "%s", g->user);
@@ -413,8 +420,9 @@ finish_upsert(struct acl *a, struct round *r, struct rop *op, struct journal *jn
 	}
 	if (r->fail_all[0] != '\0') {
 		t->provisioned = 0;
+		snprintf(msg, sizeof(msg), "%s; %s", r->fail_all, RETRY_WORDS);
 		acl_report(a, t, "False", strstr(r->fail_all, "Sentinel") ?
-		    "SentinelUnreachable" : "ProvisionFailed", r->fail_all);
+		    "SentinelUnreachable" : "ProvisionFailed", msg);
 		buf_free(&failed);
 		return 1;
 	}
@@ -434,10 +442,11 @@ finish_upsert(struct acl *a, struct round *r, struct rop *op, struct journal *jn
 	} else {
 		t->provisioned = 0;
 		snprintf(msg, sizeof(msg), "ACL user %s failed on %s; provisioned on %d of %d "
-		    "nodes", op->user, failed.data, ok, ok + bad);
-		log_kv(LOG_WARN, "provisioning failed on some nodes", "ns", op->ns, "name",
-		    op->name, "error", msg, NULL);
-		acl_report(a, t, "False", "ProvisionFailed", msg);
+		    "nodes; %s", op->user, failed.data, ok, ok + bad, RETRY_WORDS);
+		/* said once: the same failure again is only counted */
+		if (acl_report(a, t, "False", "ProvisionFailed", msg))
+			log_kv(LOG_WARN, "provisioning failed on some nodes", "ns", op->ns,
+			    "name", op->name, "error", msg, NULL);
 	}
 	buf_free(&failed);
 	return bad > 0;
@@ -455,6 +464,9 @@ finish_delete(struct acl *a, struct round *r, struct rop *op, struct journal *jn
 	int bad = r->fail_all[0] != '\0', down = 0;
 	struct gone *g, **pp;
 
+	for (pp = &a->gone; (g = *pp) != NULL; pp = &g->next)
+		if (strcmp(g->user, op->user) == 0 && strcmp(g->ns, op->ns) == 0)
+			break;
 	snprintf(object, sizeof(object), "user/%s", op->user);
 	for (int k = 0; k < r->njobs; k++) {
 		struct cell *cl = &op->cells[k];
@@ -465,10 +477,18 @@ finish_delete(struct acl *a, struct round *r, struct rop *op, struct journal *jn
 			snprintf(detail, sizeof(detail), "ns=%s node=%s", op->ns, r->jobs[k].addr);
 			journal_audit(jn, STAGE, object, "acl-delete", detail);
 		} else {
+			char why[sizeof(g->last)];
+
 			bad = 1;
 			acl_count_err(a, "delete", 1);
-			log_kv(LOG_WARN, "cannot delete ACL user; will retry", "user", op->user,
-			    "node", r->jobs[k].addr, "error", cl->err, NULL);
+			snprintf(why, sizeof(why), "%s: %s", r->jobs[k].addr, cl->err);
+			/* said once: the same failure again is only counted */
+			if (g != NULL && strcmp(g->last, why) != 0) {
+				memcpy(g->last, why, sizeof(why));
+				log_kv(LOG_WARN, "cannot delete ACL user; retrying with backoff",
+				    "user", op->user, "node", r->jobs[k].addr, "error", cl->err,
+				    NULL);
+			}
 		}
 	}
 	if (bad || r->node_only)
@@ -477,9 +497,6 @@ finish_delete(struct acl *a, struct round *r, struct rop *op, struct journal *jn
 	for (struct tenant *t = a->tenants; t != NULL; t = t->next)
 		if (strcmp(t->user, op->user) == 0 && t->refused == OK_)
 			return 0;
-	for (pp = &a->gone; (g = *pp) != NULL; pp = &g->next)
-		if (strcmp(g->user, op->user) == 0 && strcmp(g->ns, op->ns) == 0)
-			break;
 	if (g == NULL)
 		return 0;
 	if (!g->counted) {
@@ -533,7 +550,7 @@ round_finish(struct stage *st, void *arg)
 	struct journal *jn = stage_journal(st);
 	int64_t nodes_done = now_ms();
 	int failed = 0, began;
-	char ms[32], rms[32], nt[32], nn[32];
+	char ms[32], rms[32], nt[32], nn[32], retry[32];
 
 	if (r->superseded) {
 		log_kv(LOG_INFO, "round superseded by a failover", "trigger", r->trigger, NULL);
@@ -558,9 +575,27 @@ round_finish(struct stage *st, void *arg)
 		    finish_upsert(a, r, &r->ops[i], jn);
 	if (began && journal_commit(jn) < 0)
 		log_kv(LOG_WARN, "journal commit failed", "error", journal_error(jn), NULL);
-	if (r->fail_all[0] != '\0') {
+	if (r->fail_all[0] != '\0')
 		failed = 1;
-		log_kv(LOG_ERROR, "round failed", "error", r->fail_all, NULL);
+	if (failed && a->retry_timer == 0) {
+		/* the next full round after a pause that doubles: never at once */
+		int64_t wait = backoff_next(&a->retry);
+
+		a->retry_at = now_ms() + wait;
+		a->retry_timer = stage_add_timer(st, wait, retry_cb, a);
+	} else if (!failed) {
+		backoff_reset(&a->retry);
+		a->last_fail[0] = '\0';
+	}
+	if (failed)
+		snprintf(retry, sizeof(retry), "%lld", (long long)(a->retry_at - now_ms()));
+	else
+		snprintf(retry, sizeof(retry), "-");
+	if (r->fail_all[0] != '\0' && strcmp(r->fail_all, a->last_fail) != 0) {
+		/* said once: the same failure again shows only in "round done" */
+		snprintf(a->last_fail, sizeof(a->last_fail), "%s", r->fail_all);
+		log_kv(LOG_ERROR, "round failed; retrying with backoff", "error", r->fail_all,
+		    "retry_in_ms", retry, NULL);
 	}
 	acl_update_gauge(a);
 	/* ms: until every node answered; report_ms: journal, conditions, counters */
@@ -570,19 +605,12 @@ round_finish(struct stage *st, void *arg)
 	snprintf(nn, sizeof(nn), "%d", r->njobs);
 	log_kv(failed ? LOG_WARN : LOG_INFO, "round done", "trigger", r->trigger, "ops", nt,
 	    "nodes", nn, "down", r->skipped.len ? r->skipped.data : "-", "ms", ms,
-	    "report_ms", rms, "result", failed ? "failed somewhere" : "ok", NULL);
+	    "report_ms", rms, "result", failed ? "failed somewhere" : "ok",
+	    "retry_in_ms", retry, NULL);
 	if (a->src->flush != NULL)
 		a->src->flush(a->src_state);
 	a->round = NULL;
 	round_free(r);
-	if (failed) {
-		if (a->retry_timer == 0) {
-			a->retry_timer = stage_add_timer(st, a->retry_ms, retry_cb, a);
-			a->retry_ms = a->retry_ms * 2 < RETRY_MAX ? a->retry_ms * 2 : RETRY_MAX;
-		}
-	} else {
-		a->retry_ms = RETRY_MIN;
-	}
 	acl_kick(a);
 }
 

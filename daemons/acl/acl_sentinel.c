@@ -13,6 +13,7 @@
 
 #include <hiredis/hiredis.h>
 
+#include "common/backoff.h"
 #include "common/log.h"
 #include "common/stage.h"
 #include "common/util.h"
@@ -54,7 +55,7 @@ struct sub {
 	int up;
 	int confirmed;		/* this connection's first confirmation seen */
 	int ever_up;
-	int64_t backoff;
+	struct backoff backoff;	/* reconnects: BACKOFF_MIN doubling to BACKOFF_MAX */
 	int64_t timer;		/* reconnect, or the connect deadline */
 };
 
@@ -352,8 +353,7 @@ sub_retry(struct sub *u)
 {
 	if (u->timer > 0)
 		stage_cancel_timer(u->s->st, u->timer);
-	u->timer = stage_add_timer(u->s->st, u->backoff, sub_start, u);
-	u->backoff = u->backoff * 2 < BACKOFF_MAX ? u->backoff * 2 : BACKOFF_MAX;
+	u->timer = stage_add_timer(u->s->st, backoff_next(&u->backoff), sub_start, u);
 }
 
 static void
@@ -364,7 +364,7 @@ sub_down(struct acl_conn *c, const char *why, void *arg)
 	if (c != u->conn)
 		return;
 	/* an unreachable sentinel says so once, not at every retry */
-	if (u->up || u->backoff <= BACKOFF_MIN)
+	if (u->up || backoff_peek(&u->backoff) <= BACKOFF_MIN)
 		log_kv(LOG_WARN, u->up ? "sentinel subscription lost; reconnecting" :
 		    "cannot subscribe to sentinel events; retrying", "sentinel",
 		    acl_conn_name(c), "error", why, NULL);
@@ -404,7 +404,7 @@ on_sub_msg(redisAsyncContext *ac, void *r, void *priv)
 			return;
 		u->confirmed = 1;
 		u->up = 1;
-		u->backoff = BACKOFF_MIN;
+		backoff_reset(&u->backoff);
 		if (u->timer > 0)
 			stage_cancel_timer(s->st, u->timer);
 		u->timer = 0;
@@ -460,7 +460,7 @@ sub_resolved(struct stage *st, const char *ip, const char *err, void *arg)
 
 	u->res = NULL;
 	if (ip == NULL) {
-		if (u->backoff <= BACKOFF_MIN)
+		if (backoff_peek(&u->backoff) <= BACKOFF_MIN)
 			log_kv(LOG_WARN, "cannot find sentinel", "error", err, NULL);
 		sub_retry(u);
 		return;
@@ -471,7 +471,7 @@ sub_resolved(struct stage *st, const char *ip, const char *err, void *arg)
 	u->conn = acl_conn_open(st, ip, u->sa->port, u->sa->password, sub_down, u, cerr,
 	    sizeof(cerr));
 	if (u->conn == NULL) {
-		if (u->backoff <= BACKOFF_MIN)
+		if (backoff_peek(&u->backoff) <= BACKOFF_MIN)
 			log_kv(LOG_WARN, "cannot connect to sentinel", "error", cerr, NULL);
 		sub_retry(u);
 		return;
@@ -545,7 +545,7 @@ acl_sentinel_new(struct stage *st, const char *urls, const char *master_name,
 	for (int i = 0; i < s->n; i++) {
 		s->subs[i].s = s;
 		s->subs[i].sa = &s->a[i];
-		s->subs[i].backoff = BACKOFF_MIN;
+		backoff_init(&s->subs[i].backoff, BACKOFF_MIN, BACKOFF_MAX);
 		s->subs[i].timer = stage_add_timer(st, 0, sub_start, &s->subs[i]);
 	}
 	return s;

@@ -15,6 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <yajl/yajl_parse.h>
+
 #include "common/journal.h"
 #include "common/json.h"
 #include "common/log.h"
@@ -28,6 +30,7 @@
 #include "daemons/acl/acl_cred.h"
 
 #define FLUSH_BATCH 64	/* fragments per store_put_many, per loop turn */
+#define NS_MAX 254	/* a namespace, as key_parse_resource gives it */
 
 /* the stage's status fragment of one tenant, as written and as waiting */
 struct frag {
@@ -85,33 +88,159 @@ src_flush(void *state)
 		s->flush_timer = stage_add_timer(s->st, 0, flush_cb, s);
 }
 
-/* tenant_from - what a Tenant document asks for: user and since (out), enabled */
+/*
+ * spec.site as written, every byte: yajl's tree keeps a string only up to
+ * its first NUL ("a\u0000b" would read "a"), so the site is taken from
+ * yajl's event parser, which hands over the decoded length.
+ */
+struct site_scan {
+	int depth;		/* containers open */
+	int spec_key;		/* the last key at the top was "spec" */
+	int in_spec;		/* inside the top-level spec object */
+	int site_key;		/* the last key in spec was "site" */
+	struct buf site;
+	int found;
+};
+
 static int
-tenant_from(const char *ns, const char *text, size_t len, char *user, size_t userlen,
-    char *since, size_t sincelen)
+ss_open(void *ctx)
+{
+	struct site_scan *ss = ctx;
+
+	if (ss->depth == 1 && ss->spec_key)
+		ss->in_spec = 1;
+	ss->spec_key = ss->site_key = 0;
+	ss->depth++;
+	return 1;
+}
+
+static int
+ss_open_arr(void *ctx)
+{
+	struct site_scan *ss = ctx;
+
+	ss->spec_key = ss->site_key = 0;	/* "spec": [...] is no spec object */
+	ss->depth++;
+	return 1;
+}
+
+static int
+ss_close(void *ctx)
+{
+	struct site_scan *ss = ctx;
+
+	if (--ss->depth == 1)
+		ss->in_spec = 0;
+	return 1;
+}
+
+static int
+ss_key(void *ctx, const unsigned char *k, size_t n)
+{
+	struct site_scan *ss = ctx;
+
+	if (ss->depth == 1)
+		ss->spec_key = n == 4 && memcmp(k, "spec", 4) == 0;
+	else if (ss->depth == 2 && ss->in_spec)
+		ss->site_key = n == 4 && memcmp(k, "site", 4) == 0;
+	return 1;
+}
+
+static int
+ss_string(void *ctx, const unsigned char *s, size_t n)
+{
+	struct site_scan *ss = ctx;
+
+	if (ss->depth == 2 && ss->in_spec && ss->site_key) {
+		buf_reset(&ss->site);
+		buf_add(&ss->site, s, n);
+		ss->found = 1;
+	}
+	ss->site_key = 0;
+	return 1;
+}
+
+static int
+ss_scalar(void *ctx)
+{
+	struct site_scan *ss = ctx;
+
+	ss->site_key = 0;
+	return 1;
+}
+
+static int ss_null(void *ctx) { return ss_scalar(ctx); }
+static int ss_bool(void *ctx, int b) { (void)b; return ss_scalar(ctx); }
+static int
+ss_number(void *ctx, const char *n, size_t len)
+{
+	(void)n;
+	(void)len;
+	return ss_scalar(ctx);
+}
+
+/*
+ * site_of - spec.site of a Tenant document (already parsed once: valid
+ * JSON, no duplicate key) into site, NULs and all; 1 found, 0 not there,
+ * -1 the event parser refused what the tree took
+ */
+static int
+site_of(const char *text, size_t len, struct buf *site)
+{
+	static const yajl_callbacks cb = { ss_null, ss_bool, NULL, NULL, ss_number,
+		ss_string, ss_open, ss_key, ss_close, ss_open_arr, ss_close };
+	struct site_scan ss;
+	yajl_handle h;
+	int ok;
+
+	memset(&ss, 0, sizeof(ss));
+	buf_init(&ss.site);
+	if ((h = yajl_alloc(&cb, NULL, &ss)) == NULL)
+		abort();
+	(void)yajl_config(h, yajl_allow_comments, 1);	/* as yajl_tree_parse */
+	ok = yajl_parse(h, (const unsigned char *)text, len) == yajl_status_ok &&
+	    yajl_complete_parse(h) == yajl_status_ok;
+	yajl_free(h);
+	buf_reset(site);
+	if (ok && ss.found)
+		buf_add(site, ss.site.data, ss.site.len);
+	buf_free(&ss.site);
+	return !ok ? -1 : ss.found;
+}
+
+/*
+ * tenant_from - what a Tenant document asks for: its user (into user,
+ * every byte of spec.site, else the namespace without "sites-"; never
+ * NULL), since (out), and whether it is enabled
+ */
+static int
+tenant_from(const char *ns, const char *text, size_t len, struct buf *user, char *since,
+    size_t sincelen)
 {
 	const char *created;
 
 	struct json_error je;
 	yajl_val doc = json_parse(text, len, &je);
-	const char *site;
-	int enabled;
+	int enabled, found;
 
 	snprintf(since, sincelen, "%s", "");
-	if (doc == NULL) {
-		snprintf(user, userlen, "%s", "");
+	buf_reset(user);
+	buf_add(user, "", 0);	/* user->data is a string, even when empty */
+	if (doc == NULL)
 		return 0;
-	}
 	if ((created = json_get_str(doc, "metadata", "created_at", NULL)) != NULL)
 		snprintf(since, sincelen, "%s", created);
 	/* a Tenant exists to ask for a user: valkeyAcl defaults to true */
 	enabled = json_get_bool(doc, 1, "spec", "valkeyAcl", NULL);
-	site = json_get_str(doc, "spec", "site", NULL);
-	if (site != NULL && *site != '\0')
-		snprintf(user, userlen, "%s", site);
-	else if (acl_user_for_namespace(ns, user, userlen) < 0)
-		snprintf(user, userlen, "%s", "");
 	yajl_tree_free(doc);
+	/* unreadable: an empty user, refused (InvalidName), never another one */
+	if ((found = site_of(text, len, user)) == 0 || (found > 0 && user->len == 0)) {
+		char u[NS_MAX];
+
+		buf_reset(user);
+		if (acl_user_for_namespace(ns, u, sizeof(u)) == 0)
+			buf_adds(user, u);
+	}
 	return enabled;
 }
 
@@ -119,8 +248,10 @@ static void
 on_tenant(void *arg, const struct store_event *ev)
 {
 	struct src *s = arg;
-	char kind[254], ns[254], name[254], user[ACL_USER_MAX + 8], since[40];
+	char kind[NS_MAX], ns[NS_MAX], name[NS_MAX], since[40];
+	struct buf user;
 
+	buf_init(&user);
 	if (ev->type == STORE_EV_RELIST) {
 		struct store_list l;
 
@@ -135,16 +266,19 @@ on_tenant(void *arg, const struct store_event *ev)
 
 			if (key_parse_resource(l.kvs[i].key, kind, ns, name) < 0)
 				continue;
-			enabled = tenant_from(ns, l.kvs[i].value, l.kvs[i].vlen, user,
-			    sizeof(user), since, sizeof(since));
-			acl_tenant_put(s->a, ns, name, user, since, enabled, 1);
+			enabled = tenant_from(ns, l.kvs[i].value, l.kvs[i].vlen, &user, since,
+			    sizeof(since));
+			acl_tenant_put(s->a, ns, name, user.data, user.len, since, enabled, 1);
 		}
 		acl_relist_end(s->a);
 		store_list_free(&l);
+		buf_free(&user);
 		return;
 	}
-	if (key_parse_resource(ev->key, kind, ns, name) < 0 || strcmp(kind, "tenants") != 0)
+	if (key_parse_resource(ev->key, kind, ns, name) < 0 || strcmp(kind, "tenants") != 0) {
+		buf_free(&user);
 		return;
+	}
 	if (ev->type == STORE_EV_DELETE) {
 		acl_tenant_del(s->a, ns, name);
 		/* its status goes with it (no write still waiting may bring it back) */
@@ -153,15 +287,15 @@ on_tenant(void *arg, const struct store_event *ev)
 			log_kv(LOG_WARN, "cannot remove a deleted tenant's status", "ns", ns,
 			    "name", name, "error", store_error(stage_store(s->st)), NULL);
 	} else {
-		int enabled = tenant_from(ns, ev->value, ev->vlen, user, sizeof(user), since,
-		    sizeof(since));
+		int enabled = tenant_from(ns, ev->value, ev->vlen, &user, since, sizeof(since));
 
 		/* any change of the resource (the valkey-acl-sync annotation too) rechecks */
-		acl_tenant_put(s->a, ns, name, user, since, enabled, 1);
+		acl_tenant_put(s->a, ns, name, user.data, user.len, since, enabled, 1);
 		if (!enabled)
-			src_report(s, ns, name, user, "False", "Disabled", "spec.valkeyAcl is "
-			    "false: no ACL user (it is deleted on every node)");
+			src_report(s, ns, name, user.data, "False", "Disabled", "spec.valkeyAcl "
+			    "is false: no ACL user (it is deleted on every node)");
 	}
+	buf_free(&user);
 }
 
 static void
@@ -289,7 +423,8 @@ src_load(void *state)
 {
 	struct src *s = state;
 	struct store_list l;
-	char kind[254], ns[254], name[254], user[ACL_USER_MAX + 8], since[40];
+	char kind[NS_MAX], ns[NS_MAX], name[NS_MAX], since[40];
+	struct buf user;
 
 	frags_list(s);		/* first: the tenants below may report at once */
 	if (store_list(stage_store(s->st), s->tenant_prefix, &l) < 0) {
@@ -297,15 +432,17 @@ src_load(void *state)
 		    NULL);
 		return -1;
 	}
+	buf_init(&user);
 	for (size_t i = 0; i < l.n; i++) {
 		int enabled;
 
 		if (key_parse_resource(l.kvs[i].key, kind, ns, name) < 0)
 			continue;
-		enabled = tenant_from(ns, l.kvs[i].value, l.kvs[i].vlen, user, sizeof(user),
-		    since, sizeof(since));
-		acl_tenant_put(s->a, ns, name, user, since, enabled, 0);
+		enabled = tenant_from(ns, l.kvs[i].value, l.kvs[i].vlen, &user, since,
+		    sizeof(since));
+		acl_tenant_put(s->a, ns, name, user.data, user.len, since, enabled, 0);
 	}
+	buf_free(&user);
 	store_list_free(&l);
 	orphans(s);
 	return 0;

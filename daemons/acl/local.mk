@@ -21,3 +21,6 @@ TESTS += t/unit/acl_cmd_test t/unit/acl_cred_test t/unit/metrics_test
 
 TESTS += t/integration/acl_stage.sh t/integration/acl_failover.sh t/integration/acl_kube.sh
 EXTRA_DIST += t/integration/acl_stage.sh t/integration/acl_failover.sh t/integration/acl_kube.sh t/lib/valkey.sh
+TESTS += t/integration/acl_backoff.sh t/integration/acl_names.sh t/integration/acl_big_reply.sh
+EXTRA_DIST += t/integration/acl_backoff.sh t/integration/acl_names.sh t/lib/acl.sh \
+	t/integration/acl_big_reply.sh t/stand-in/bignode.py

@@ -9,7 +9,13 @@
 #   vk_require                  skip the test unless redis-server/-sentinel exist
 #   vk_start                    start all six; sets VK_ADMIN, VK_P1..3 (nodes),
 #                               VK_S1..3 (sentinels), VK_SENTINELS (list)
+#   vk_start_one                one node alone (no replica, no sentinel):
+#                               VK_ADMIN, VK_P1
 #   vk_node_start N             (re)start node N (1 is the first master)
+#   vk_sentinel_start N         (re)start sentinel N on VK_SN, watching VK_P1
+#                               and, as known replicas, VK_REPLICA_PORTS
+#                               (default: VK_P2 VK_P3), knowing the sentinels
+#                               VK_SENTINEL_IDS (default: 1 2 3)
 #   vk_kill N                   kill -9 node N
 #   vk_admin PORT CMD...        run a command as the admin
 #   vk_as USER PASS PORT CMD... run a command as a tenant
@@ -82,9 +88,10 @@ vk_sentinel_start() { # N
 		echo "sentinel down-after-milliseconds mymaster ${VK_DOWN_AFTER:-1000}"
 		echo "sentinel failover-timeout mymaster 10000"
 		echo "sentinel parallel-syncs mymaster 2"
-		echo "sentinel known-replica mymaster 127.0.0.1 $VK_P2"
-		echo "sentinel known-replica mymaster 127.0.0.1 $VK_P3"
-		for k in 1 2 3; do
+		for rp in ${VK_REPLICA_PORTS:-$VK_P2 $VK_P3}; do
+			echo "sentinel known-replica mymaster 127.0.0.1 $rp"
+		done
+		for k in ${VK_SENTINEL_IDS:-1 2 3}; do
 			[ "$k" = "$n" ] && continue
 			eval "sp=\$VK_S$k"
 			echo "sentinel known-sentinel mymaster 127.0.0.1 $sp $(printf '%040d' "$k")"
@@ -135,9 +142,20 @@ vk_port() {
 	done
 }
 
-vk_start() {
+vk_new_admin() {
 	VK_ADMIN=$(head -c 24 /dev/urandom | base64 | tr -d '/+=' | cut -c1-24)
 	mkdir -p "$T/vk"
+}
+
+vk_start_one() {
+	vk_new_admin
+	VK_P1=$(vk_port)
+	VK_USED="$VK_USED $VK_P1"
+	vk_node_start 1
+}
+
+vk_start() {
+	vk_new_admin
 	for v in VK_P1 VK_P2 VK_P3 VK_S1 VK_S2 VK_S3; do
 		p=$(vk_port)
 		VK_USED="$VK_USED $p"

@@ -43,7 +43,7 @@ usage(void)
 	    "       fetch NS NAME SOURCE COMMIT TREE | render NS NAME HASH FORMAT SIZE |\n"
 	    "       publish NS NAME TARGET LOCATION HASH TS | ack NS NAME REPLICA HASH TS RESULT |\n"
 	    "       drift NS NAME LOCATION DETAIL | audit STAGE OBJECT ACTION DETAIL |\n"
-	    "       inventory NS NAME TARGET LOCATION HASH\n");
+	    "       inventory NS NAME TARGET LOCATION HASH | rawput KIND NS NAME FILE\n");
 	return 2;
 }
 
@@ -207,6 +207,29 @@ enqueue(struct conf *cf, char **a)
 	return id < 0;
 }
 
+/*
+ * rawput - FILE's bytes as the resource kind/ns/name, unchecked: what a
+ * store client other than decoctl (an etcd client, an older decod) may
+ * leave there, for the stages' hostile-input tests
+ */
+static int
+rawput(struct store *s, char **a)
+{
+	size_t len;
+	char *text = read_file(a[3], &len, 0), *key;
+	int rv;
+
+	if (text == NULL) {
+		fprintf(stderr, "rawput: %s: %s\n", a[3], strerror(errno));
+		return 1;
+	}
+	key = key_resource(a[0], a[1], a[2]);
+	rv = store_put(s, key, text, len) < 0;
+	free(key);
+	free(text);
+	return rv;
+}
+
 /* trigger - write a fresh nonce to the "fetch now" key */
 static int
 trigger(struct store *s, const char *ns, const char *name)
@@ -255,7 +278,12 @@ main(int argc, char **argv)
 			journal_close(j);
 		}
 	}
-	else if ((argc == 3 && strcmp(cmd, "apply") == 0) ||
+	else if (argc == 6 && strcmp(cmd, "rawput") == 0) {
+		if ((s = open_store(cf)) == NULL)
+			rv = 1;
+		else
+			rv = rawput(s, argv + 2);
+	} else if ((argc == 3 && strcmp(cmd, "apply") == 0) ||
 	    (argc == 4 && (strcmp(cmd, "delete") == 0 || strcmp(cmd, "sync") == 0)) ||
 	    ((argc == 4 || argc == 5) && strcmp(cmd, "status") == 0)) {
 		if ((s = open_store(cf)) == NULL)

@@ -5,33 +5,46 @@
  */
 #include "config.h"
 
+#include <stdlib.h>
 #include <string.h>
 
+#include "common/util.h"
 #include "daemons/acl/acl_cmd.h"
 #include "t/tap.h"
 
 static void
 test_users(void)
 {
-	static const struct { const char *user; int ok; const char *reason; } rows[] = {
-		{ "loja", 1, NULL },
-		{ "loja-2", 1, NULL },
-		{ "a.b_c", 1, NULL },
-		{ "default", 0, "ReservedName" },
-		{ "redis-root", 0, "ReservedName" },
-		{ "", 0, "InvalidName" },
-		{ "Loja", 0, "InvalidName" },
-		{ "lo ja", 0, "InvalidName" },
-		{ "-loja", 0, "InvalidName" },
-		{ "loja:x", 0, "InvalidName" },
-		{ "a-very-long-name-that-goes-on-and-on-and-on-and-on-past-63-chars", 0,
+	static const struct {
+		const char *user;
+		size_t len;		/* 0: strlen */
+		int ok;
+		const char *reason;
+	} rows[] = {
+		{ "loja", 0, 1, NULL },
+		{ "loja-2", 0, 1, NULL },
+		{ "a.b_c", 0, 1, NULL },
+		{ "default", 0, 0, "ReservedName" },
+		{ "redis-root", 0, 0, "ReservedName" },
+		{ "", 0, 0, "InvalidName" },
+		{ "Loja", 0, 0, "InvalidName" },
+		{ "lo ja", 0, 0, "InvalidName" },
+		{ "caf\xc3\xa9", 0, 0, "InvalidName" },
+		{ "-loja", 0, 0, "InvalidName" },
+		{ "loja:x", 0, 0, "InvalidName" },
+		{ "a-very-long-name-that-goes-on-and-on-and-on-and-on-past-63-chars", 0, 0,
 		  "InvalidName" },
+		/* judged whole: a NUL inside is no end of the name */
+		{ "a\0b", 3, 0, "InvalidName" },
+		{ "loja\0", 5, 0, "InvalidName" },
+		{ "default\0x", 9, 0, "InvalidName" },
 	};
 
 	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
 		const char *reason = NULL;
 		char why[256] = "";
-		int rc = acl_user_check(rows[i].user, &reason, why, sizeof(why));
+		size_t len = rows[i].len ? rows[i].len : strlen(rows[i].user);
+		int rc = acl_user_check(rows[i].user, len, &reason, why, sizeof(why));
 
 		is_int(rc == 0, rows[i].ok, "user \"%s\" %s", rows[i].user,
 		    rows[i].ok ? "allowed" : "refused");
@@ -40,6 +53,21 @@ test_users(void)
 			ok(why[0] != '\0', "user \"%s\": a sentence says why (%s)", rows[i].user,
 			    why);
 		}
+	}
+	{
+		const char *reason = NULL;
+		char why[256] = "", *big = xmalloc(10001);
+
+		memset(big, 'a', 10000);
+		big[10000] = '\0';
+		ok(acl_user_check(big, 10000, &reason, why, sizeof(why)) < 0 &&
+		    strcmp(reason, "InvalidName") == 0 && strstr(why, "10000") != NULL,
+		    "a 10,000-character name is refused, its length named (%s)", why);
+		ok(acl_user_check(big, 63, &reason, why, sizeof(why)) == 0,
+		    "its first 63 characters alone would do: only the whole is judged");
+		free(big);
+		ok(acl_user_check("a\0b", 3, &reason, why, sizeof(why)) < 0 &&
+		    strstr(why, "NUL") != NULL, "the NUL is named (%s)", why);
 	}
 	{
 		char out[64];
