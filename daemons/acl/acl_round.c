@@ -387,7 +387,7 @@ finish_upsert(struct acl *a, struct round *r, struct rop *op, struct journal *jn
 
 	if (t == NULL || strcmp(t->user, op->user) != 0 || t->refused != OK_)
 		return 0;	/* removed or changed meanwhile: the next round sees to it */
-	snprintf(object, sizeof(object), "tenant/%s/%s", op->ns, op->name);
+	journal_obj(object, sizeof(object), "tenant", op->ns, op->name);
 	buf_init(&failed);
 	for (int k = 0; k < r->njobs; k++) {
 		struct cell *cl = &op->cells[k];
