@@ -62,6 +62,9 @@ libexec_dir = $T/libexec
 store = local:$T/store
 CONF
 export DECOD_CONFIG="$T/decod.conf"
+# an installed system's stage programs, for a block that checks a config
+DECOD_LIBEXEC_DIR=$T/libexec
+export DECOD_LIBEXEC_DIR
 "$DECOD" 2>"$T/decod.log" &
 SUP=$!
 track_pid $SUP
