@@ -36,8 +36,10 @@ store_emit(struct store_watch *w, const struct store_event *ev)
 	w->cb(w->arg, ev);
 }
 
-struct store *
-store_open(const char *url, const struct conf *cf, char *err, size_t errlen)
+/* open_mode - store_open, and store_open_existing when no_create */
+static struct store *
+open_mode(const char *url, const struct conf *cf, int no_create, int *missing, char *err,
+    size_t errlen)
 {
 	const char *colon = url ? strchr(url, ':') : NULL;
 	struct store *s;
@@ -56,6 +58,7 @@ store_open(const char *url, const struct conf *cf, char *err, size_t errlen)
 			continue;
 		s = xcalloc(1, sizeof(*s));
 		s->ops = ops;
+		s->no_create = no_create;
 		if (gethostname(host, sizeof(host)) < 0)
 			snprintf(host, sizeof(host), "localhost");
 		host[sizeof(host) - 1] = '\0';
@@ -66,6 +69,8 @@ store_open(const char *url, const struct conf *cf, char *err, size_t errlen)
 			    conf_get(cf, "instance_id"), (long)getpid());
 		if ((s->be = ops->open(s, colon + 1, cf)) == NULL) {
 			snprintf(err, errlen, "store %s: %s", url, s->err);
+			if (missing != NULL)
+				*missing = s->missing;
 			free(s);
 			return NULL;
 		}
@@ -73,6 +78,20 @@ store_open(const char *url, const struct conf *cf, char *err, size_t errlen)
 	}
 	snprintf(err, errlen, "store: unknown scheme in \"%s\" (want local: or etcd:)", url);
 	return NULL;
+}
+
+struct store *
+store_open(const char *url, const struct conf *cf, char *err, size_t errlen)
+{
+	return open_mode(url, cf, 0, NULL, err, errlen);
+}
+
+struct store *
+store_open_existing(const char *url, const struct conf *cf, int *missing, char *err,
+    size_t errlen)
+{
+	*missing = 0;
+	return open_mode(url, cf, 1, missing, err, errlen);
 }
 
 int

@@ -51,6 +51,14 @@ typedef void (*store_watch_cb)(void *arg, const struct store_event *ev);
  */
 struct store *store_open(const char *url, const struct conf *cf, char *err, size_t errlen);
 /*
+ * store_open_existing - store_open for a reader that must not create the
+ * store: a local store whose folder is not there is not made; NULL with
+ * "no store at PATH" in err and *missing set (1), where store_open would
+ * have made an empty one.  Other failures as store_open, *missing 0.
+ */
+struct store *store_open_existing(const char *url, const struct conf *cf, int *missing,
+    char *err, size_t errlen);
+/*
  * store_url_check - url names a backend this build has, with what it needs
  * after the scheme ("local:" a folder, "etcd:" one URL or more), without
  * opening anything: 0, or -1 with the reason in err

@@ -41,6 +41,8 @@ struct store {
 	void *be;
 	char identity[128];
 	char err[512];
+	int no_create;		/* store_open_existing: make no folder, no file */
+	int missing;		/* ... and there was none */
 };
 
 struct store_watch {

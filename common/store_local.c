@@ -332,6 +332,13 @@ local_open(struct store *s, const char *spec, const struct conf *cf)
 	l->tmp = xasprintf("%s/tmp", dir);
 	l->locks = xasprintf("%s/locks", dir);
 	l->revpath = xasprintf("%s/rev", dir);
+	if (s->no_create && access(l->revpath, F_OK) < 0) {
+		/* a reader: an absent store is said, not made empty */
+		s->missing = errno == ENOENT;
+		store_set_error(s, "no store at %s (%s)", l->root, strerror(errno));
+		local_close(l);
+		return NULL;
+	}
 	if (mkdir_p(l->root, 0700) < 0 || mkdir_p(l->kv, 0700) < 0 ||
 	    mkdir_p(l->tmp, 0700) < 0 || mkdir_p(l->locks, 0700) < 0) {
 		store_set_error(s, "cannot create folder %s: %s", l->root, strerror(errno));

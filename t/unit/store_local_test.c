@@ -334,6 +334,31 @@ test_bad_urls(void)
 	    strstr(err, "/proc/decod-no/x"), "an uncreatable folder is refused: %s", err);
 }
 
+/* test_existing - a reader opens a store it must not create */
+static void
+test_existing(const char *dir)
+{
+	char err[256] = "", *url = xasprintf("local:%s/absent", dir), *path;
+	struct store *s;
+	struct stat sb;
+	int missing = -1;
+
+	ok(store_open_existing(url, NULL, &missing, err, sizeof(err)) == NULL && missing == 1 &&
+	    strstr(err, "no store at") != NULL, "an absent store is said: %s", err);
+	path = xasprintf("%s/absent", dir);
+	ok(stat(path, &sb) < 0 && errno == ENOENT, "... and not made");
+	ok((s = store_open(url, NULL, err, sizeof(err))) != NULL &&
+	    store_put(s, "/decofiles/ns/a", "{}", 2) == 0, "a writer makes it");
+	store_close(s);
+	ok((s = store_open_existing(url, NULL, &missing, err, sizeof(err))) != NULL &&
+	    missing == 0, "then a reader opens it");
+	store_close(s);
+	ok(store_open_existing("bogus:/x", NULL, &missing, err, sizeof(err)) == NULL &&
+	    missing == 0, "a bad URL is another failure");
+	free(path);
+	free(url);
+}
+
 int
 main(void)
 {
@@ -357,6 +382,7 @@ main(void)
 	test_polling(s);
 	test_lock_other_process(s);
 	test_bad_urls();
+	test_existing(tmpl);
 	store_close(s);
 	rm_rf(tmpl);
 	free(root);
