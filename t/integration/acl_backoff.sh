@@ -22,20 +22,7 @@ command -v curl >/dev/null || skip_all "curl not installed"
 vk_start_one
 # decod's admin password is not the node's: every AUTH is refused
 DECOD_PW="decod-$VK_ADMIN"
-printf '%s\n' "$DECOD_PW" > "$T/admin.pw"
-chmod 600 "$T/admin.pw"
-MPORT=$(vk_port)
-cat > "$T/conf" <<CONF
-state_dir = $T/state
-runtime_dir = $T/run
-store = local:$T/store
-valkey_url = redis://127.0.0.1:$VK_P1
-valkey_admin_password_file = $T/admin.pw
-valkey_timeout = 2s
-valkey_acl_resync_period = 1h
-metrics_port = $MPORT
-CONF
-C="-c $T/conf"
+acl_conf "$DECOD_PW" "valkey_url = redis://127.0.0.1:$VK_P1" 2s
 LOG="$T/acl.log"
 
 tenant sites-padaria padaria padaria

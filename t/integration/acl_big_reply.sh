@@ -30,20 +30,7 @@ wait_for "$(scaled 10)" test -s "$T/arr.port" || bail "bignode --array did not s
 ARR=$(cat "$T/arr.port")
 VK_S1=$(vk_port)
 VK_REPLICA_PORTS="$BIG $ARR" VK_SENTINEL_IDS=1 vk_sentinel_start 1
-printf '%s\n' "$VK_ADMIN" > "$T/admin.pw"
-chmod 600 "$T/admin.pw"
-MPORT=$(vk_port)
-cat > "$T/conf" <<CONF
-state_dir = $T/state
-runtime_dir = $T/run
-store = local:$T/store
-valkey_sentinel_urls = 127.0.0.1:$VK_S1
-valkey_admin_password_file = $T/admin.pw
-valkey_timeout = 60s
-valkey_acl_resync_period = 1h
-metrics_port = $MPORT
-CONF
-C="-c $T/conf"
+acl_conf "$VK_ADMIN" "valkey_sentinel_urls = 127.0.0.1:$VK_S1" 60s
 knows() { redis-cli -p "$VK_S1" sentinel replicas mymaster 2>/dev/null | grep -qx "$1"; }
 check "Sentinel lists the hostile nodes as replicas" wait_for "$(scaled 10)" knows "$BIG"
 check "... both" wait_for "$(scaled 10)" knows "$ARR"

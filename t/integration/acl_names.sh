@@ -21,20 +21,7 @@ TT="$top_builddir/t/stage/testtool"
 vk_require
 
 vk_start_one
-printf '%s\n' "$VK_ADMIN" > "$T/admin.pw"
-chmod 600 "$T/admin.pw"
-MPORT=$(vk_port)
-cat > "$T/conf" <<CONF
-state_dir = $T/state
-runtime_dir = $T/run
-store = local:$T/store
-valkey_url = redis://127.0.0.1:$VK_P1
-valkey_admin_password_file = $T/admin.pw
-valkey_timeout = 2s
-valkey_acl_resync_period = 1h
-metrics_port = $MPORT
-CONF
-C="-c $T/conf"
+acl_conf "$VK_ADMIN" "valkey_url = redis://127.0.0.1:$VK_P1" 2s
 LONG=$(head -c 10000 /dev/zero | tr '\0' 'a')
 
 rawtenant() { # NS NAME SITE-JSON (the site as a JSON string literal)

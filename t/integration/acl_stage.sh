@@ -25,20 +25,7 @@ command -v curl >/dev/null || skip_all "curl not installed"
 
 # short, but not so short that a loaded machine makes Sentinel fail over twice
 VK_DOWN_AFTER=${VK_DOWN_AFTER:-2000} vk_start
-printf '%s\n' "$VK_ADMIN" > "$T/admin.pw"
-chmod 600 "$T/admin.pw"
-MPORT=$(vk_port)
-cat > "$T/conf" <<CONF
-state_dir = $T/state
-runtime_dir = $T/run
-store = local:$T/store
-valkey_sentinel_urls = localhost:$VK_S1, redis://127.0.0.1:$VK_S2 127.0.0.1:$VK_S3
-valkey_admin_password_file = $T/admin.pw
-valkey_timeout = 2s
-valkey_acl_resync_period = 1h
-metrics_port = $MPORT
-CONF
-C="-c $T/conf"
+acl_conf "$VK_ADMIN" "valkey_sentinel_urls = localhost:$VK_S1, redis://127.0.0.1:$VK_S2 127.0.0.1:$VK_S3" 2s
 DB="$T/state/journal.db"
 sql() { sqlite3 -cmd '.timeout 5000' "$DB" "$1"; }
 

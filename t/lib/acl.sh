@@ -2,6 +2,7 @@
 # They use $CTL (decoctl), $C ("-c CONF"), $MPORT (the stage's metrics_port)
 # and $T; start_acl sets APID.
 #
+#   acl_conf PW NODES TIMEOUT    write the stage's config ($C, $MPORT)
 #   start_acl LOG [FLAGS...]     start the stage on $C, wait for msg=ready
 #   tenant NS NAME SITE          apply a Tenant (valkeyAcl true) for SITE
 #   cond NS NAME FIELD           the Provisioned condition's status, reason
@@ -9,6 +10,27 @@
 #   cond_is NS NAME STATUS       the condition's status is STATUS
 #   metric NAME[{labels}]        its value on the metrics port
 #   metric_ge NAME[{labels}] N   it is at least N
+
+# acl_conf PASSWORD NODES TIMEOUT: the stage's config in $T/conf ($C): the
+# admin password file (0600) holding PASSWORD, NODES a line naming the nodes
+# (valkey_url = ... or valkey_sentinel_urls = ...), valkey_timeout TIMEOUT,
+# metrics on a free port ($MPORT)
+acl_conf() {
+	printf '%s\n' "$1" > "$T/admin.pw"
+	chmod 600 "$T/admin.pw"
+	MPORT=$(vk_port)
+	cat > "$T/conf" <<CONF
+state_dir = $T/state
+runtime_dir = $T/run
+store = local:$T/store
+$2
+valkey_admin_password_file = $T/admin.pw
+valkey_timeout = $3
+valkey_acl_resync_period = 1h
+metrics_port = $MPORT
+CONF
+	C="-c $T/conf"
+}
 
 start_acl() { # LOG [FLAGS...]
 	acl_log=$1; shift
