@@ -2,27 +2,37 @@
 # demo.sh - the embedded default, end to end: install what is missing, build,
 # start decod (local store, file target) with a sample decofile folder and
 # three reference replicas, change a block, and show the rollout reach all
-# three.  Then it keeps running so you can try a change by hand; Ctrl-C
-# stops everything it started.
+# three.  Then it keeps running so you can try a change by hand; Ctrl-C (or
+# kill -TERM) stops everything it started.  DECOD_BUILD names a build folder;
+# DEMO_NO_BUILD=1 uses it as it is (the test runs the demo that way).
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 build=${DECOD_BUILD:-$top/_build}
 
-say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+# bold headings on a terminal only (and not under NO_COLOR): a log file gets
+# no escape sequences
+if [ -t 1 ] && [ -z "${NO_COLOR:-}" ]; then
+	say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+else
+	say() { printf '\n== %s\n' "$*"; }
+fi
 
-say "installing what is missing (Debian packages)"
-"$top/examples/install-deps.sh"
-say "building"
-[ -x "$top/configure" ] || (cd "$top" && ./bootstrap >/dev/null 2>&1)
-mkdir -p "$build"
-cd "$build"
-[ -f Makefile ] || "$top/configure" -q
-make -j2 -s >/dev/null
+if [ -z "${DEMO_NO_BUILD:-}" ]; then
+	say "installing what is missing (Debian packages)"
+	"$top/examples/install-deps.sh"
+	say "building"
+	[ -x "$top/configure" ] || (cd "$top" && ./bootstrap >/dev/null 2>&1)
+	mkdir -p "$build"
+	cd "$build"
+	[ -f Makefile ] || "$top/configure" -q
+	make -j2 -s >/dev/null
+fi
 
 D=$(mktemp -d "${TMPDIR:-/tmp}/decod-demo.XXXXXX")
 PIDS=""
+SLEEPER=""
 cleanup() {
-	for p in $PIDS; do kill "$p" 2>/dev/null || true; done
+	for p in $PIDS $SLEEPER; do kill "$p" 2>/dev/null || true; done
 	wait 2>/dev/null || true
 	rm -rf "$D"
 }
@@ -121,4 +131,10 @@ decod keeps running.  Try a change by hand:
 The published file: $D/state/published/demo/loja/decofile.json
 Logs: $D/decod.log.  Press Ctrl-C to stop everything.
 MSG
-while :; do sleep 3600; done
+# wait, not a foreground sleep: the shell runs the TERM trap only once its
+# foreground command ends, so `kill PID` would have waited up to an hour
+while :; do
+	sleep 3600 &
+	SLEEPER=$!
+	wait "$SLEEPER"
+done

@@ -83,6 +83,9 @@ done
 check "decod.service is Type=notify" grep -qx 'Type=notify' "$UD/decod.service"
 check "decod.service has a watchdog" grep -qx 'WatchdogSec=30' "$UD/decod.service"
 check "decod.service reloads with SIGHUP" grep -q '^ExecReload=.*kill -HUP \$MAINPID' "$UD/decod.service"
+# /bin/kill is procps's, absent on a minimal Debian: the shell's builtin
+check "... by the shell's builtin kill, not /bin/kill (procps)" \
+    sh -c "! grep '^ExecReload=' '$UD'/decod*.service | grep -q '/bin/kill'"
 for u in decod.service decod-renderer.service; do
 	for k in User=decod NoNewPrivileges=yes ProtectSystem=strict CapabilityBoundingSet= \
 	    "ReadWritePaths=$localstatedir/lib/decod $runstatedir/decod"; do
