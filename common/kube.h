@@ -301,6 +301,12 @@ struct kube_lease_params {
 	int64_t retry_ms;	/* how often to try to acquire or renew (2 s) */
 };
 
+/*
+ * kube_lease_holder - who holds the Lease as this contender last saw it:
+ * its own identity while leading, "" before the first read or when nobody
+ */
+struct kube_lease;
+const char *kube_lease_holder(const struct kube_lease *l);
 /* kube_lease_changed_fn - leadership gained (1) or lost (0) */
 typedef void (*kube_lease_changed_fn)(void *arg, int leading);
 

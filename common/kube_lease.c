@@ -27,6 +27,7 @@ struct kube_lease {
 	struct kube_call *call;
 	int leading;
 	int64_t last_renew;	/* monotonic ms of our last successful write */
+	char holder[256];	/* holderIdentity as last read or written */
 	char seen_rv[64];	/* the record as last observed ... */
 	int64_t seen_at;	/* ... and when it last changed (monotonic) */
 };
@@ -147,6 +148,7 @@ on_read(void *arg, const struct kube_resp *r)
 		return;
 	}
 	holder = json_get_str(r->json, "spec", "holderIdentity", NULL);
+	snprintf(l->holder, sizeof(l->holder), "%s", holder != NULL ? holder : "");
 	rv = kube_obj_rv(r->json);
 	acquire = json_get_str(r->json, "spec", "acquireTime", NULL);
 	trans = json_get_int(r->json, 0, "spec", "leaseTransitions", NULL);
@@ -178,6 +180,12 @@ tick(struct kube_lease *l, int64_t delay)
 
 	l->call = kube_send_later(l->k, "GET", path, NULL, delay, on_read, l);
 	free(path);
+}
+
+const char *
+kube_lease_holder(const struct kube_lease *l)
+{
+	return l->leading ? l->id : l->holder;
 }
 
 struct kube_lease *

@@ -276,19 +276,26 @@ main(int argc, char **argv)
 	/* with a cluster and the local store: stand by until this decod leads */
 	if ((lease = decod_lease_new(s->cf, err, sizeof(err))) == NULL && err[0] != '\0')
 		fatal("Kubernetes configuration: %s", err);
-	while (lease != NULL && !decod_lease_leading(lease) && !got_term) {
-		struct pollfd lp[2] = { { .fd = sig_pipe[0], .events = POLLIN },
-			{ .fd = decod_lease_fd(lease), .events = POLLIN } };
+	s->lease = lease;
+	/* the stages to run once leading: a standby lists them (decoctl stages) */
+	set_children(s);
+	s->standby = lease != NULL && !decod_lease_leading(lease);
+	while (s->standby && !got_term) {
+		struct pollfd lp[3] = { { .fd = sig_pipe[0], .events = POLLIN },
+			{ .fd = decod_lease_fd(lease), .events = POLLIN },
+			{ .fd = ctl_fd(), .events = POLLIN } };
 		int64_t t = decod_lease_timeout(lease);
 		char b[64];
 
-		(void)poll(lp, 2, t < 0 || t > 1000 ? 1000 : (int)t);
+		(void)poll(lp, 3, t < 0 || t > 1000 ? 1000 : (int)t);
 		if (lp[0].revents & POLLIN)
 			while (read(sig_pipe[0], b, sizeof(b)) > 0)
 				;
 		decod_lease_dispatch(lease);
+		if (lp[2].revents & POLLIN)
+			ctl_handle(s);
+		s->standby = !decod_lease_leading(lease);
 	}
-	set_children(s);
 	for (size_t i = 0; i < s->nchildren; i++) {
 		s->children[i].digest = child_digest(s->cf, s->children[i].name, 0);
 		s->children[i].live_digest = child_digest(s->cf, s->children[i].name, 1);

@@ -86,6 +86,8 @@ struct sup {
 	size_t nchildren;
 	int stopping;
 	int sd_ready_sent;
+	struct decod_lease *lease;	/* NULL: no leader election */
+	int standby;			/* another instance holds the Lease */
 };
 
 /* decod_fsm.c */

@@ -2,7 +2,9 @@
  * decod_ctl - the control socket: nng REQ/REP on
  * ipc://<runtime_dir>/control.ipc, mode 0600.  A request is one text line
  * ("stages", "restart NAME", "stop NAME", "start NAME"); the reply is JSON:
- * {"stages":[{"name","pid","state","restarts","uptime_s"}]} or
+ * {"role","holder","stages":[{"name","pid","state","restarts","uptime_s"}]}
+ * (role alone, leader or standby; holder the Lease's, with leader election;
+ * a standby's stages are all STANDBY and it refuses restart/stop/start) or
  * {"ok":true} / {"ok":false,"error":"..."}.
  */
 #include "config.h"
@@ -20,6 +22,7 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "daemons/decod/decod.h"
+#include "daemons/decod/decod_lease.h"
 
 static nng_socket ctl_sock;
 static int ctl_recv_fd = -1;
@@ -79,6 +82,13 @@ reply_stages(struct sup *s, struct jw *w)
 	int64_t now = now_ms();
 
 	jw_obj(w);
+	/* a standby answers too: its stages wait for the Lease, held by holder */
+	jw_key(w, "role");
+	jw_str(w, s->lease == NULL ? "alone" : s->standby ? "standby" : "leader");
+	if (s->lease != NULL) {
+		jw_key(w, "holder");
+		jw_str(w, decod_lease_holder(s->lease));
+	}
 	jw_key(w, "stages");
 	jw_arr(w);
 	for (size_t i = 0; i < s->nchildren; i++) {
@@ -92,7 +102,7 @@ reply_stages(struct sup *s, struct jw *w)
 		jw_key(w, "pid");
 		jw_int(w, c->pid);
 		jw_key(w, "state");
-		jw_str(w, child_state_name(c->state));
+		jw_str(w, s->standby ? "STANDBY" : child_state_name(c->state));
 		jw_key(w, "restarts");
 		jw_int(w, c->restarts);
 		jw_key(w, "uptime_s");
@@ -137,6 +147,12 @@ ctl_request(struct sup *s, const char *req, struct jw *w)
 	    strcmp(verb, "start") != 0) {
 		snprintf(err, sizeof(err), "unknown request \"%s\" (stages, restart, stop, start)",
 		    verb);
+		reply_ok(w, err);
+		return;
+	}
+	if (s->standby) {
+		snprintf(err, sizeof(err), "standby: the stages run where the Lease is held (%s)",
+		    *decod_lease_holder(s->lease) ? decod_lease_holder(s->lease) : "nobody yet");
 		reply_ok(w, err);
 		return;
 	}

@@ -68,6 +68,12 @@ decod_lease_new(struct conf *cf, char *err, size_t errlen)
 	return dl;
 }
 
+const char *
+decod_lease_holder(const struct decod_lease *dl)
+{
+	return kube_lease_holder(dl->l);
+}
+
 void
 decod_lease_free(struct decod_lease *dl)
 {

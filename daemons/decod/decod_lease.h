@@ -27,6 +27,8 @@ int64_t decod_lease_timeout(const struct decod_lease *dl);
 void decod_lease_dispatch(struct decod_lease *dl);
 
 int decod_lease_leading(const struct decod_lease *dl);
+/* decod_lease_holder - the Lease's holder as last seen ("" unknown) */
+const char *decod_lease_holder(const struct decod_lease *dl);
 /* decod_lease_lost - it led and lost the lease: stop everything */
 int decod_lease_lost(const struct decod_lease *dl);
 

@@ -67,6 +67,21 @@ r1=$(renew); wait_for 10 sh -c "[ \"\$(kubectl --kubeconfig $KUBE_DIR/admin.kube
 is "$(holder)" "$(hostname):$A" "A renews its Lease"
 ready b; [ $? -ne 0 ]; ok $? "B runs no stage while A holds the Lease"
 ! grep -q 'leader election: leading' "$T/b.log"; ok $? "B never led"
+# the standby answers the control socket: its role, the holder, its stages
+"$CTL" "ipc://$T/b/run/control.ipc" stages >"$T/b.stages" 2>&1
+ok $? "the standby answers stages"
+python3 -c 'import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["role"] == "standby", r
+assert r["holder"] == sys.argv[2], r
+assert [s["state"] for s in r["stages"]] == ["STANDBY"], r' "$T/b.stages" "$(hostname):$A" 2>&1 | sed 's/^/# /'
+ok $? "... as standby, naming the holder (A), its stage STANDBY"
+"$CTL" "ipc://$T/a/run/control.ipc" stages | grep -q '"role":"leader"'
+ok $? "the holder says it leads"
+"$CTL" "ipc://$T/b/run/control.ipc" restart alpha >"$T/b.restart" 2>&1
+grep -q 'standby' "$T/b.restart"
+ok $? "the standby refuses to start a stage ($(cat "$T/b.restart"))"
+ready b; [ $? -ne 0 ]; ok $? "... and runs none"
 
 t0=$(ms)
 kill -KILL $A

@@ -75,8 +75,10 @@ ts_on_item(struct stage *st, const struct journal_item *it)
 	/* TESTSTAGE_HOLD_<name>: keep every item in flight, never finished (a
 	 * stage waiting on a peer that never answers drains its whole stop_timeout) */
 	snprintf(var, sizeof(var), "TESTSTAGE_HOLD_%s", stage_name(st));
-	if (getenv(var) != NULL)
+	if (getenv(var) != NULL) {
+		log_kv(LOG_INFO, "holding the item", "item", it->name, NULL);
 		return STAGE_ASYNC;
+	}
 	snprintf(var, sizeof(var), "TESTSTAGE_NEXT_%s", stage_name(st));
 	next = getenv(var);
 	if (delay != NULL)
