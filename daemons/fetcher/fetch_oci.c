@@ -504,29 +504,52 @@ is_tar(const char *mt, int *gz)
 	return 0;
 }
 
-/* fetch one layer, verify it, and gather its files */
-static int
-read_layer(struct oci *o, yajl_val layer, uint64_t *total)
-{
-	const char *digest = json_get_str(layer, "digest", NULL);
-	const char *mt = json_get_str(layer, "mediaType", NULL);
-	const char *title = json_get_str(layer, "annotations",
-	    "org.opencontainers.image.title", NULL);
-	int64_t size = json_get_int(layer, -1, "size", NULL);
-	uint64_t cap = o->req->lim.max_tree > 0 ? o->req->lim.max_tree : (uint64_t)256 << 20;
-	struct fetch_http_resp r;
-	char path[120], what[160];
-	int gz = 0, rc;
+/*
+ * the verified bytes of the layers listed in one manifest, by listing: a
+ * blob is fetched once however often the manifest names its digest, and
+ * kept only while a later listing still names it
+ */
+struct held {
+	const char *digest;	/* borrowed from the manifest */
+	struct buf body;
+	int have;
+};
 
-	if (!valid_digest(digest) || mt == NULL || size < 0)
-		return fetch_result_error(o->res, "FetchError",
-		    "registry %s: a layer of %s:%s has no valid digest, mediaType or size",
-		    o->host, o->name, o->ref);
-	if (!is_tar(mt, &gz) && title == NULL)
-		return fetch_result_error(o->res, "FetchError",
-		    "registry %s: layer %s: media type %s is not supported (tar, tar+gzip, "
-		    "or a file with an org.opencontainers.image.title annotation)",
-		    o->host, digest, mt);
+/* does a listing after i name digest? */
+static int
+named_later(yajl_val list, size_t i, const char *digest)
+{
+	for (size_t k = i + 1; k < list->u.array.len; k++) {
+		const char *d = json_get_str(list->u.array.values[k], "digest", NULL);
+
+		if (d != NULL && strcmp(d, digest) == 0)
+			return 1;
+	}
+	return 0;
+}
+
+/* the bytes of listing i into held[i]: from an earlier listing of the same digest, or a GET */
+static int
+get_layer(struct oci *o, struct held *held, size_t i, int64_t size, uint64_t *total)
+{
+	uint64_t cap = o->req->lim.max_tree > 0 ? o->req->lim.max_tree : (uint64_t)256 << 20;
+	const char *digest = held[i].digest;
+	struct fetch_http_resp r;
+	char path[120];
+	int rc = 0;
+
+	for (size_t j = 0; j < i; j++) {
+		if (!held[j].have || strcmp(held[j].digest, digest) != 0)
+			continue;
+		held[i].body = held[j].body;
+		held[i].have = 1;
+		held[j].have = 0;
+		if (held[i].body.len != (size_t)size)
+			return fetch_result_error(o->res, "FetchError",
+			    "registry %s: blob %s: listed again with %lld bytes, it has %zu; refused",
+			    o->host, digest, (long long)size, held[i].body.len);
+		return 0;
+	}
 	*total += (uint64_t)size;
 	if (*total > cap)
 		return fetch_result_error(o->res, "TooLarge",
@@ -542,21 +565,82 @@ read_layer(struct oci *o, yajl_val layer, uint64_t *total)
 		    "registry %s: blob %s: %zu bytes, the manifest says %lld; refused",
 		    o->host, digest, r.body.len, (long long)size);
 	} else if ((rc = verify(o, "blob", digest, &r.body)) == 0) {
-		snprintf(what, sizeof(what), "layer %.19s", digest);
-		if (is_tar(mt, &gz)) {
-			rc = fetch_archive_read(r.body.data ? r.body.data : "", r.body.len,
-			    FETCH_ARCHIVE_TAR, &o->req->alim, what, layer_want, layer_file, o,
-			    o->res);
-		} else {
-			/* one file (an ORAS-style artifact): its title is its path */
-			rc = layer_want(o, title, 0, o->res);
-			if (rc > 0)
-				rc = layer_file(o, title, r.body.data ? r.body.data : "",
-				    r.body.len, o->res);
-		}
-		rc = rc < 0 ? -1 : 0;
+		held[i].body = r.body;
+		held[i].have = 1;
+		buf_init(&r.body);
 	}
 	fetch_http_resp_free(&r);
+	return rc;
+}
+
+/* listing i of the manifest's layers: fetched (or taken again), verified, its files gathered */
+static int
+read_layer(struct oci *o, yajl_val list, struct held *held, size_t i, uint64_t *total)
+{
+	yajl_val layer = list->u.array.values[i];
+	const char *digest = json_get_str(layer, "digest", NULL);
+	const char *mt = json_get_str(layer, "mediaType", NULL);
+	const char *title = json_get_str(layer, "annotations",
+	    "org.opencontainers.image.title", NULL);
+	int64_t size = json_get_int(layer, -1, "size", NULL);
+	const struct buf *body;
+	char what[160];
+	int gz = 0, rc;
+
+	if (!valid_digest(digest) || mt == NULL || size < 0)
+		return fetch_result_error(o->res, "FetchError",
+		    "registry %s: a layer of %s:%s has no valid digest, mediaType or size",
+		    o->host, o->name, o->ref);
+	if (!is_tar(mt, &gz) && title == NULL)
+		return fetch_result_error(o->res, "FetchError",
+		    "registry %s: layer %s: media type %s is not supported (tar, tar+gzip, "
+		    "or a file with an org.opencontainers.image.title annotation)",
+		    o->host, digest, mt);
+	held[i].digest = digest;
+	if (get_layer(o, held, i, size, total) < 0)
+		return -1;
+	body = &held[i].body;
+	snprintf(what, sizeof(what), "layer %.19s", digest);
+	if (is_tar(mt, &gz)) {
+		rc = fetch_archive_read(body->data ? body->data : "", body->len,
+		    FETCH_ARCHIVE_TAR, &o->req->alim, what, layer_want, layer_file, o, o->res);
+	} else {
+		/* one file (an ORAS-style artifact): its title is its path */
+		rc = layer_want(o, title, 0, o->res);
+		if (rc > 0)
+			rc = layer_file(o, title, body->data ? body->data : "", body->len, o->res);
+	}
+	if (!named_later(list, i, digest)) {
+		buf_free(&held[i].body);
+		held[i].have = 0;
+	}
+	return rc < 0 ? -1 : 0;
+}
+
+/* every layer of an image manifest, in order */
+static int
+read_layers(struct oci *o, const char *digest, yajl_val list)
+{
+	struct held *held;
+	uint64_t total = 0;
+	size_t n;
+	int rc = 0;
+
+	if (list == NULL || !YAJL_IS_ARRAY(list))
+		return fetch_result_error(o->res, "FetchError",
+		    "registry %s: manifest %s has no layers", o->host, digest);
+	n = list->u.array.len;
+	if (n > FETCH_OCI_MAX_LAYERS)
+		return fetch_result_error(o->res, "FetchError",
+		    "registry %s: manifest %s lists %zu layers, more than %d; refused",
+		    o->host, digest, n, FETCH_OCI_MAX_LAYERS);
+	held = xcalloc(n ? n : 1, sizeof(*held));
+	for (size_t i = 0; rc == 0 && i < n; i++)
+		rc = read_layer(o, list, held, i, &total);
+	for (size_t i = 0; i < n; i++)
+		if (held[i].have)
+			buf_free(&held[i].body);
+	free(held);
 	return rc;
 }
 
@@ -566,7 +650,6 @@ read_manifest(struct oci *o, const char *digest, int depth)
 {
 	char mtype[200];
 	yajl_val v = get_manifest(o, digest, mtype, sizeof(mtype)), list;
-	uint64_t total = 0;
 	int rc = 0;
 
 	if (v == NULL)
@@ -596,12 +679,7 @@ read_manifest(struct oci *o, const char *digest, int depth)
 		}
 	} else if (strcmp(mtype, MT_OCI_MANIFEST) == 0 ||
 	    strcmp(mtype, MT_DOCKER_MANIFEST) == 0) {
-		list = json_get(v, "layers", NULL);
-		if (list == NULL || !YAJL_IS_ARRAY(list))
-			rc = fetch_result_error(o->res, "FetchError",
-			    "registry %s: manifest %s has no layers", o->host, digest);
-		for (size_t i = 0; rc == 0 && list != NULL && i < list->u.array.len; i++)
-			rc = read_layer(o, list->u.array.values[i], &total);
+		rc = read_layers(o, digest, json_get(v, "layers", NULL));
 	} else {
 		rc = fetch_result_error(o->res, "FetchError",
 		    "registry %s: manifest %s has media type '%s', not an OCI or Docker "
