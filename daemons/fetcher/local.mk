@@ -42,6 +42,9 @@ EXTRA_DIST += t/lib/git.sh t/lib/github.sh t/lib/hostile_zip.py t/stand-in/githu
 	t/lib/registry.sh t/lib/oci.py t/stand-in/token_server.py t/lib/blackhole.py
 TESTS += t/integration/fetch_stage.sh t/integration/fetch_git.sh t/integration/fetch_github.sh \
 	t/integration/fetch_oci.sh t/integration/fetch_hung_remote.sh t/integration/github_publish.sh
+# block names from outside: UTF-8 from every source, the rest refused (issue 24)
+TESTS += t/integration/fetch_names.sh
+EXTRA_DIST += t/integration/fetch_names.sh
 
 # the archive fuzz harness, replayed over its seeds and regression inputs by
 # `make check` (t/fuzz/replay.c; with libFuzzer: make fuzz)
