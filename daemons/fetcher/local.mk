@@ -16,6 +16,7 @@ daemons_fetcher_libfetch_a_SOURCES = \
 	daemons/fetcher/fetch_archive.c daemons/fetcher/fetch_archive.h \
 	daemons/fetcher/fetch_github.c daemons/fetcher/fetch_github.h \
 	daemons/fetcher/fetch_oci.c daemons/fetcher/fetch_oci.h \
+	daemons/fetcher/fetch_oci_layers.c daemons/fetcher/fetch_oci_int.h \
 	daemons/fetcher/fetch_kube.c daemons/fetcher/fetch_kube.h \
 	daemons/fetcher/fetch_kube_status.c daemons/fetcher/fetch_kube_int.h
 FETCH_LIBS = daemons/fetcher/libfetch.a
