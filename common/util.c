@@ -579,3 +579,87 @@ url_has_credentials(const char *url)
 		return 1;
 	return memchr(host, ':', (size_t)(at - host)) != NULL;
 }
+
+/* the length of the UTF-8 sequence at s (n bytes left), or 0 when not well-formed */
+static size_t
+utf8_seq(const unsigned char *s, size_t n)
+{
+	size_t len;
+	unsigned lo = 0x80, hi = 0xbf;
+
+	if (s[0] < 0x80)
+		return 1;
+	if (s[0] >= 0xc2 && s[0] <= 0xdf)
+		len = 2;
+	else if (s[0] >= 0xe0 && s[0] <= 0xef)
+		len = 3;
+	else if (s[0] >= 0xf0 && s[0] <= 0xf4)
+		len = 4;
+	else
+		return 0;	/* a continuation byte, an overlong lead, past U+10FFFF */
+	if (n < len)
+		return 0;
+	/* the second byte's range rules out overlongs, surrogates and > U+10FFFF */
+	if (s[0] == 0xe0)
+		lo = 0xa0;
+	else if (s[0] == 0xed)
+		hi = 0x9f;
+	else if (s[0] == 0xf0)
+		lo = 0x90;
+	else if (s[0] == 0xf4)
+		hi = 0x8f;
+	if (s[1] < lo || s[1] > hi)
+		return 0;
+	for (size_t i = 2; i < len; i++)
+		if (s[i] < 0x80 || s[i] > 0xbf)
+			return 0;
+	return len;
+}
+
+int
+utf8_valid(const char *s, size_t n)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	size_t i = 0, k;
+
+	while (i < n) {
+		if ((k = utf8_seq(p + i, n - i)) == 0)
+			return 0;
+		i += k;
+	}
+	return 1;
+}
+
+const char *
+str_show(const char *s, char *out, size_t outlen)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	size_t n = strlen(s), i = 0, o = 0, k;
+
+	if (outlen == 0)
+		return out;
+	while (i < n) {
+		char tmp[5];
+		size_t tl;
+
+		k = utf8_seq(p + i, n - i);
+		if (k == 1 && p[i] == '\\') {
+			memcpy(tmp, "\\\\", 2);
+			tl = 2;
+		} else if (k == 0 || (k == 1 && (p[i] < 0x20 || p[i] == 0x7f))) {
+			snprintf(tmp, sizeof(tmp), "\\x%02x", p[i]);
+			tl = 4;
+			k = 1;
+		} else {
+			memcpy(tmp, p + i, k);
+			tl = k;
+		}
+		if (o + tl >= outlen)
+			break;
+		memcpy(out + o, tmp, tl);
+		o += tl;
+		i += k;
+	}
+	out[o] = '\0';
+	return out;
+}

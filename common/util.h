@@ -104,6 +104,21 @@ int path_clean(const char *in, char *out, size_t outlen, const char **why);
 /* path_clean_rel - path_clean without the reason; 0 or -1 */
 int path_clean_rel(const char *in, char *out, size_t outlen);
 
+/*
+ * utf8_valid - s[0..n) is well-formed UTF-8 (RFC 3629: shortest forms only,
+ * no surrogates, nothing past U+10FFFF); 1 or 0.  The one check for text
+ * that must go into JSON (names from outside, keys).
+ */
+int utf8_valid(const char *s, size_t n);
+
+/*
+ * str_show - s as it may be quoted in a message or a log line: valid UTF-8
+ * is kept, a backslash is doubled, every other byte (not UTF-8, a control
+ * byte) is written \xHH.  Always NUL-terminated in out, cut at outlen on a
+ * whole character.  Returns out.
+ */
+const char *str_show(const char *s, char *out, size_t outlen);
+
 /* set_nonblock, set_cloexec - fcntl helpers; 0 or -1 */
 int set_nonblock(int fd);
 int set_cloexec(int fd);

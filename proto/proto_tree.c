@@ -29,15 +29,16 @@ proto_tree_free(struct proto_tree *t)
 }
 
 /*
- * text_ok - non-empty and at most max bytes.  Control bytes are allowed:
- * a key is a file's name as the source has it, and JSON escapes them.
+ * text_ok - non-empty, at most max bytes and valid UTF-8 (the manifest is
+ * JSON).  Control bytes are allowed: a key is a file's name as the source
+ * has it, and JSON escapes them.
  */
 static int
 text_ok(const char *s, size_t max)
 {
 	size_t n = strlen(s);
 
-	return n > 0 && n <= max;
+	return n > 0 && n <= max && utf8_valid(s, n);
 }
 
 /* entry_cmp - the manifest's order: by key, then path */
@@ -56,12 +57,12 @@ check_entry(const struct proto_tree *t, size_t i, char *err, size_t errlen)
 	const struct proto_tree_entry *e = &t->e[i];
 
 	if (e->key == NULL || !text_ok(e->key, PROTO_MAX_TREE_TEXT)) {
-		snprintf(err, errlen, "entry %zu: key missing, empty or over %d bytes", i,
+		snprintf(err, errlen, "entry %zu: key missing, empty, over %d bytes or not UTF-8", i,
 		    PROTO_MAX_TREE_TEXT);
 		return -1;
 	}
 	if (e->path == NULL || !text_ok(e->path, PROTO_MAX_TREE_TEXT)) {
-		snprintf(err, errlen, "entry %zu (%.80s): path empty or over %d bytes", i, e->key,
+		snprintf(err, errlen, "entry %zu (%.80s): path empty, over %d bytes or not UTF-8", i, e->key,
 		    PROTO_MAX_TREE_TEXT);
 		return -1;
 	}

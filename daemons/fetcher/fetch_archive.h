@@ -3,7 +3,9 @@
  * (OCI layer) held in memory, with libarchive, under guards against hostile
  * archives: entries with ".." or absolute paths, links, devices, too many
  * entries, too many bytes once decompressed, and a compression ratio past
- * a limit (zip bombs) are refused before any block is handed on.
+ * a limit (zip bombs, of the whole archive and of each entry as it streams)
+ * are refused before any block is handed on.  Names are read as UTF-8
+ * whatever the process's locale.
  */
 #ifndef DECOD_FETCH_ARCHIVE_H
 #define DECOD_FETCH_ARCHIVE_H
@@ -22,7 +24,8 @@ struct fetch_archive_limits {
 	uint64_t max_entries;	/* entries of any type (0: no limit) */
 	uint64_t max_bytes;	/* decompressed bytes, declared or read (0: none) */
 	uint64_t max_ratio;	/* decompressed bytes per archive byte, checked
-				 * once more than 1 MiB came out (0: none) */
+				 * once more than 1 MiB came out, for the whole
+				 * archive and for each entry read (0: none) */
 };
 
 /*
@@ -38,7 +41,9 @@ typedef int (*fetch_archive_file_fn)(void *arg, const char *path, const void *da
 
 /*
  * fetch_archive_read - walk every entry of the archive in data/len.  Every
- * path is checked (empty, absolute, "..", backslash, control bytes: refused),
+ * path is checked (the name rule of fetch_name_bad: empty, not UTF-8; then
+ * absolute, "..", backslash, control bytes: refused, the name quoted with
+ * str_show),
  * so are links and special files; folders and regular files go to want(),
  * and a wanted file's bytes to file().  what names the archive in messages.  0 when the
  * whole archive was read, or -1 with res->reason FetchError (hostile or

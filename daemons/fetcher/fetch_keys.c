@@ -10,7 +10,11 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/util.h"
 #include "daemons/fetcher/fetch_keys.h"
+
+/* room for a name quoted by str_show: each byte may become 4 */
+#define SHOWN 1024
 
 static int
 hexval(int c)
@@ -22,6 +26,16 @@ hexval(int c)
 	if (c >= 'A' && c <= 'F')
 		return c - 'A' + 10;
 	return -1;
+}
+
+const char *
+fetch_name_bad(const char *name)
+{
+	if (name == NULL || name[0] == '\0')
+		return "has an empty name";
+	if (!utf8_valid(name, strlen(name)))
+		return "has a name that is not valid UTF-8";
+	return NULL;
 }
 
 int
@@ -56,10 +70,16 @@ fetch_form_decode(const char *s, char *out, size_t outlen)
 int
 fetch_key_from_path(const char *path, char *out, size_t outlen, char *err, size_t errlen)
 {
-	const char *base;
+	const char *base, *why;
+	char shown[SHOWN];
 	size_t n;
 	int raw_json;
 
+	/* any file, block or not: a source with such a name is refused whole */
+	if ((why = fetch_name_bad(path)) != NULL) {
+		snprintf(err, errlen, "file '%s' %s", str_show(path, shown, sizeof(shown)), why);
+		return -1;
+	}
 	base = strrchr(path, '/');
 	base = base != NULL ? base + 1 : path;
 	n = strlen(base);
@@ -80,6 +100,11 @@ fetch_key_from_path(const char *path, char *out, size_t outlen, char *err, size_
 		snprintf(err, errlen, "%s: file name gives an empty block key", path);
 		return -1;
 	}
+	if (fetch_name_bad(out) != NULL) {
+		snprintf(err, errlen, "%s: file name URL-decodes to a block key that is not "
+		    "valid UTF-8 ('%s')", path, str_show(out, shown, sizeof(shown)));
+		return -1;
+	}
 	return 0;
 }
 
@@ -92,6 +117,13 @@ fetch_key_inline(const char *key, size_t len, char *err, size_t errlen)
 	}
 	if (memchr(key, '\0', len) != NULL) {
 		snprintf(err, errlen, "inline: block key contains a NUL byte");
+		return -1;
+	}
+	if (fetch_name_bad(key) != NULL) {
+		char shown[SHOWN];
+
+		snprintf(err, errlen, "inline: block key '%s' is not valid UTF-8",
+		    str_show(key, shown, sizeof(shown)));
 		return -1;
 	}
 	return 0;

@@ -3,8 +3,8 @@
  * A session (struct oci) owns the registry's base URL, the repository, the
  * Authorization line it earned (basic, or a bearer token from the realm a
  * WWW-Authenticate challenge named) and the files gathered from the layers
- * in order, later layers replacing earlier ones (whiteouts honoured).  A
- * credential goes only to the registry's origin and its token realm.
+ * (fetch_oci_layers.c reads them).  A credential goes only to the
+ * registry's origin and its token realm.
  */
 #include "config.h"
 
@@ -20,8 +20,7 @@
 #include "common/json.h"
 #include "common/util.h"
 #include "daemons/fetcher/fetch_http.h"
-#include "daemons/fetcher/fetch_keys.h"
-#include "daemons/fetcher/fetch_oci.h"
+#include "daemons/fetcher/fetch_oci_int.h"
 
 #define MT_OCI_INDEX "application/vnd.oci.image.index.v1+json"
 #define MT_OCI_MANIFEST "application/vnd.oci.image.manifest.v1+json"
@@ -30,26 +29,6 @@
 #define ACCEPT "Accept: " MT_OCI_MANIFEST ", " MT_OCI_INDEX ", " MT_DOCKER_MANIFEST ", " \
 	MT_DOCKER_LIST
 #define MAX_MANIFEST (4 << 20)
-
-struct file {
-	char *path;
-	struct buf data;
-};
-
-struct oci {
-	const struct fetch_oci_req *req;
-	char base[600];		/* http(s)://host[:port] */
-	char host[256], name[256], ref[200];
-	int allow_http;
-	char auth[4200];	/* "Authorization: ..." or "" */
-	int tried_auth;
-	struct fetch_oci_out *out;
-	struct fetch_result *res;
-	/* gathered files */
-	struct file *f;
-	size_t nf, capf;
-	char dir[1024];		/* spec.oci.dir cleaned, "" for all */
-};
 
 int
 fetch_oci_parse_ref(const char *image, char *host, size_t hostlen, char *name,
@@ -252,8 +231,8 @@ authenticate(struct oci *o, const char *challenge)
  * one request to the registry, authenticating once on a 401.  0 with r
  * filled (any status), or -1 with res set.
  */
-static int
-call(struct oci *o, const char *method, const char *path, const char *accept,
+int
+oci_call(struct oci *o, const char *method, const char *path, const char *accept,
     size_t max_body, struct fetch_http_resp *r)
 {
 	const char *hdrs[2] = { accept, NULL };
@@ -290,8 +269,8 @@ call(struct oci *o, const char *method, const char *path, const char *accept,
 }
 
 /* a non-2xx answer into res, with the registry's error code */
-static int
-reg_error(struct oci *o, const char *what, struct fetch_http_resp *r)
+int
+oci_reg_error(struct oci *o, const char *what, struct fetch_http_resp *r)
 {
 	yajl_val v = r->body.len > 0 ? json_parse(r->body.data, r->body.len, NULL) : NULL;
 	yajl_val errs = v != NULL ? json_get(v, "errors", NULL) : NULL;
@@ -315,8 +294,8 @@ reg_error(struct oci *o, const char *what, struct fetch_http_resp *r)
 }
 
 /* digest is "sha256:" + 64 lowercase hex */
-static int
-valid_digest(const char *d)
+int
+oci_valid_digest(const char *d)
 {
 	if (d == NULL || strncmp(d, "sha256:", 7) != 0 || strlen(d) != 71)
 		return 0;
@@ -326,8 +305,8 @@ valid_digest(const char *d)
 	return 1;
 }
 
-static int
-verify(struct oci *o, const char *what, const char *digest, const struct buf *b)
+int
+oci_verify(struct oci *o, const char *what, const char *digest, const struct buf *b)
 {
 	char h[65];
 
@@ -349,14 +328,14 @@ get_manifest(struct oci *o, const char *digest, char *mtype, size_t mtlen)
 	const char *mt;
 
 	snprintf(path, sizeof(path), "manifests/%s", digest);
-	if (call(o, "GET", path, ACCEPT, MAX_MANIFEST, &r) < 0)
+	if (oci_call(o, "GET", path, ACCEPT, MAX_MANIFEST, &r) < 0)
 		return NULL;
 	if (r.status != 200) {
-		reg_error(o, "manifest", &r);
+		oci_reg_error(o, "manifest", &r);
 		fetch_http_resp_free(&r);
 		return NULL;
 	}
-	if (verify(o, "manifest", digest, &r.body) < 0 ||
+	if (oci_verify(o, "manifest", digest, &r.body) < 0 ||
 	    (v = json_parse(r.body.data ? r.body.data : "", r.body.len, NULL)) == NULL) {
 		if (o->res->reason == NULL)
 			fetch_result_error(o->res, "FetchError",
@@ -373,200 +352,12 @@ get_manifest(struct oci *o, const char *digest, char *mtype, size_t mtlen)
 
 /* ---- files gathered from the layers ---- */
 
-static struct file *
-file_find(struct oci *o, const char *path)
-{
-	for (size_t i = 0; i < o->nf; i++)
-		if (strcmp(o->f[i].path, path) == 0)
-			return &o->f[i];
-	return NULL;
-}
-
-static void
-file_drop(struct oci *o, size_t i)
-{
-	free(o->f[i].path);
-	buf_free(&o->f[i].data);
-	o->f[i] = o->f[--o->nf];
-}
-
-/* a whiteout: ".wh.NAME" removes NAME, ".wh..wh..opq" the folder's contents */
-static void
-whiteout(struct oci *o, const char *path)
-{
-	const char *base = strrchr(path, '/');
-	size_t dirlen = base != NULL ? (size_t)(base - path + 1) : 0;
-	char *target;
-
-	base = base != NULL ? base + 1 : path;
-	if (strcmp(base, ".wh..wh..opq") == 0) {
-		for (size_t i = 0; i < o->nf;)
-			if (strncmp(o->f[i].path, path, dirlen) == 0)
-				file_drop(o, i);
-			else
-				i++;
-		return;
-	}
-	target = xasprintf("%.*s%s", (int)dirlen, path, base + 4);
-	for (size_t i = 0; i < o->nf;) {
-		size_t n = strlen(target);
-
-		if (strcmp(o->f[i].path, target) == 0 ||
-		    (strncmp(o->f[i].path, target, n) == 0 && o->f[i].path[n] == '/'))
-			file_drop(o, i);
-		else
-			i++;
-	}
-	free(target);
-}
-
-/* the path cleaned ("./a//b" is "a/b"); 0 or -1 */
-static int
-clean(const char *in, char *out, size_t outlen)
-{
-	while (in[0] == '.' && in[1] == '/')
-		in += 2;
-	if (path_clean_rel(in, out, outlen) < 0)
-		return -1;
-	return 0;
-}
-
-static int
-under_dir(struct oci *o, const char *path)
-{
-	size_t n = strlen(o->dir);
-
-	return n == 0 || (strncmp(path, o->dir, n) == 0 && path[n] == '/');
-}
-
-static int
-layer_want(void *arg, const char *path, int is_dir, struct fetch_result *res)
-{
-	struct oci *o = arg;
-	char p[1100];
-	const char *base;
-
-	if (is_dir)
-		return 0;
-	if (clean(path, p, sizeof(p)) < 0)
-		return fetch_result_error(res, "FetchError", "layer: refused: entry '%s'", path);
-	base = strrchr(p, '/');
-	base = base != NULL ? base + 1 : p;
-	if (strncmp(base, ".wh.", 4) == 0) {
-		whiteout(o, p);
-		return 0;
-	}
-	return under_dir(o, p);
-}
-
-static int
-layer_file(void *arg, const char *path, const void *data, size_t len,
-    struct fetch_result *res)
-{
-	struct oci *o = arg;
-	struct file *f;
-	char p[1100];
-
-	(void)res;
-	if (clean(path, p, sizeof(p)) < 0)
-		return fetch_result_error(res, "FetchError", "layer: refused: entry '%s'", path);
-	if ((f = file_find(o, p)) == NULL) {
-		if (o->nf == o->capf) {
-			o->capf = o->capf ? o->capf * 2 : 32;
-			o->f = xrealloc(o->f, o->capf * sizeof(*o->f));
-		}
-		f = &o->f[o->nf++];
-		f->path = xstrdup(p);
-		buf_init(&f->data);
-	}
-	buf_reset(&f->data);
-	buf_add(&f->data, data, len);
-	return 0;
-}
-
-static int
-is_tar(const char *mt, int *gz)
-{
-	static const char *const tars[] = { "application/vnd.oci.image.layer.v1.tar",
-	    "application/vnd.oci.image.layer.nondistributable.v1.tar",
-	    "application/vnd.docker.image.rootfs.diff.tar", NULL };
-	static const char *const tgzs[] = { "application/vnd.oci.image.layer.v1.tar+gzip",
-	    "application/vnd.oci.image.layer.nondistributable.v1.tar+gzip",
-	    "application/vnd.docker.image.rootfs.diff.tar.gzip",
-	    "application/vnd.docker.image.rootfs.foreign.diff.tar.gzip", NULL };
-
-	for (int i = 0; tars[i] != NULL; i++)
-		if (strcmp(mt, tars[i]) == 0)
-			return (*gz = 0, 1);
-	for (int i = 0; tgzs[i] != NULL; i++)
-		if (strcmp(mt, tgzs[i]) == 0)
-			return (*gz = 1, 1);
-	return 0;
-}
-
-/* fetch one layer, verify it, and gather its files */
-static int
-read_layer(struct oci *o, yajl_val layer, uint64_t *total)
-{
-	const char *digest = json_get_str(layer, "digest", NULL);
-	const char *mt = json_get_str(layer, "mediaType", NULL);
-	const char *title = json_get_str(layer, "annotations",
-	    "org.opencontainers.image.title", NULL);
-	int64_t size = json_get_int(layer, -1, "size", NULL);
-	uint64_t cap = o->req->lim.max_tree > 0 ? o->req->lim.max_tree : (uint64_t)256 << 20;
-	struct fetch_http_resp r;
-	char path[120], what[160];
-	int gz = 0, rc;
-
-	if (!valid_digest(digest) || mt == NULL || size < 0)
-		return fetch_result_error(o->res, "FetchError",
-		    "registry %s: a layer of %s:%s has no valid digest, mediaType or size",
-		    o->host, o->name, o->ref);
-	if (!is_tar(mt, &gz) && title == NULL)
-		return fetch_result_error(o->res, "FetchError",
-		    "registry %s: layer %s: media type %s is not supported (tar, tar+gzip, "
-		    "or a file with an org.opencontainers.image.title annotation)",
-		    o->host, digest, mt);
-	*total += (uint64_t)size;
-	if (*total > cap)
-		return fetch_result_error(o->res, "TooLarge",
-		    "registry %s: %s:%s: layers larger than max_tree_size (%llu bytes)",
-		    o->host, o->name, o->ref, (unsigned long long)cap);
-	snprintf(path, sizeof(path), "blobs/%s", digest);
-	if (call(o, "GET", path, NULL, (size_t)size + 1, &r) < 0)
-		return -1;
-	if (r.status != 200) {
-		rc = reg_error(o, "blob", &r);
-	} else if (r.body.len != (size_t)size) {
-		rc = fetch_result_error(o->res, "FetchError",
-		    "registry %s: blob %s: %zu bytes, the manifest says %lld; refused",
-		    o->host, digest, r.body.len, (long long)size);
-	} else if ((rc = verify(o, "blob", digest, &r.body)) == 0) {
-		snprintf(what, sizeof(what), "layer %.19s", digest);
-		if (is_tar(mt, &gz)) {
-			rc = fetch_archive_read(r.body.data ? r.body.data : "", r.body.len,
-			    FETCH_ARCHIVE_TAR, &o->req->alim, what, layer_want, layer_file, o,
-			    o->res);
-		} else {
-			/* one file (an ORAS-style artifact): its title is its path */
-			rc = layer_want(o, title, 0, o->res);
-			if (rc > 0)
-				rc = layer_file(o, title, r.body.data ? r.body.data : "",
-				    r.body.len, o->res);
-		}
-		rc = rc < 0 ? -1 : 0;
-	}
-	fetch_http_resp_free(&r);
-	return rc;
-}
-
 /* a manifest's layers into the files; an index is followed to one manifest */
 static int
 read_manifest(struct oci *o, const char *digest, int depth)
 {
 	char mtype[200];
 	yajl_val v = get_manifest(o, digest, mtype, sizeof(mtype)), list;
-	uint64_t total = 0;
 	int rc = 0;
 
 	if (v == NULL)
@@ -585,7 +376,7 @@ read_manifest(struct oci *o, const char *digest, int depth)
 			    strcmp(os, "linux") == 0 && strcmp(arch, "amd64") == 0))
 				pick = json_get_str(m, "digest", NULL);
 		}
-		if (depth > 0 || pick == NULL || !valid_digest(pick)) {
+		if (depth > 0 || pick == NULL || !oci_valid_digest(pick)) {
 			rc = fetch_result_error(o->res, "FetchError",
 			    "registry %s: index %s names no usable manifest", o->host, digest);
 		} else {
@@ -596,12 +387,7 @@ read_manifest(struct oci *o, const char *digest, int depth)
 		}
 	} else if (strcmp(mtype, MT_OCI_MANIFEST) == 0 ||
 	    strcmp(mtype, MT_DOCKER_MANIFEST) == 0) {
-		list = json_get(v, "layers", NULL);
-		if (list == NULL || !YAJL_IS_ARRAY(list))
-			rc = fetch_result_error(o->res, "FetchError",
-			    "registry %s: manifest %s has no layers", o->host, digest);
-		for (size_t i = 0; rc == 0 && list != NULL && i < list->u.array.len; i++)
-			rc = read_layer(o, list->u.array.values[i], &total);
+		rc = oci_read_layers(o, digest, json_get(v, "layers", NULL));
 	} else {
 		rc = fetch_result_error(o->res, "FetchError",
 		    "registry %s: manifest %s has media type '%s', not an OCI or Docker "
@@ -623,24 +409,24 @@ resolve(struct oci *o)
 		return 0;
 	}
 	snprintf(path, sizeof(path), "manifests/%s", o->ref);
-	if (call(o, "HEAD", path, ACCEPT, 0, &r) < 0)
+	if (oci_call(o, "HEAD", path, ACCEPT, 0, &r) < 0)
 		return -1;
-	if (r.status == 200 && valid_digest(r.digest)) {
+	if (r.status == 200 && oci_valid_digest(r.digest)) {
 		snprintf(o->out->digest, sizeof(o->out->digest), "%.71s", r.digest);
 		fetch_http_resp_free(&r);
 		return 0;
 	}
 	if (r.status != 200) {
-		reg_error(o, "manifest", &r);
+		oci_reg_error(o, "manifest", &r);
 		fetch_http_resp_free(&r);
 		return -1;
 	}
 	fetch_http_resp_free(&r);
 	/* no Docker-Content-Digest: the manifest's own hash is its digest */
-	if (call(o, "GET", path, ACCEPT, MAX_MANIFEST, &r) < 0)
+	if (oci_call(o, "GET", path, ACCEPT, MAX_MANIFEST, &r) < 0)
 		return -1;
 	if (r.status != 200) {
-		reg_error(o, "manifest", &r);
+		oci_reg_error(o, "manifest", &r);
 		fetch_http_resp_free(&r);
 		return -1;
 	}
@@ -648,34 +434,6 @@ resolve(struct oci *o)
 	sha256_hex(r.body.data ? r.body.data : "", r.body.len, o->out->digest + 7);
 	fetch_http_resp_free(&r);
 	return 0;
-}
-
-static int
-add_files(struct oci *o, struct spool *sp)
-{
-	struct fetch_tree *t = fetch_tree_new(sp, &o->req->lim);
-	char key[1024];
-	int rc = 0;
-
-	for (size_t i = 0; rc == 0 && i < o->nf; i++) {
-		const char *rel = o->f[i].path + (o->dir[0] ? strlen(o->dir) + 1 : 0);
-		int krc = fetch_key_from_path(rel, key, sizeof(key), o->res->error,
-		    sizeof(o->res->error));
-
-		if (krc == 1)
-			continue;
-		if (krc < 0) {
-			o->res->reason = "FetchError";
-			rc = -1;
-			break;
-		}
-		rc = fetch_tree_add(t, key, rel, o->f[i].data.data ? o->f[i].data.data : "",
-		    o->f[i].data.len, o->res);
-	}
-	if (rc == 0)
-		rc = fetch_tree_finish(t, "oci", o->out->digest, o->res);
-	fetch_tree_free(t);
-	return rc;
 }
 
 int
@@ -708,7 +466,7 @@ fetch_oci(struct spool *sp, const struct fetch_oci_req *req, struct fetch_oci_ou
 		n = strlen(tmp);
 		while (n > 0 && tmp[n - 1] == '/')
 			tmp[--n] = '\0';
-		if (clean(tmp, o.dir, sizeof(o.dir)) < 0)
+		if (oci_clean(tmp, o.dir, sizeof(o.dir)) < 0)
 			return fetch_result_error(res, "FetchError",
 			    "source oci: spec.oci.dir '%s' is not a clean path", req->dir);
 	}
@@ -731,13 +489,9 @@ fetch_oci(struct spool *sp, const struct fetch_oci_req *req, struct fetch_oci_ou
 	} else if (rc == 0) {
 		rc = read_manifest(&o, out->digest, 0);
 		if (rc == 0)
-			rc = add_files(&o, sp);
+			rc = oci_add_files(&o, sp);
 	}
-	for (size_t i = 0; i < o.nf; i++) {
-		free(o.f[i].path);
-		buf_free(&o.f[i].data);
-	}
-	free(o.f);
+	oci_files_free(&o);
 	if (rc == 0 && strncmp(o.auth, "Authorization: Bearer ", 22) == 0)
 		snprintf(out->auth, sizeof(out->auth), "%s\001%s", o.host, o.auth);
 	explicit_bzero(o.auth, sizeof(o.auth));

@@ -4,7 +4,9 @@
  * it; the manifest and layers are read only when it moved), image indexes
  * and manifests of OCI and Docker are understood, layers (tar, tar+gzip)
  * are read with fetch_archive under the hostile-archive guards, and every
- * blob's digest is checked before its bytes are used.
+ * blob's digest is checked before its bytes are used.  A manifest lists at
+ * most FETCH_OCI_MAX_LAYERS layers, and a digest listed more than once is
+ * fetched once and applied at each place it is listed.
  */
 #ifndef DECOD_FETCH_OCI_H
 #define DECOD_FETCH_OCI_H
@@ -15,6 +17,14 @@
 #include "daemons/fetcher/fetch_tree.h"
 
 struct spool;
+
+/*
+ * the most layers one manifest may list: Docker's layer store refuses an
+ * image deeper than 125 layers (some graph drivers stack at most 127), so
+ * no image that runs anywhere has more, and an artifact of blocks needs a
+ * handful.  Past it the manifest is refused before any blob is fetched.
+ */
+#define FETCH_OCI_MAX_LAYERS 128
 
 struct fetch_oci_req {
 	const char *image;	/* [registry/]name[:tag][@sha256:...] */

@@ -16,6 +16,7 @@ daemons_fetcher_libfetch_a_SOURCES = \
 	daemons/fetcher/fetch_archive.c daemons/fetcher/fetch_archive.h \
 	daemons/fetcher/fetch_github.c daemons/fetcher/fetch_github.h \
 	daemons/fetcher/fetch_oci.c daemons/fetcher/fetch_oci.h \
+	daemons/fetcher/fetch_oci_layers.c daemons/fetcher/fetch_oci_int.h \
 	daemons/fetcher/fetch_kube.c daemons/fetcher/fetch_kube.h \
 	daemons/fetcher/fetch_kube_status.c daemons/fetcher/fetch_kube_int.h
 FETCH_LIBS = daemons/fetcher/libfetch.a
@@ -42,6 +43,9 @@ EXTRA_DIST += t/lib/git.sh t/lib/github.sh t/lib/hostile_zip.py t/stand-in/githu
 	t/lib/registry.sh t/lib/oci.py t/stand-in/token_server.py t/lib/blackhole.py
 TESTS += t/integration/fetch_stage.sh t/integration/fetch_git.sh t/integration/fetch_github.sh \
 	t/integration/fetch_oci.sh t/integration/fetch_hung_remote.sh t/integration/github_publish.sh
+# block names from outside: UTF-8 from every source, the rest refused (issue 24)
+TESTS += t/integration/fetch_names.sh
+EXTRA_DIST += t/integration/fetch_names.sh
 
 # the archive fuzz harness, replayed over its seeds and regression inputs by
 # `make check` (t/fuzz/replay.c; with libFuzzer: make fuzz)

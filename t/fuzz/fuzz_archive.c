@@ -3,8 +3,9 @@
  * fetch_archive.c), which takes GitHub zipballs and OCI layers from the
  * network: each input is read as a zip and as a tar (plain or gzip) under
  * small limits.  Whatever the bytes, every path handed on must be relative,
- * free of ".." components and backslashes, the bytes handed on must stay
- * within the limit, and a refusal must say why.
+ * valid UTF-8, free of ".." components and backslashes, the bytes handed
+ * on must stay within the limit, and a refusal must say why in a message
+ * that is UTF-8 itself.
  */
 #include "config.h"
 
@@ -12,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/util.h"
 #include "daemons/fetcher/fetch_archive.h"
 #include "t/fuzz/fuzz.h"
 
@@ -26,6 +28,7 @@ want(void *arg, const char *path, int is_dir, struct fetch_result *res)
 	(void)res;
 	fuzz_check(path != NULL && path[0] != '\0' && path[0] != '/', "a relative path");
 	fuzz_check(strchr(path, '\\') == NULL, "no backslash");
+	fuzz_check(utf8_valid(path, strlen(path)), "a UTF-8 path");
 	fuzz_check(strcmp(path, "..") != 0 && strncmp(path, "../", 3) != 0 &&
 	    strstr(path, "/../") == NULL, "no .. component");
 	return !is_dir;
@@ -57,8 +60,10 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		memset(&res, 0, sizeof(res));
 		rc = fetch_archive_read(data, size, k == 0 ? FETCH_ARCHIVE_ZIP : FETCH_ARCHIVE_TAR,
 		    &lim, "fuzz", want, file, &s, &res);
-		if (rc < 0)
+		if (rc < 0) {
 			fuzz_check(res.reason != NULL && res.error[0] != '\0', "a refusal says why");
+			fuzz_check(utf8_valid(res.error, strlen(res.error)), "a UTF-8 refusal");
+		}
 	}
 	return 0;
 }

@@ -8,8 +8,10 @@
 # HEAD (with the bearer token kept from the last poll) and no GET; a re-pushed tag is picked up; OCI and Docker manifests,
 # an OCI index (linux/amd64 picked), tar and tar+gzip layers (a later
 # layer's file replaces an earlier one's); spec.oci.dir;
+# a digest listed twice is fetched once and applied at each place; a
+# manifest of 3,000 layers (one digest) is refused with no blob fetched;
 # wrong and missing credentials, a blob whose bytes do not match its digest,
-# hostile layers (../ entry, symlink), and a registry not in
+# hostile layers (../ entry, symlink, a name not UTF-8), and a registry not in
 # oci_insecure_registries (no plain HTTP) give Syncing=False FetchError and
 # hand nothing on; the password is in no log, journal or store.
 . "$top_srcdir/t/lib/common.sh"
@@ -56,9 +58,18 @@ DIDX=$(python3 "$OCI" index "http://$TOKREG" decofile/loja multi "$T/creds/push"
     "$DARM:linux/arm64" "$DDOCK:linux/amd64") || bail "push index"
 python3 "$OCI" hostile-tar slip "$T/slip.tar" && python3 "$OCI" hostile-tar symlink "$T/link.tar" ||
     bail "hostile tars"
+python3 "$OCI" hostile-tar latin1 "$T/latin1.tar" || bail "latin1 tar"
 push decofile/evil slip "$T/creds/push" oci "$T/slip.tar:application/vnd.oci.image.layer.v1.tar" >/dev/null &&
-push decofile/evil link "$T/creds/push" oci "$T/link.tar:application/vnd.oci.image.layer.v1.tar" >/dev/null ||
+push decofile/evil link "$T/creds/push" oci "$T/link.tar:application/vnd.oci.image.layer.v1.tar" >/dev/null &&
+push decofile/evil latin1 "$T/creds/push" oci "$T/latin1.tar:application/vnd.oci.image.layer.v1.tar" >/dev/null ||
     bail "push hostile"
+# issue 24: layers A, B, A (A fetched once, applied twice: its Header wins);
+# one layer listed 3,000 times (a 3,000-GET fetch before the cap)
+LA=$(sha256sum "$T/a1.tgz" | cut -d' ' -f1)
+push decofile/dup aba "$T/creds/push" oci "$T/a1.tgz:$LTGZ" \
+    "$T/a2.tar:application/vnd.oci.image.layer.v1.tar" "$T/a1.tgz:$LTGZ" >/dev/null || bail "push aba"
+push decofile/many prod "$T/creds/push" oci "$T/a2.tar:application/vnd.oci.image.layer.v1.tar*3000" >/dev/null ||
+    bail "push 3000 layers"
 # a blob whose stored bytes no longer match its digest (same size)
 mkdir -p "$T/a3/blocks" && printf '{"v":3}' >"$T/a3/blocks/Header.json"
 tar -C "$T/a3" -cf "$T/a3.tar" . || bail "tar"
@@ -179,10 +190,24 @@ check "../ in a layer: refused" wait_for 15 status_has slip \
 check "../ names the traversal" status_has slip 'has a \"..\" component (path traversal)'
 check "apply: symlink in a layer" ocidf link "$TOKREG/decofile/evil:link" / 1m reg-creds
 check "symlink in a layer: refused" wait_for 15 status_has link "is a symbolic link"
+check "apply: a name not UTF-8 in a layer" ocidf latin1 "$TOKREG/decofile/evil:latin1" / 1m reg-creds
+check "a name not UTF-8: refused, named, quoted" wait_for 15 status_has latin1 \
+    "refused: entry 'blocks/Caf\\\\xe9.json' has a name that is not valid UTF-8"
+check "apply: 3,000 layers" ocidf many "$TOKREG/decofile/many:prod" / 1m reg-creds
+check "3,000 layers: refused" wait_for 15 status_has many \
+    '"status":"False","reason":"FetchError","message":"registry '"$TOKREG"': manifest sha256:'
+check "3,000 layers: the message says why" status_has many "lists 3000 layers, more than 128; refused"
+is "$(reg_requests tokreg GET decofile/many/blobs)" 0 "3,000 layers: no blob was fetched"
+check "apply: layers A, B, A" ocidf aba "$TOKREG/decofile/dup:aba" blocks 1m reg-creds
+check "A, B, A: item" wait_for 15 items_are aba 1
+is "$(keys_of "$(last aba hash)")" "Header Home Page" "A, B, A: files of both layers"
+is "$(blob_of "$(last aba hash)" Header)" '{"v":1}' "A, B, A: A applied again, after B"
+is "$(grep -c "\"GET /v2/decofile/dup/blobs/sha256:$LA HTTP/1.1\" 200 " "$T/tokreg.log")" 1 \
+    "A, B, A: A's blob fetched once"
 check "apply: registry not listed as insecure" ocidf tls "localhost:${TOKREG#127.0.0.1:}/decofile/loja:prod" / 1m reg-creds
 check "not insecure: https only, no plain HTTP" wait_for 15 status_has tls \
     '"status":"False","reason":"FetchError","message":"registry localhost:'"${TOKREG#127.0.0.1:}"': HEAD https://localhost:'
-is "$(items wrong)$(items anon)$(items bad)$(items slip)$(items link)$(items tls)" 000000 \
+is "$(items wrong)$(items anon)$(items bad)$(items slip)$(items link)$(items tls)$(items latin1)$(items many)" 00000000 \
     "refused artifacts hand nothing on"
 
 check "fetcher still alive" kill -0 $FPID

@@ -5,12 +5,18 @@ monolithic upload (POST, then PUT ?digest=), then the manifest by PUT.  It
 answers the registry's WWW-Authenticate challenge itself (Bearer: a token
 from the realm with basic credentials; Basic: the credentials).
 
-  oci.py push REGISTRY REPO TAG CREDS_FILE oci|docker LAYER:MEDIATYPE...
-      prints the manifest digest
+  oci.py push REGISTRY REPO TAG CREDS_FILE oci|docker LAYER:MEDIATYPE[*N]...
+      prints the manifest digest; *N lists that layer N times in a row (its
+      blob is uploaded once)
   oci.py index REGISTRY REPO TAG CREDS_FILE DIGEST:OS/ARCH...
       an OCI image index of manifests already pushed; prints its digest
-  oci.py hostile-tar slip|symlink OUT
-      a layer tar with a ../ entry, or with a symbolic link block
+  oci.py hostile-tar slip|symlink|latin1 OUT
+      a layer tar with a ../ entry, with a symbolic link block, or with a
+      block named in Latin-1 (not UTF-8), as an old tar on such a system
+      writes it
+  oci.py pax-tar DIR OUT
+      a layer tar of DIR as Go's archive/tar (docker, buildkit) writes one:
+      PAX, a non-ASCII name in a UTF-8 "path" record
 """
 import base64
 import hashlib
@@ -104,6 +110,7 @@ def push(argv):
     layers = []
     for spec in argv[5:]:
         path, _, lmt = spec.partition(":")
+        lmt, _, times = lmt.partition("*")
         with open(path, "rb") as f:
             d, s = r.blob(f.read())
         layer = {"mediaType": lmt, "digest": d, "size": s}
@@ -111,7 +118,7 @@ def push(argv):
                 not lmt.startswith("application/vnd.docker.image.rootfs"):
             layer["annotations"] = {"org.opencontainers.image.title":
                                     path.rsplit("/", 1)[-1]}
-        layers.append(layer)
+        layers.extend([layer] * int(times or 1))
     doc = {"schemaVersion": 2, "mediaType": mtype,
            "config": {"mediaType": ctype, "digest": cd, "size": cs}, "layers": layers}
     print(r.manifest(tag, mtype, doc)[0])
@@ -135,7 +142,8 @@ def index(argv):
 
 def hostile_tar(argv):
     kind, out = argv
-    with tarfile.open(out, "w") as t:
+    # Latin-1 names go in as their raw bytes, as an old tar writes them
+    with tarfile.open(out, "w", format=tarfile.USTAR_FORMAT, encoding="latin-1") as t:
         good = b'{"good":true}'
         ti = tarfile.TarInfo("blocks/Good.json")
         ti.size = len(good)
@@ -149,9 +157,20 @@ def hostile_tar(argv):
             ti.type = tarfile.SYMTYPE
             ti.linkname = "/etc/passwd"
             t.addfile(ti)
+        elif kind == "latin1":
+            ti = tarfile.TarInfo("blocks/Caf\u00e9.json")
+            ti.size = len(good)
+            t.addfile(ti, io.BytesIO(good))
         else:
             raise SystemExit("unknown kind " + kind)
 
 
+def pax_tar(argv):
+    src, out = argv
+    with tarfile.open(out, "w", format=tarfile.PAX_FORMAT, encoding="utf-8") as t:
+        t.add(src, arcname=".")
+
+
 if __name__ == "__main__":
-    {"push": push, "index": index, "hostile-tar": hostile_tar}[sys.argv[1]](sys.argv[2:])
+    {"push": push, "index": index, "hostile-tar": hostile_tar,
+     "pax-tar": pax_tar}[sys.argv[1]](sys.argv[2:])

@@ -3,11 +3,18 @@
  * here with libarchive's writer (zip and tar, plain and gzip): good paths
  * pass; "..", absolute, backslash, symlink, hard link, device, too many
  * entries, too many bytes and a bomb (ratio) are refused with a message
- * naming the entry; and the GitHub zipball rules (root folder, plain prefix,
- * flattened keys) and OCI reference parsing.
+ * naming the entry; non-ASCII names written the way git archive and Go's
+ * tar writer do (a zip's UTF-8 flag, pax path records) are read as UTF-8
+ * while the test runs in the C locale, as the daemons do, and a name that
+ * is not UTF-8 is refused, quoted so the message is UTF-8; one bomb entry
+ * behind incompressible ones stops after its first MiB; and the GitHub
+ * zipball rules (root folder, plain prefix, flattened keys) and OCI
+ * reference parsing.
  */
 #include "config.h"
 
+#include <locale.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -23,12 +30,15 @@
 #include "daemons/fetcher/fetch_oci.h"
 #include "t/tap.h"
 
-/* an entry to write: type 'f' file, 'd' folder, 'l' symlink, 'h' hard link, 'c' device */
+/*
+ * an entry to write: type 'f' file, 'd' folder, 'l' symlink, 'h' hard link,
+ * 'c' device, 'r' a file of zeros pseudo-random (incompressible) bytes
+ */
 struct ent {
 	char type;
 	const char *path;
 	const char *data;	/* file data, or link target */
-	size_t zeros;		/* > 0: data is that many spaces */
+	size_t zeros;		/* > 0: data is that many spaces (or random bytes) */
 };
 
 static struct buf *outb;
@@ -42,16 +52,33 @@ w_cb(struct archive *a, void *arg, const void *p, size_t n)
 	return (la_ssize_t)n;
 }
 
-/* build an archive of ents into b; format 'z' zip, 't' tar, 'g' tar+gzip */
+/*
+ * build an archive of ents into b; format 'z' zip, 't' tar, 'g' tar+gzip,
+ * 'u' ustar (names as raw bytes); 'Z' and 'P' are a zip and a pax tar
+ * written in a UTF-8 locale, as git archive and Go's archive/tar write
+ * non-ASCII names: the zip's UTF-8 flag, pax "path" records
+ */
 static void
 build(struct buf *b, char format, const struct ent *ents)
 {
-	struct archive *a = archive_write_new();
+	locale_t utf8 = (locale_t)0, old = (locale_t)0;
+	struct archive *a;
 
+	if (format == 'Z' || format == 'P') {
+		utf8 = newlocale(LC_CTYPE_MASK, "C.UTF-8", (locale_t)0);
+		if (utf8 == (locale_t)0) {
+			printf("Bail out! no C.UTF-8 locale\n");
+			exit(1);
+		}
+		old = uselocale(utf8);
+	}
+	a = archive_write_new();
 	buf_init(b);
 	outb = b;
-	if (format == 'z') {
+	if (format == 'z' || format == 'Z') {
 		archive_write_set_format_zip(a);
+	} else if (format == 'u') {
+		archive_write_set_format_ustar(a);
 	} else {
 		archive_write_set_format_pax_restricted(a);
 		if (format == 'g')
@@ -83,8 +110,16 @@ build(struct buf *b, char format, const struct ent *ents)
 		default:
 			archive_entry_set_filetype(ae, AE_IFREG);
 			if (e->zeros > 0) {
+				uint32_t x = 2463534242u;
+
 				big = xmalloc(e->zeros);
 				memset(big, ' ', e->zeros);
+				for (size_t k = 0; e->type == 'r' && k < e->zeros; k++) {
+					x ^= x << 13;
+					x ^= x >> 17;
+					x ^= x << 5;
+					big[k] = (char)(x >> 24);
+				}
 				len = e->zeros;
 			} else {
 				len = strlen(e->data);
@@ -92,13 +127,36 @@ build(struct buf *b, char format, const struct ent *ents)
 			archive_entry_set_size(ae, (la_int64_t)len);
 		}
 		archive_write_header(a, ae);
-		if (e->type == 'f')
+		if (e->type == 'f' || e->type == 'r')
 			archive_write_data(a, big != NULL ? big : e->data, len);
 		free(big);
 		archive_entry_free(ae);
 	}
 	archive_write_close(a);
 	archive_write_free(a);
+	if (utf8 != (locale_t)0) {
+		uselocale(old);
+		freelocale(utf8);
+	}
+}
+
+/* every occurrence of from (n bytes) in b replaced by to (n bytes) */
+static void
+patch(struct buf *b, const char *from, const char *to, size_t n)
+{
+	for (size_t i = 0; i + n <= b->len; i++)
+		if (memcmp(b->data + i, from, n) == 0)
+			memcpy(b->data + i, to, n);
+}
+
+/* the "N bytes out" of a ratio refusal, or -1 */
+static long long
+bytes_out(const char *err)
+{
+	const char *p = strstr(err, "(");
+	long long n;
+
+	return p != NULL && sscanf(p, "(%lld bytes out", &n) == 1 ? n : -1;
 }
 
 struct seen {
@@ -149,6 +207,22 @@ main(void)
 		{ 0, NULL, NULL, 0 } };
 	static const struct ent dots[] = { { 'f', "root/..x/a..b.json", "{}", 0 },
 		{ 0, NULL, NULL, 0 } };
+	/* real sites' block names: Portuguese, Chinese, an emoji, percent-encoded */
+	static const struct ent intl[] = { { 'd', "root/", NULL, 0 },
+		{ 'f', "root/P\xc3\xa1gina Institucional.json", "{}", 0 },
+		{ 'f', "root/\xe9\xa6\x96\xe9\xa1\xb5.json", "{}", 0 },
+		{ 'f', "root/\xf0\x9f\x8e\x89 Promo\xc3\xa7\xc3\xa3o.json", "{}", 0 },
+		{ 'f', "root/Home%20Page.json", "{}", 0 }, { 0, NULL, NULL, 0 } };
+	static const char *intl_seen = "root/P\xc3\xa1gina Institucional.json;"
+	    "root/\xe9\xa6\x96\xe9\xa1\xb5.json;root/\xf0\x9f\x8e\x89 Promo\xc3\xa7\xc3\xa3o.json;"
+	    "root/Home%20Page.json;";
+	static const struct ent latin1[] = { { 'd', "root/", NULL, 0 },
+		{ 'f', "root/a.json", "{}", 0 }, { 'f', "root/caf\xe9.json", "{}", 0 },
+		{ 0, NULL, NULL, 0 } };
+	/* a bomb behind 3 MiB that does not compress: the whole archive's ratio is ~11:1 */
+	static const struct ent hidden_bomb[] = { { 'd', "root/", NULL, 0 },
+		{ 'r', "root/photo.bin", NULL, 3 << 20 },
+		{ 'f', "root/bomb.json", NULL, 32 << 20 }, { 0, NULL, NULL, 0 } };
 	struct ent many[40];
 	static const struct {
 		const char *label;
@@ -174,6 +248,17 @@ main(void)
 		{ "tar: device", 't', dev, -1, "entry 'root/dev' is not a regular file" },
 		{ "zip: bomb", 'z', bomb, -1, "compression ratio over 100:1" },
 		{ "tar+gzip: bomb", 'g', bomb, -1, "compression ratio over 100:1" },
+		{ "zip flagged UTF-8 (git archive): names", 'Z', intl, 0, NULL },
+		{ "pax path records (Go's tar): names", 'P', intl, 0, NULL },
+		{ "tar+gzip: UTF-8 names", 'g', intl, 0, NULL },
+		{ "ustar: a Latin-1 name is refused, quoted", 'u', latin1, -1,
+		  "entry 'root/caf\\xe9.json' has a name that is not valid UTF-8" },
+		{ "zip: a Latin-1 name is refused, quoted", 'z', latin1, -1,
+		  "entry 'root/caf\\xe9.json' has a name that is not valid UTF-8" },
+		{ "zip: one bomb entry behind incompressible ones", 'z', hidden_bomb, -1,
+		  "compression ratio over 100:1" },
+		{ "tar+gzip: one bomb entry behind incompressible ones", 'g', hidden_bomb, -1,
+		  "compression ratio over 100:1" },
 	};
 	struct fetch_archive_limits lim = { 30, 64 << 20, 100 };
 	struct fetch_result res;
@@ -188,14 +273,24 @@ main(void)
 		buf_init(&s.names);
 		build(&b, rows[i].format, rows[i].ents);
 		memset(&res, 0, sizeof(res));
-		rc = fetch_archive_read(b.data, b.len, rows[i].format == 'z' ? FETCH_ARCHIVE_ZIP :
+		rc = fetch_archive_read(b.data, b.len, strchr("zZ", rows[i].format) != NULL ? FETCH_ARCHIVE_ZIP :
 		    FETCH_ARCHIVE_TAR, &lim, "test", want_all, file_ok, &s, &res);
-		is_int(rc, rows[i].rc, "%s: rc", rows[i].label);
+		is_int(rc, rows[i].rc, "%s: rc (%s)", rows[i].label, rc < 0 ? res.error : "");
 		if (rows[i].rc == 0) {
-			is_str(s.names.data, rows[i].msg, "%s: files seen", rows[i].label);
-		} else {
+			is_str(s.names.data, rows[i].msg ? rows[i].msg : intl_seen,
+			    "%s: files seen", rows[i].label);
+		} else if (rc < 0) {
 			ok(strstr(res.error, rows[i].msg) != NULL && strcmp(res.reason,
 			    "FetchError") == 0, "%s: FetchError \"%s\"", rows[i].label, res.error);
+			ok(utf8_valid(res.error, strlen(res.error)), "%s: the message is UTF-8",
+			    rows[i].label);
+		}
+		if (rows[i].ents == hidden_bomb) {
+			/* stopped as it streamed: at most one chunk past the first MiB */
+			long long n = bytes_out(res.error);
+
+			ok(n > 0 && n <= (1 << 20) + 65536, "%s: stopped after %lld bytes out",
+			    rows[i].label, n);
 		}
 		buf_free(&s.names);
 		buf_free(&b);
@@ -231,6 +326,21 @@ main(void)
 		    file_ok, &s, &res);
 		ok(rc == -1 && strstr(res.error, "expands past 1048576 bytes") != NULL,
 		    "too many bytes: %s", res.error);
+		buf_free(&s.names);
+	}
+	buf_free(&b);
+	/* a zip flagged UTF-8 whose name is not: libarchive keeps no bytes of it */
+	build(&b, 'Z', intl);
+	patch(&b, "\xc3\xa1gina", "\xff\xfegina", 6);
+	{
+		struct seen s;
+
+		buf_init(&s.names);
+		rc = fetch_archive_read(b.data, b.len, FETCH_ARCHIVE_ZIP, &lim, "test", want_all,
+		    file_ok, &s, &res);
+		ok(rc == -1 && strstr(res.error, "entry 2 (the one after 'root/') has a name "
+		    "marked UTF-8 that is not valid UTF-8") != NULL,
+		    "flagged UTF-8, but not: refused, named by its place: %d %s", rc, rc < 0 ? res.error : s.names.data);
 		buf_free(&s.names);
 	}
 	buf_free(&b);

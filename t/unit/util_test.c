@@ -140,6 +140,39 @@ test_paths(void)
 	}
 }
 
+/* utf8_valid by RFC 3629's table; str_show keeps UTF-8 and escapes the rest */
+static void
+test_utf8(void)
+{
+	static const struct { const char *label, *in; int valid; const char *shown; } rows[] = {
+		{ "ASCII", "Header.json", 1, "Header.json" },
+		{ "Portuguese", "P\xc3\xa1gina Institucional", 1, "P\xc3\xa1gina Institucional" },
+		{ "Chinese", "\xe9\xa6\x96\xe9\xa1\xb5", 1, "\xe9\xa6\x96\xe9\xa1\xb5" },
+		{ "emoji (4 bytes)", "\xf0\x9f\x8e\x89", 1, "\xf0\x9f\x8e\x89" },
+		{ "U+10FFFF", "\xf4\x8f\xbf\xbf", 1, "\xf4\x8f\xbf\xbf" },
+		{ "a lone 0xff", "\xff.json", 0, "\\xff.json" },
+		{ "Latin-1 e-acute", "caf\xe9", 0, "caf\\xe9" },
+		{ "a lone continuation byte", "\x80", 0, "\\x80" },
+		{ "overlong slash", "\xc0\xaf", 0, "\\xc0\\xaf" },
+		{ "overlong 3 bytes", "\xe0\x80\xaf", 0, "\\xe0\\x80\\xaf" },
+		{ "a surrogate", "\xed\xa0\x80", 0, "\\xed\\xa0\\x80" },
+		{ "past U+10FFFF", "\xf4\x90\x80\x80", 0, "\\xf4\\x90\\x80\\x80" },
+		{ "cut short", "ab\xe9\xa6", 0, "ab\\xe9\\xa6" },
+		{ "control bytes and backslash", "a\nb\\c", 1, "a\\x0ab\\\\c" },
+	};
+	char out[64], small[6];
+
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		is_int(utf8_valid(rows[i].in, strlen(rows[i].in)), rows[i].valid, "utf8_valid: %s",
+		    rows[i].label);
+		is_str(str_show(rows[i].in, out, sizeof(out)), rows[i].shown, "str_show: %s",
+		    rows[i].label);
+	}
+	is_str(str_show("abc\xe9\xa6\x96", small, sizeof(small)), "abc",
+	    "str_show cuts on a whole character");
+	is_str(str_show("\xff\xff", small, sizeof(small)), "\\xff", "str_show never cuts an escape");
+}
+
 static void
 test_buf_and_files(void)
 {
@@ -177,6 +210,7 @@ main(void)
 	test_durations();
 	test_sizes();
 	test_paths();
+	test_utf8();
 	test_buf_and_files();
 	rfc3339_from(1731598481, ts, sizeof(ts));
 	is_str(ts, "2024-11-14T15:34:41Z", "RFC 3339 from unix seconds");
