@@ -19,9 +19,10 @@ struct journal;
 /* exit codes (doc/decoctl.md) */
 #define CLI_OK 0
 #define CLI_FAIL 1	/* failure, not found, rollout failed */
-#define CLI_USAGE 2	/* bad command line; wait: timed out */
+#define CLI_USAGE 2	/* bad command line */
+#define CLI_TIMEOUT 3	/* wait: timed out, the change neither done nor failed */
 
-enum cli_output { OUT_TABLE, OUT_JSON, OUT_YAML, OUT_NAME };
+enum cli_output { OUT_TABLE, OUT_WIDE, OUT_JSON, OUT_YAML, OUT_NAME };
 
 struct cli {
 	const char *prog;
@@ -100,6 +101,13 @@ yajl_val cli_merged_status(struct cli *c, const char *plural, const char *ns,
 yajl_val cli_condition(yajl_val status, const char *type);
 /* cli_condition_status - "True"/"False"/"Unknown" of that condition, or "-" */
 const char *cli_condition_status(yajl_val status, const char *type);
+/*
+ * cli_status_message - what is wrong, for a MESSAGE column: "Reason: message"
+ * of the first False condition among Syncing, Ready and PodsNotified (a
+ * failed fetch or render first: the last good version may still be live),
+ * on one line, into out; "" when none is False.
+ */
+void cli_status_message(yajl_val status, char *out, size_t len);
 
 /* cli_print - v as JSON or YAML per c->out; CLI_OK or CLI_FAIL */
 int cli_print(struct cli *c, yajl_val v);

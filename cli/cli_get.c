@@ -85,7 +85,10 @@ meta(yajl_val doc, const char *field)
 static void
 get_table_header(struct cli *c, const char *plural, struct table *t)
 {
-	if (strcmp(plural, "decofiles") == 0)
+	if (strcmp(plural, "decofiles") == 0 && c->out == OUT_WIDE)
+		table_init(t, 12, "NAMESPACE", "NAME", "SOURCE", "TARGET", "GENERATION", "READY",
+		    "AGE", "SYNCING", "PODSNOTIFIED", "COMMIT", "HASH", "MESSAGE");
+	else if (strcmp(plural, "decofiles") == 0)
 		table_init(t, 7, "NAMESPACE", "NAME", "SOURCE", "TARGET", "GENERATION", "READY",
 		    "AGE");
 	else if (strcmp(plural, "templates") == 0)
@@ -105,10 +108,23 @@ get_table_row(struct cli *c, const char *plural, yajl_val doc, struct table *t)
 	if (strcmp(plural, "decofiles") == 0) {
 		yajl_val st = cli_merged_status(c, plural, meta(doc, "namespace"),
 		    meta(doc, "name"));
+		const char *target = decofile_target(doc, conf_get(c->cf, "default_target"));
+		char msg[1024];
 
-		table_row(t, meta(doc, "namespace"), meta(doc, "name"), decofile_source(doc),
-		    decofile_target(doc, conf_get(c->cf, "default_target")), gen,
-		    cli_condition_status(st, "Ready"), age);
+		if (c->out == OUT_WIDE) {
+			cli_status_message(st, msg, sizeof(msg));
+			table_row(t, meta(doc, "namespace"), meta(doc, "name"),
+			    decofile_source(doc), target, gen, cli_condition_status(st, "Ready"),
+			    age, cli_condition_status(st, "Syncing"),
+			    cli_condition_status(st, "PodsNotified"),
+			    cli_short(json_get_str(st, "githubCommit", NULL), 7),
+			    cli_short(json_get_str(st, "contentHash", NULL), 12),
+			    msg[0] ? msg : "-");
+		} else {
+			table_row(t, meta(doc, "namespace"), meta(doc, "name"),
+			    decofile_source(doc), target, gen, cli_condition_status(st, "Ready"),
+			    age);
+		}
 		yajl_tree_free(st);
 	} else if (strcmp(plural, "templates") == 0) {
 		table_row(t, meta(doc, "namespace"), meta(doc, "name"), decofile_source(doc),
@@ -312,6 +328,29 @@ cli_get(struct cli *c)
 
 /* --- status ----------------------------------------------------------- */
 
+void
+cli_status_message(yajl_val st, char *out, size_t len)
+{
+	static const char *const types[] = { "Syncing", "Ready", "PodsNotified" };
+
+	out[0] = '\0';
+	for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
+		yajl_val cv = cli_condition(st, types[i]);
+		const char *status = json_get_str(cv, "status", NULL);
+		const char *reason = json_get_str(cv, "reason", NULL);
+		const char *msg = json_get_str(cv, "message", NULL);
+
+		if (status == NULL || strcmp(status, "False") != 0)
+			continue;
+		snprintf(out, len, "%s%s%s", reason ? reason : "", reason && msg ? ": " : "",
+		    msg ? msg : "");
+		for (char *p = out; *p; p++)	/* one table line */
+			if (*p == '\n' || *p == '\r' || *p == '\t')
+				*p = ' ';
+		return;
+	}
+}
+
 /* publish_age - time since status.timestamp (unix s), else lastUpdated */
 static void
 publish_age(yajl_val st, char *out, size_t len)
@@ -369,8 +408,8 @@ cli_status(struct cli *c)
 	} else if (list_resources(c, "decofiles", &l) < 0) {
 		return CLI_FAIL;
 	}
-	table_init(&t, 10, "NAMESPACE", "NAME", "SOURCE", "COMMIT", "HASH", "TARGET", "READY",
-	    "PODSNOTIFIED", "AGE", "OWNER");
+	table_init(&t, 12, "NAMESPACE", "NAME", "SOURCE", "COMMIT", "HASH", "TARGET", "READY",
+	    "SYNCING", "PODSNOTIFIED", "AGE", "OWNER", "MESSAGE");
 	buf_init(&b);
 	jw_init(&w, &b);
 	jw_arr(&w);
@@ -380,12 +419,14 @@ cli_status(struct cli *c)
 		const char *commit = json_get_str(st, "githubCommit", NULL);
 		const char *hash = json_get_str(st, "contentHash", NULL);
 		const char *target = decofile_target(l.v[i], conf_get(c->cf, "default_target"));
-		char age[32], *owner = lock_owner(c, ns, name);
+		char age[32], msg[1024], *owner = lock_owner(c, ns, name);
 
 		publish_age(st, age, sizeof(age));
+		cli_status_message(st, msg, sizeof(msg));
 		table_row(&t, ns, name, decofile_source(l.v[i]), cli_short(commit, 7),
 		    cli_short(hash, 12), target, cli_condition_status(st, "Ready"),
-		    cli_condition_status(st, "PodsNotified"), age, owner ? owner : "-");
+		    cli_condition_status(st, "Syncing"), cli_condition_status(st, "PodsNotified"),
+		    age, owner ? owner : "-", msg[0] ? msg : "-");
 		jw_obj(&w);
 		jw_key(&w, "namespace");
 		jw_str(&w, ns);
@@ -413,6 +454,8 @@ cli_status(struct cli *c)
 		jw_str(&w, cli_condition_status(st, "PodsNotified"));
 		jw_key(&w, "syncing");
 		jw_str(&w, cli_condition_status(st, "Syncing"));
+		jw_key(&w, "message");
+		jw_str(&w, msg);
 		jw_key(&w, "owner");
 		jw_str(&w, owner);
 		jw_end_obj(&w);

@@ -26,13 +26,14 @@
 
 #define WAIT_DEFAULT_MS 60000
 
-enum want_kind { WANT_READY, WANT_COMMIT, WANT_TIMESTAMP };
+enum want_kind { WANT_READY, WANT_COMMIT, WANT_TIMESTAMP, WANT_SYNCED };
 enum verdict { V_PENDING, V_DONE, V_FAILED };
 
 struct want {
 	enum want_kind kind;
 	char sha[65];
 	int64_t ts;
+	int64_t sync_req;	/* synced: the nonce of the newest `decoctl sync` */
 };
 
 struct cond {
@@ -55,6 +56,10 @@ parse_for(const char *s, struct want *w)
 	memset(w, 0, sizeof(*w));
 	if (strcmp(s, "ready") == 0 || strcmp(s, "condition=Ready") == 0) {
 		w->kind = WANT_READY;
+		return 0;
+	}
+	if (strcmp(s, "synced") == 0) {
+		w->kind = WANT_SYNCED;
 		return 0;
 	}
 	if (strncmp(s, "commit:", 7) == 0) {
@@ -138,20 +143,43 @@ has_id(const char *message, const char *kind, const char *id)
 }
 
 /*
+ * refused - a fetch or render (Syncing) or the target (Ready) said False at
+ * or after since_s (unix s; 0: whenever): the newest attempt failed, so
+ * the change cannot arrive until someone fixes it.  "Reason: message" into
+ * why.
+ */
+static int
+refused(const struct cond *sync, const struct cond *ready, int64_t since_s, char *why,
+    size_t len)
+{
+	const struct cond *c = strcmp(sync->status, "False") == 0 ? sync :
+	    strcmp(ready->status, "False") == 0 ? ready : NULL;
+
+	if (c == NULL || (since_s > 0 && c->transition_s < since_s))
+		return 0;
+	snprintf(why, len, "%s=False %s: %s", c == sync ? "Syncing" : "Ready", c->reason,
+	    c->message);
+	return 1;
+}
+
+/*
  * evaluate - where the rollout stands; on V_FAILED *why points at the
- * message to print.
+ * message to print.  busy: the journal holds a pending item for the
+ * decofile (a fetch handed on, not yet rendered, published or notified).
  */
 static enum verdict
-evaluate(const struct want *w, yajl_val doc, yajl_val st, const char *newest,
+evaluate(const struct want *w, yajl_val doc, yajl_val st, const char *newest, int busy,
     const char **why)
 {
+	static char whybuf[1200];
 	struct cond pods, sync, ready;
 	const char *hash = json_get_str(st, "contentHash", NULL);
 	const char *commit = json_get_str(st, "githubCommit", NULL);
 	int64_t gen = json_get_int(doc, 0, "metadata", "generation", NULL);
 	int64_t ts = json_get_int(st, 0, "timestamp", NULL);
 	int silent = json_get_bool(doc, 0, "spec", "silent", NULL);
-	int stale_gen, pods_current, notified, pods_failed;
+	int64_t handled = json_get_int(st, 0, "lastHandledSyncAt", NULL);
+	int stale_gen, pods_current, notified, pods_failed, live;
 	char tsid[32];
 
 	get_cond(st, "PodsNotified", &pods);
@@ -178,11 +206,14 @@ evaluate(const struct want *w, yajl_val doc, yajl_val st, const char *newest,
 	notified = silent || (strcmp(pods.status, "True") == 0 && pods_current);
 	pods_failed = !silent && strcmp(pods.status, "False") == 0 && pods_current;
 	snprintf(tsid, sizeof(tsid), "%lld", (long long)ts);
+	/* the newest render is published, current and notified everywhere */
+	live = !stale_gen && hash != NULL && !(newest[0] && strcmp(hash, newest) != 0) &&
+	    strcmp(ready.status, "True") == 0 && notified;
 
 	switch (w->kind) {
 	case WANT_READY:
-		if (strcmp(sync.status, "False") == 0 && !stale_gen) {
-			*why = sync.message;
+		if (!stale_gen && refused(&sync, &ready, 0, whybuf, sizeof(whybuf))) {
+			*why = whybuf;
 			return V_FAILED;
 		}
 		if (stale_gen || hash == NULL || (newest[0] && strcmp(hash, newest) != 0))
@@ -204,6 +235,16 @@ evaluate(const struct want *w, yajl_val doc, yajl_val st, const char *newest,
 			*why = sync.message;
 			return V_FAILED;
 		}
+		if (strcmp(ready.status, "False") == 0) {
+			const char *rc = json_get_str(st, "renderedCommit", NULL);
+
+			/* the target refused what was rendered from this commit */
+			if (rc != NULL && strncasecmp(rc, w->sha, strlen(w->sha)) == 0 &&
+			    refused(&sync, &ready, 0, whybuf, sizeof(whybuf))) {
+				*why = whybuf;
+				return V_FAILED;
+			}
+		}
 		if (pods_failed && (has_id(pods.message, "commit", w->sha) ||
 		    strstr(pods.message, "commit:") == NULL)) {
 			*why = pods.message;
@@ -213,9 +254,33 @@ evaluate(const struct want *w, yajl_val doc, yajl_val st, const char *newest,
 			return ts > 0 ? V_DONE : V_PENDING;
 		return notified && strcmp(pods.reason, "NotificationSucceeded") == 0 &&
 		    has_id(pods.message, "commit", w->sha) ? V_DONE : V_PENDING;
-	case WANT_TIMESTAMP:
-		if (ts < w->ts)
+	case WANT_SYNCED:
+		/* the fetcher answered the request, and what it handed on is through */
+		if (handled < w->sync_req || busy)
 			return V_PENDING;
+		if (refused(&sync, &ready, 0, whybuf, sizeof(whybuf))) {
+			*why = whybuf;
+			return V_FAILED;
+		}
+		if (pods_failed && !stale_gen) {
+			*why = pods.message;
+			return V_FAILED;
+		}
+		return live ? V_DONE : V_PENDING;
+	case WANT_TIMESTAMP:
+		if (ts < w->ts) {
+			/* a failure since N: the newest attempt at the change failed */
+			if (refused(&sync, &ready, w->ts, whybuf, sizeof(whybuf))) {
+				*why = whybuf;
+				return V_FAILED;
+			}
+			/*
+			 * a sync requested at or after N found nothing new to publish:
+			 * the source as of N is what is live
+			 */
+			return handled >= w->ts * 1000 && !busy && live &&
+			    strcmp(sync.status, "False") != 0 ? V_DONE : V_PENDING;
+		}
 		if (pods_failed) {
 			*why = pods.message;
 			return V_FAILED;
@@ -229,6 +294,31 @@ evaluate(const struct want *w, yajl_val doc, yajl_val st, const char *newest,
 		return V_DONE;
 	}
 	return V_PENDING;
+}
+
+/*
+ * sync_requested - the nonce of the newest `decoctl sync` of ns/name into
+ * *req: 0 found, 1 none, -1 error (printed)
+ */
+static int
+sync_requested(struct cli *c, const char *name, int64_t *req)
+{
+	char *key = key_sync(c->ns, name), *v = NULL, *end;
+	size_t len;
+	int rc = store_get(c->st, key, &v, &len);
+
+	free(key);
+	if (rc < 0) {
+		cli_error("cannot read the sync trigger: %s", store_error(c->st));
+		return -1;
+	}
+	if (rc == 0) {
+		*req = strtoll(v, &end, 10);
+		if (end == v || *end != '\0' || *req <= 0)
+			rc = 1;
+	}
+	free(v);
+	return rc == 0 ? 0 : 1;
 }
 
 /* progress_line - one line saying where things stand */
@@ -257,12 +347,15 @@ cli_wait(struct cli *c)
 	yajl_val doc = NULL, st = NULL;
 
 	if (c->wait_for == NULL)
-		return cli_usage_error(c, "wait needs --for ready|commit:SHA|timestamp:N");
+		return cli_usage_error(c, "wait needs --for ready|synced|commit:SHA|timestamp:N");
 	if (parse_for(c->wait_for, &w) < 0)
-		return cli_usage_error(c, "bad --for \"%s\" (ready, commit:SHA with 4-64 hex "
-		    "digits, or timestamp:N)", c->wait_for);
+		return cli_usage_error(c, "bad --for \"%s\" (ready, synced, commit:SHA with 4-64 "
+		    "hex digits, or timestamp:N)", c->wait_for);
 	if (cli_store(c) == NULL)
 		return CLI_FAIL;
+	if (w.kind == WANT_SYNCED && (got = sync_requested(c, name, &w.sync_req)) != 0)
+		return got < 0 ? CLI_FAIL : cli_error("no sync was requested for decofile/%s "
+		    "(run `decoctl sync %s` first)", name, name);
 	deadline = now_ms() + (c->timeout_ms >= 0 ? c->timeout_ms : WAIT_DEFAULT_MS);
 	/* watch first, read second: nothing can slip between the two */
 	key = key_status_prefix("decofiles", c->ns, name);
@@ -281,7 +374,7 @@ cli_wait(struct cli *c)
 		struct pollfd pfd[2];
 		enum verdict v;
 		int64_t left;
-		int done = 0, total = 0, nfd = 0, tmo;
+		int done = 0, total = 0, nfd = 0, tmo, busy;
 
 		if (doc)
 			yajl_tree_free(doc);
@@ -297,7 +390,8 @@ cli_wait(struct cli *c)
 		}
 		st = cli_merged_status(c, "decofiles", c->ns, name);
 		newest_render(j, c->ns, name, newest);
-		v = evaluate(&w, doc, st, newest, &why);
+		busy = j != NULL && journal_pending_for(j, NULL, c->ns, name) == 1;
+		v = evaluate(&w, doc, st, newest, busy, &why);
 		count_acks(j, c->ns, name, json_get_str(st, "contentHash", NULL), &done, &total);
 		{
 			/* the notifier's own count of this rollout's replicas, when it has one */
@@ -334,9 +428,10 @@ cli_wait(struct cli *c)
 			if (tty)
 				printf("\n");
 			fflush(stdout);
+			cli_status_message(st, line, sizeof(line));
 			fprintf(stderr, "error: timed out waiting for decofile/%s (--for %s); "
-			    "last: %s\n", name, c->wait_for, last);
-			rc = CLI_USAGE;	/* 2: timed out */
+			    "last: %s%s%s\n", name, c->wait_for, last, line[0] ? "; " : "", line);
+			rc = CLI_TIMEOUT;
 			goto out;
 		}
 		tmo = left < 1000 ? (int)left : 1000;	/* the journal has no watch: re-read */

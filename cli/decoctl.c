@@ -84,18 +84,23 @@ static const struct command commands[] = {
 	  "on the current hash are marked), its inventory and its last 10 events.\n"
 	  "\nOptions:\n  -o, --output FORMAT   json or yaml\n" },
 	{ "wait", cli_wait, "wt", 1, 1,
-	  "wait NAME --for ready|commit:SHA|timestamp:N [--timeout 60s]",
+	  "wait NAME --for ready|synced|commit:SHA|timestamp:N [--timeout 60s]",
 	  "wait until a change has rolled out to every replica",
 	  "Watches the decofile's status (the watch starts before the first read,\n"
 	  "so no change is missed) until:\n"
 	  "  ready        Ready=True, PodsNotified=True, and the status is of the\n"
 	  "               newest render (and generation, where known)\n"
+	  "  synced       the fetcher handled the newest `decoctl sync` and what it\n"
+	  "               found is live as for ready (also when it found nothing new)\n"
 	  "  commit:SHA   status.githubCommit starts with SHA and every pod was\n"
 	  "               notified for that commit\n"
-	  "  timestamp:N  status.timestamp >= N and every pod was notified\n"
+	  "  timestamp:N  status.timestamp >= N and every pod was notified (or a\n"
+	  "               sync requested at or after N found nothing new)\n"
 	  "On a terminal a progress line \"notified X/Y\" is kept up to date.\n"
-	  "Exit 0 done, 1 failed (PodsNotified=False or Syncing=False for the\n"
-	  "awaited change; the message is printed), 2 timed out.\n"
+	  "Exit 0 done; 1 as soon as the change cannot succeed (Syncing=False:\n"
+	  "fetch or validation failed, Ready=False: the target refused,\n"
+	  "PodsNotified=False; the reason is printed); 3 timed out (2 is a usage\n"
+	  "error).\n"
 	  "\nOptions:\n  --for CONDITION       what to wait for (required)\n"
 	  "  --timeout DURATION    give up after this long (default 60s)\n" },
 	{ "sync", cli_sync, "", 1, 1, "sync NAME",
@@ -706,8 +711,10 @@ parse_args(struct cli *c, int argc, char **argv, int *help, char **used_out)
 					c->out = OUT_YAML;
 				else if (strcmp(v, "name") == 0)
 					c->out = OUT_NAME;
-				else if (strcmp(v, "table") == 0 || strcmp(v, "wide") == 0)
+				else if (strcmp(v, "table") == 0)
 					c->out = OUT_TABLE;
+				else if (strcmp(v, "wide") == 0)
+					c->out = OUT_WIDE;
 				else {
 					*used_out = xasprintf("unknown output format \"%s\" (json, yaml, "
 					    "name or table)", v);

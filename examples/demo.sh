@@ -126,7 +126,7 @@ cat <<MSG
 decod keeps running.  Try a change by hand:
   \$EDITOR $D/site/blocks/Footer.json
   DECOD_CONFIG=$D/decod.conf $DECOCTL -n demo sync loja
-  DECOD_CONFIG=$D/decod.conf $DECOCTL -n demo wait loja --for timestamp:\$(date +%s) --timeout 60s
+  DECOD_CONFIG=$D/decod.conf $DECOCTL -n demo wait loja --for synced --timeout 60s
   DECOD_CONFIG=$D/decod.conf $DECOCTL -n demo status
 The published file: $D/state/published/demo/loja/decofile.json
 Logs: $D/decod.log.  Press Ctrl-C to stop everything.

@@ -212,6 +212,19 @@ fetch_status_syncing(struct stage *st, struct src *s, const char *status, const 
 		memcpy(s->last_sync, cur, sizeof(cur));
 }
 
+/* fetch_status_synced - see fetcher.h */
+void
+fetch_status_synced(struct stage *st, struct src *s, int64_t req)
+{
+	char fields[64];
+
+	if (req <= s->sync_done)
+		return;
+	snprintf(fields, sizeof(fields), "{\"lastHandledSyncAt\":%lld}", (long long)req);
+	if (fetch_status_update(st, s, fields, NULL, NULL, NULL) >= 0)
+		s->sync_done = req;
+}
+
 /* fetch_status_fields - see fetcher.h */
 void
 fetch_status_fields(struct stage *st, struct src *s, const char *commit, int64_t generation)

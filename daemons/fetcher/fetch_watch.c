@@ -161,9 +161,10 @@ on_sync_event(void *arg, const struct store_event *ev)
 {
 	struct stage *st = arg;
 	struct fetcher *f = F(st);
-	char ns[254], name[254];
+	char ns[254], name[254], nonce[32], *end;
 	const char *rest;
 	struct src *s;
+	long long req;
 
 	if (ev->type != STORE_EV_PUT || strncmp(ev->key, f->sync_prefix,
 	    strlen(f->sync_prefix)) != 0)
@@ -173,6 +174,14 @@ on_sync_event(void *arg, const struct store_event *ev)
 	    (s = fetcher_src_find(f, ns, name)) == NULL)
 		return;
 	log_kv(LOG_INFO, "sync requested", "ns", ns, "name", name, NULL);
+	/* the nonce (wall ms) names the request in status.lastHandledSyncAt */
+	if (ev->vlen > 0 && ev->vlen < sizeof(nonce)) {
+		memcpy(nonce, ev->value, ev->vlen);
+		nonce[ev->vlen] = '\0';
+		req = strtoll(nonce, &end, 10);
+		if (*end == '\0' && req > s->sync_req)
+			s->sync_req = req;
+	}
 	s->failures = 0;
 	fetcher_schedule(st, s, 0, 0);
 }

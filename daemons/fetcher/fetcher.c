@@ -236,6 +236,7 @@ finish_first(struct stage *st, struct job *j, int in_txn)
 		    s->source, "reason", j->res.reason, "error", j->res.error, "retry_ms", n,
 		    NULL);
 		fetch_status_syncing(st, s, "False", j->res.reason, j->res.error);
+		fetch_status_synced(st, s, j->sync_req);
 		if (s->again && j->res.retry_after_ms == 0)
 			fetcher_schedule(st, s, 0, s->again_force);
 		else
@@ -290,6 +291,7 @@ finish_second(struct stage *st, struct job *j, int committed)
 	}
 	if (s->failures == 0) {
 		fetch_status_syncing(st, s, "True", "Fetched", "Fetched from the source");
+		fetch_status_synced(st, s, j->sync_req);
 		log_kv(LOG_DEBUG, "poll done", "ns", s->ns, "name", s->name, "took_ms", ms,
 		    "unchanged", j->unchanged ? "1" : "0", "on",
 		    j->st != NULL && j->unchanged ? "loop" : "worker", NULL);
@@ -373,6 +375,7 @@ make_job(struct stage *st, struct src *s, int force)
 	snprintf(j->etag, sizeof(j->etag), "%s", s->etag);
 	j->oci_auth = s->oci_auth != NULL ? xstrdup(s->oci_auth) : NULL;
 	j->generation = s->generation;
+	j->sync_req = s->sync_req;
 	j->force = force;
 	msg[0] = '\0';
 	if (strcmp(s->source, "inline") == 0) {
@@ -569,6 +572,7 @@ poll_cb(struct stage *st, void *arg)
 	s->again_force = 0;
 	if ((j = make_job(st, s, force)) == NULL) {
 		/* a bad spec waits for an edit; a missing secret may appear */
+		fetch_status_synced(st, s, s->sync_req);	/* answered: on Syncing */
 		if (s->period_ms > 0)
 			fetcher_schedule(st, s, backoff_ms(++s->failures), force);
 		return;

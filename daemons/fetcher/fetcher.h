@@ -42,6 +42,11 @@ struct src {
 	char last_status[512];
 	char last_sync[640];	/* the Syncing condition we wrote last */
 	/*
+	 * `decoctl sync` requests (their nonce, wall ms): the newest seen, and
+	 * the newest recorded as handled in status.lastHandledSyncAt
+	 */
+	int64_t sync_req, sync_done;
+	/*
 	 * our status fragment: frag is its text (NULL: none) in the state
 	 * FRAG_*; pend is a newer text waiting for the next flush
 	 */
@@ -97,6 +102,7 @@ struct job {
 	char *oci_auth;		/* oci: Authorization line in, the one that worked out */
 	struct stage *st;	/* set while a poll on the loop is in flight */
 	int64_t t0;
+	int64_t sync_req;	/* the newest sync request when the job was made */
 	/* results */
 	struct fetch_result res;
 	char remote_id[96];
@@ -174,6 +180,13 @@ void fetch_status_load(struct stage *st);
 /* fetch_status_syncing - the Syncing condition; nothing when it is what we set last */
 void fetch_status_syncing(struct stage *st, struct src *s, const char *status,
     const char *reason, const char *msg);
+/*
+ * fetch_status_synced - status.lastHandledSyncAt: the sync request req (its
+ * nonce) has been handled, whatever the poll found (a new tree, nothing
+ * new, or a failure on Syncing), so `decoctl wait --for synced` can tell a
+ * no-op sync from one not yet done.  Nothing for req 0 or one recorded.
+ */
+void fetch_status_synced(struct stage *st, struct src *s, int64_t req);
 /* fetch_status_fields - sourceType, githubCommit and observedGeneration, if changed */
 void fetch_status_fields(struct stage *st, struct src *s, const char *commit,
     int64_t generation);
