@@ -9,3 +9,7 @@ TESTS += t/unit/store_keys_test t/unit/store_local_test t/unit/store_contract
 # the contract suite polling, and two processes sharing one local store
 TESTS += t/integration/store_contract_local.sh
 EXTRA_DIST += t/integration/store_contract_local.sh
+# store_watch_attach: the watch glue on a real stage loop
+check_PROGRAMS += t/unit/stage_watch_test
+t_unit_stage_watch_test_LDADD = $(TEST_LIBS)
+TESTS += t/unit/stage_watch_test

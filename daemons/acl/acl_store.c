@@ -10,7 +10,6 @@
 
 #include <dirent.h>
 #include <errno.h>
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +21,7 @@
 #include "common/log.h"
 #include "common/resource.h"
 #include "common/stage.h"
+#include "common/stage_watch.h"
 #include "common/store.h"
 #include "common/store_keys.h"
 #include "common/util.h"
@@ -44,8 +44,8 @@ struct src {
 	struct acl *a;
 	struct stage *st;
 	struct store_watch *watch;
+	struct stage_watch *sw;
 	char *tenant_prefix;
-	int64_t timer;
 	struct frag *frags;
 	int frags_listed;	/* every fragment there was is in frags */
 	size_t npend;
@@ -298,48 +298,17 @@ on_tenant(void *arg, const struct store_event *ev)
 	buf_free(&user);
 }
 
-static void
-dispatch(struct src *s)
-{
-	if (s->watch != NULL && store_watch_dispatch(s->watch) < 0)
-		log_kv(LOG_WARN, "store watch error", "error", store_error(stage_store(s->st)),
-		    NULL);
-}
-
-static void
-on_watch_fd(struct stage *st, int fd, short revents, void *arg)
-{
-	(void)st;
-	(void)fd;
-	(void)revents;
-	dispatch(arg);
-}
-
-static void
-watch_timer(struct stage *st, void *arg)
-{
-	struct src *s = arg;
-	int t = 1000, t2;
-
-	dispatch(s);
-	if ((t2 = store_watch_timeout_ms(s->watch)) > 0 && t2 < t)
-		t = t2;
-	s->timer = stage_add_timer(st, t, watch_timer, s);
-}
-
 static struct store_watch *
 watch(struct src *s, const char *prefix, store_watch_cb cb)
 {
 	struct store_watch *w = store_watch_new(stage_store(s->st), prefix, 0, cb, s);
-	int fd;
 
 	if (w == NULL) {
 		log_kv(LOG_ERROR, "cannot watch the store", "prefix", prefix, "error",
 		    store_error(stage_store(s->st)), NULL);
 		return NULL;
 	}
-	if ((fd = store_watch_fd(w)) >= 0)
-		stage_add_fd(s->st, fd, POLLIN, on_watch_fd, s);
+	s->sw = store_watch_attach(w, s->st, 1000);
 	return w;
 }
 
@@ -381,7 +350,6 @@ src_start(struct acl *a, struct stage *st)
 		free(s);
 		return NULL;
 	}
-	s->timer = stage_add_timer(st, 1000, watch_timer, s);
 	return s;
 }
 
@@ -474,8 +442,7 @@ src_stop(void *state)
 		free(f->pend);
 		free(f);
 	}
-	if (s->timer > 0)
-		stage_cancel_timer(s->st, s->timer);
+	store_watch_detach(s->sw);
 	store_watch_free(s->watch);
 	free(s->tenant_prefix);
 	free(s);

@@ -8,13 +8,13 @@
  */
 #include "config.h"
 
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/log.h"
 #include "common/stage.h"
+#include "common/stage_watch.h"
 #include "common/store.h"
 #include "common/store_keys.h"
 #include "common/util.h"
@@ -23,11 +23,9 @@
 
 struct acl_trigger {
 	struct acl *a;
-	struct stage *st;
 	struct store_watch *w;
+	struct stage_watch *sw;
 	char *prefix;
-	int fd;
-	int64_t timer;
 };
 
 static void
@@ -46,42 +44,12 @@ on_trigger(void *arg, const struct store_event *ev)
 		acl_resync(tr->a, ns, name);
 }
 
-static void
-dispatch(struct acl_trigger *tr)
-{
-	if (store_watch_dispatch(tr->w) < 0)
-		log_kv(LOG_WARN, "store watch error", "error", store_error(stage_store(tr->st)),
-		    NULL);
-}
-
-static void
-on_fd(struct stage *st, int fd, short revents, void *arg)
-{
-	(void)st;
-	(void)fd;
-	(void)revents;
-	dispatch(arg);
-}
-
-static void
-on_timer(struct stage *st, void *arg)
-{
-	struct acl_trigger *tr = arg;
-	int t = 1000, t2;
-
-	dispatch(tr);
-	if ((t2 = store_watch_timeout_ms(tr->w)) > 0 && t2 < t)
-		t = t2;
-	tr->timer = stage_add_timer(st, t, on_timer, tr);
-}
-
 struct acl_trigger *
 acl_trigger_start(struct acl *a, struct stage *st)
 {
 	struct acl_trigger *tr = xcalloc(1, sizeof(*tr));
 
 	tr->a = a;
-	tr->st = st;
 	tr->prefix = key_acl_resync_prefix();
 	tr->w = store_watch_new(stage_store(st), tr->prefix, 0, on_trigger, tr);
 	if (tr->w == NULL) {
@@ -91,9 +59,7 @@ acl_trigger_start(struct acl *a, struct stage *st)
 		free(tr);
 		return NULL;
 	}
-	if ((tr->fd = store_watch_fd(tr->w)) >= 0)
-		stage_add_fd(st, tr->fd, POLLIN, on_fd, tr);
-	tr->timer = stage_add_timer(st, 1000, on_timer, tr);
+	tr->sw = store_watch_attach(tr->w, st, 1000);
 	return tr;
 }
 
@@ -102,10 +68,7 @@ acl_trigger_stop(struct acl_trigger *tr)
 {
 	if (tr == NULL)
 		return;
-	if (tr->timer > 0)
-		stage_cancel_timer(tr->st, tr->timer);
-	if (tr->fd >= 0)
-		stage_del_fd(tr->st, tr->fd);
+	store_watch_detach(tr->sw);
 	store_watch_free(tr->w);
 	free(tr->prefix);
 	free(tr);

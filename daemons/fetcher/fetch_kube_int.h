@@ -18,12 +18,14 @@
 struct flight;
 struct crw;
 
+struct stage_watch;
+
 struct fetch_kube {
 	struct stage *st;
 	struct kube *k;
 	struct kube_informer *dfs, *tpls;
 	struct store_watch *sw;
-	int64_t sw_timer;
+	struct stage_watch *sw_attach;
 	char *status_prefix;
 	uint64_t mirrored, status_writes;
 	uint64_t inflight;	/* status writes sent, not yet answered */

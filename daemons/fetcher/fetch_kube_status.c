@@ -6,7 +6,6 @@
  */
 #include "config.h"
 
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +16,7 @@
 #include "common/log.h"
 #include "common/resource.h"
 #include "common/stage.h"
+#include "common/stage_watch.h"
 #include "common/store.h"
 #include "common/store_keys.h"
 #include "common/util.h"
@@ -683,39 +683,10 @@ on_status(void *arg, const struct store_event *ev)
 	    ev->type == STORE_EV_PUT ? ev->vlen : 0);
 }
 
-static void
-sw_dispatch(struct fetch_kube *fk)
-{
-	if (store_watch_dispatch(fk->sw) < 0)
-		log_kv(LOG_WARN, "store watch error", "error", store_error(stage_store(fk->st)),
-		    NULL);
-}
-
-static void
-on_sw_fd(struct stage *st, int fd, short revents, void *arg)
-{
-	(void)st;
-	(void)fd;
-	(void)revents;
-	sw_dispatch(arg);
-}
-
-static void
-sw_timer(struct stage *st, void *arg)
-{
-	struct fetch_kube *fk = arg;
-	int t;
-
-	sw_dispatch(fk);
-	t = store_watch_timeout_ms(fk->sw);
-	fk->sw_timer = stage_add_timer(st, t > 0 && t < 1000 ? t : 1000, sw_timer, fk);
-}
-
 int
 fk_status_start(struct fetch_kube *fk, char *err, size_t errlen)
 {
 	struct stage *st = fk->st;
-	int fd;
 
 	fk->status_prefix = xasprintf("%s/status/", keys_prefix());
 	if ((fk->sw = store_watch_new(stage_store(st), fk->status_prefix, 0, on_status, fk)) == NULL) {
@@ -723,26 +694,17 @@ fk_status_start(struct fetch_kube *fk, char *err, size_t errlen)
 		    store_error(stage_store(st)));
 		return -1;
 	}
-	if ((fd = store_watch_fd(fk->sw)) >= 0)
-		stage_add_fd(st, fd, POLLIN, on_sw_fd, fk);
-	fk->sw_timer = stage_add_timer(st, 1000, sw_timer, fk);
+	fk->sw_attach = store_watch_attach(fk->sw, st, 1000);
 	return 0;
 }
 
 void
 fk_status_free(struct fetch_kube *fk)
 {
-	if (fk->sw != NULL) {
-		int fd = store_watch_fd(fk->sw);
-
-		if (fd >= 0)
-			stage_del_fd(fk->st, fd);
-		store_watch_free(fk->sw);
-		fk->sw = NULL;
-	}
-	if (fk->sw_timer > 0)
-		stage_cancel_timer(fk->st, fk->sw_timer);
-	fk->sw_timer = 0;
+	store_watch_detach(fk->sw_attach);
+	fk->sw_attach = NULL;
+	store_watch_free(fk->sw);
+	fk->sw = NULL;
 	for (size_t i = 0; i < NFLIGHT; i++)
 		while (fk->flights[i] != NULL) {
 			struct flight *f = fk->flights[i];

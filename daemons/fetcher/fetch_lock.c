@@ -7,7 +7,6 @@
  */
 #include "config.h"
 
-#include <poll.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +16,7 @@
 #include "common/hash.h"
 #include "common/log.h"
 #include "common/stage.h"
+#include "common/stage_watch.h"
 #include "common/store.h"
 #include "common/store_keys.h"
 #include "common/util.h"
@@ -45,9 +45,10 @@ struct fetch_lock {
 	char *lock_prefix, *inst_prefix, *inst_key;
 	int ttl_s;
 	int64_t sweep_ms;
-	int64_t sweep_timer, watch_timer;
+	int64_t sweep_timer;
 	int64_t grace_timer;	/* one for every entry in grace: one batch when it fires */
 	struct store_watch *watch;
+	struct stage_watch *sw;
 	int started, more;	/* more: the last sweep stopped at BATCH */
 	size_t ninst, prev_ninst;
 	int prev_over;
@@ -450,32 +451,6 @@ on_lock_event(void *arg, const struct store_event *ev)
 	freed(fl, e);
 }
 
-static void
-dispatch(struct fetch_lock *fl)
-{
-	if (fl->watch != NULL && store_watch_dispatch(fl->watch) < 0)
-		log_kv(LOG_WARN, "lock watch error", "error", store_error(S(fl)), NULL);
-}
-
-static void
-on_watch_fd(struct stage *st, int fd, short revents, void *arg)
-{
-	(void)st;
-	(void)fd;
-	(void)revents;
-	dispatch(arg);
-}
-
-static void
-watch_timer_cb(struct stage *st, void *arg)
-{
-	struct fetch_lock *fl = arg;
-	int t = fl->watch != NULL ? store_watch_timeout_ms(fl->watch) : 1000;
-
-	dispatch(fl);
-	fl->watch_timer = stage_add_timer(st, t > 0 && t < 1000 ? t : 1000, watch_timer_cb, fl);
-}
-
 /* ---- the interface ---- */
 
 struct fetch_lock *
@@ -483,7 +458,6 @@ fetch_lock_new(struct stage *st, const struct fetch_lock_ops *ops)
 {
 	struct fetch_lock *fl = xcalloc(1, sizeof(*fl));
 	int64_t ttl_ms = conf_get_ms(stage_conf(st), "session_ttl");
-	int fd;
 
 	fl->st = st;
 	fl->ops = ops;
@@ -503,9 +477,7 @@ fetch_lock_new(struct stage *st, const struct fetch_lock_ops *ops)
 		fetch_lock_free(fl);
 		return NULL;
 	}
-	if ((fd = store_watch_fd(fl->watch)) >= 0)
-		stage_add_fd(st, fd, POLLIN, on_watch_fd, fl);
-	fl->watch_timer = stage_add_timer(st, 1000, watch_timer_cb, fl);
+	fl->sw = store_watch_attach(fl->watch, st, 1000);
 	return fl;
 }
 
@@ -585,17 +557,10 @@ fetch_lock_free(struct fetch_lock *fl)
 		    NULL);
 	if (fl->sweep_timer > 0)
 		stage_cancel_timer(fl->st, fl->sweep_timer);
-	if (fl->watch_timer > 0)
-		stage_cancel_timer(fl->st, fl->watch_timer);
 	if (fl->grace_timer > 0)
 		stage_cancel_timer(fl->st, fl->grace_timer);
-	if (fl->watch != NULL) {
-		int fd = store_watch_fd(fl->watch);
-
-		if (fd >= 0)
-			stage_del_fd(fl->st, fd);
-		store_watch_free(fl->watch);
-	}
+	store_watch_detach(fl->sw);
+	store_watch_free(fl->watch);
 	for (size_t b = 0; b < NBUCKET; b++) {
 		struct ent *e, *next;
 

@@ -7,7 +7,6 @@
  */
 #include "config.h"
 
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +16,7 @@
 #include "common/log.h"
 #include "common/resource.h"
 #include "common/stage.h"
+#include "common/stage_watch.h"
 #include "common/store.h"
 #include "common/store_keys.h"
 #include "common/util.h"
@@ -186,56 +186,18 @@ on_sync_event(void *arg, const struct store_event *ev)
 	fetcher_schedule(st, s, 0, 0);
 }
 
-static void
-dispatch(struct stage *st)
-{
-	struct fetcher *f = F(st);
-
-	if (f->watch != NULL && store_watch_dispatch(f->watch) < 0)
-		log_kv(LOG_WARN, "store watch error", "error", store_error(stage_store(st)), NULL);
-	if (f->sync_watch != NULL && store_watch_dispatch(f->sync_watch) < 0)
-		log_kv(LOG_WARN, "store watch error", "error", store_error(stage_store(st)), NULL);
-}
-
-static void
-on_watch_fd(struct stage *st, int fd, short revents, void *arg)
-{
-	(void)fd;
-	(void)revents;
-	(void)arg;
-	dispatch(st);
-}
-
-static void
-watch_timer_cb(struct stage *st, void *arg)
-{
-	struct fetcher *f = F(st);
-	int t = 1000, t2;
-
-	(void)arg;
-	dispatch(st);
-	if (f->watch != NULL && (t2 = store_watch_timeout_ms(f->watch)) > 0 && t2 < t)
-		t = t2;
-	if (f->sync_watch != NULL && (t2 = store_watch_timeout_ms(f->sync_watch)) > 0 &&
-	    t2 < t)
-		t = t2;
-	f->watch_timer = stage_add_timer(st, t, watch_timer_cb, NULL);
-}
-
-
 static struct store_watch *
-watch_prefix(struct stage *st, const char *prefix, store_watch_cb cb)
+watch_prefix(struct stage *st, const char *prefix, store_watch_cb cb,
+    struct stage_watch **sw)
 {
 	struct store_watch *w = store_watch_new(stage_store(st), prefix, 0, cb, st);
-	int fd;
 
 	if (w == NULL) {
 		log_kv(LOG_ERROR, "cannot watch the store", "prefix", prefix, "error",
 		    store_error(stage_store(st)), NULL);
 		return NULL;
 	}
-	if ((fd = store_watch_fd(w)) >= 0)
-		stage_add_fd(st, fd, POLLIN, on_watch_fd, NULL);
+	*sw = store_watch_attach(w, st, 1000);
 	return w;
 }
 
@@ -244,9 +206,9 @@ fetch_watch_start(struct stage *st)
 {
 	struct fetcher *f = F(st);
 
-	if ((f->watch = watch_prefix(st, f->df_prefix, on_df_event)) == NULL ||
-	    (f->sync_watch = watch_prefix(st, f->sync_prefix, on_sync_event)) == NULL)
+	if ((f->watch = watch_prefix(st, f->df_prefix, on_df_event, &f->watch_sw)) == NULL ||
+	    (f->sync_watch = watch_prefix(st, f->sync_prefix, on_sync_event,
+	    &f->sync_sw)) == NULL)
 		return -1;
-	f->watch_timer = stage_add_timer(st, 1000, watch_timer_cb, NULL);
 	return 0;
 }

@@ -32,6 +32,7 @@
 #include "common/resource.h"
 #include "common/spool.h"
 #include "common/stage.h"
+#include "common/stage_watch.h"
 #include "common/store.h"
 #include "common/store_keys.h"
 #include "common/util.h"
@@ -796,6 +797,8 @@ fetcher_shutdown(struct stage *st)
 	while (f->srcs != NULL)
 		fetcher_src_free(st, f->srcs);
 	fetch_lock_free(f->locks);
+	store_watch_detach(f->watch_sw);
+	store_watch_detach(f->sync_sw);
 	store_watch_free(f->watch);
 	store_watch_free(f->sync_watch);
 	free(f->df_prefix);

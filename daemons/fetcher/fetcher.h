@@ -21,6 +21,7 @@
 
 struct stage;
 struct store_watch;
+struct stage_watch;
 struct fetch_lock;
 struct fetch_kube;
 struct spool;
@@ -61,7 +62,7 @@ struct fetcher {
 	struct src *srcs;
 	struct src *htab[NBUCKET];
 	struct store_watch *watch, *sync_watch;
-	int64_t watch_timer;
+	struct stage_watch *watch_sw, *sync_sw;
 	char *df_prefix, *sync_prefix;
 	char askpass[PATH_MAX];
 	char cache_root[PATH_MAX];

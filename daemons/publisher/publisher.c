@@ -33,6 +33,7 @@
 #include "common/resource.h"
 #include "common/spool.h"
 #include "common/stage.h"
+#include "common/stage_watch.h"
 #include "common/store.h"
 #include "common/store_keys.h"
 #include "common/util.h"
@@ -322,35 +323,6 @@ on_store_event(void *arg, const struct store_event *ev)
 		set_policy(st, o, publisher_doc_detach(doc));
 		yajl_tree_free(doc);
 	}
-}
-
-static void
-dispatch_watch(struct stage *st)
-{
-	struct pub *p = P(st);
-
-	if (p->watch != NULL && store_watch_dispatch(p->watch) < 0)
-		log_kv(LOG_WARN, "store watch error", "error", store_error(stage_store(st)),
-		    NULL);
-}
-
-static void
-on_watch_fd(struct stage *st, int fd, short revents, void *arg)
-{
-	dispatch_watch(st);
-}
-
-static void
-watch_timer_cb(struct stage *st, void *arg)
-{
-	struct pub *p = P(st);
-	int t;
-
-	p->watch_timer = 0;
-	dispatch_watch(st);
-	t = p->watch != NULL ? store_watch_timeout_ms(p->watch) : 1000;
-	p->watch_timer = stage_add_timer(st, t > 0 && t < 1000 ? t : 1000, watch_timer_cb,
-	    NULL);
 }
 
 /* ---- publishing ---- */
@@ -672,7 +644,6 @@ pub_init(struct stage *st)
 	struct pub *p = xcalloc(1, sizeof(*p));
 	const char *root = conf_get(stage_conf(st), "file_root");
 	char *prefix, err[512];
-	int fd;
 
 	p->tstate = xcalloc(NTARGETS, sizeof(*p->tstate));
 	stage_set_data(st, p);
@@ -706,9 +677,7 @@ pub_init(struct stage *st)
 		    store_error(stage_store(st)), NULL);
 		return -1;
 	}
-	if ((fd = store_watch_fd(p->watch)) >= 0)
-		stage_add_fd(st, fd, POLLIN, on_watch_fd, NULL);
-	p->watch_timer = stage_add_timer(st, 1000, watch_timer_cb, NULL);
+	p->watch_sw = store_watch_attach(p->watch, st, 1000);
 
 	if (load_inventory(st) < 0)
 		return -1;
@@ -761,6 +730,7 @@ pub_shutdown(struct stage *st)
 	while (p->objs != NULL)
 		publisher_obj_free(st, p->objs);
 	publish_configmap_free(p->cm);
+	store_watch_detach(p->watch_sw);
 	store_watch_free(p->watch);
 	if (p->ifd >= 0)
 		close(p->ifd);

@@ -15,6 +15,7 @@
 #include "daemons/publisher/publish_file.h"
 
 struct pcm;
+struct stage_watch;
 
 #define STAGE "publisher"
 #define TARGET "file"
@@ -45,7 +46,7 @@ struct pub {
 	struct obj *objs;
 	int ifd;			/* inotify */
 	struct store_watch *watch;
-	int64_t watch_timer;
+	struct stage_watch *watch_sw;
 	int64_t next_recheck;
 	long repairs;			/* drift repairs since start */
 	struct pcm *cm;			/* the configmap target; NULL: no cluster */

@@ -12,7 +12,6 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netdb.h>
-#include <poll.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -27,6 +26,7 @@
 #include "common/json.h"
 #include "common/log.h"
 #include "common/stage.h"
+#include "common/stage_watch.h"
 #include "common/store.h"
 #include "common/store_keys.h"
 #include "common/util.h"
@@ -90,8 +90,9 @@ struct webhook {
 	struct wh_tls *tls;
 	struct MHD_Daemon *mhd;
 	struct wh_conns *conns;
-	int64_t cert_timer, watch_timer;
+	int64_t cert_timer;
 	struct store_watch *df_watch, *svc_watch;
+	struct stage_watch *df_sw, *svc_sw;
 	char *df_prefix, *svc_prefix;
 	char *def_target, *s3_host, *s3_prefix, *managers;
 	uint64_t max_request;
@@ -290,54 +291,17 @@ on_svc_watch(void *arg, const struct store_event *ev)
 		svc_event(wh, ev->type == STORE_EV_PUT, ev->key, ev->value, ev->vlen);
 }
 
-static void
-watch_dispatch(struct webhook *wh)
-{
-	if (wh->df_watch != NULL && store_watch_dispatch(wh->df_watch) < 0)
-		log_kv(LOG_WARN, "store watch error", "error", store_error(stage_store(wh->st)),
-		    NULL);
-	if (wh->svc_watch != NULL && store_watch_dispatch(wh->svc_watch) < 0)
-		log_kv(LOG_WARN, "store watch error", "error", store_error(stage_store(wh->st)),
-		    NULL);
-}
-
-static void
-on_watch_fd(struct stage *st, int fd, short revents, void *arg)
-{
-	(void)fd;
-	(void)revents;
-	(void)arg;
-	watch_dispatch(W(st));
-}
-
-static void
-on_watch_timer(struct stage *st, void *arg)
-{
-	struct webhook *wh = W(st);
-	int t = WATCH_TICK_MS, t2;
-
-	(void)arg;
-	watch_dispatch(wh);
-	if ((t2 = store_watch_timeout_ms(wh->df_watch)) > 0 && t2 < t)
-		t = t2;
-	if ((t2 = store_watch_timeout_ms(wh->svc_watch)) > 0 && t2 < t)
-		t = t2;
-	wh->watch_timer = stage_add_timer(st, t, on_watch_timer, NULL);
-}
-
 static struct store_watch *
-watch(struct webhook *wh, const char *prefix, store_watch_cb cb)
+watch(struct webhook *wh, const char *prefix, store_watch_cb cb, struct stage_watch **sw)
 {
 	struct store_watch *w = store_watch_new(stage_store(wh->st), prefix, 0, cb, wh);
-	int fd;
 
 	if (w == NULL) {
 		log_kv(LOG_ERROR, "cannot watch the store", "prefix", prefix, "error",
 		    store_error(stage_store(wh->st)), NULL);
 		return NULL;
 	}
-	if ((fd = store_watch_fd(w)) >= 0)
-		stage_add_fd(wh->st, fd, POLLIN, on_watch_fd, NULL);
+	*sw = store_watch_attach(w, wh->st, WATCH_TICK_MS);
 	return w;
 }
 
@@ -807,12 +771,11 @@ webhook_init(struct stage *st)
 	/* the index first, so the first request already has answers: watch, then list */
 	wh->df_prefix = key_resource_prefix("decofiles", NULL);
 	wh->svc_prefix = key_injected_prefix();
-	if ((wh->df_watch = watch(wh, wh->df_prefix, on_df_watch)) == NULL ||
-	    (wh->svc_watch = watch(wh, wh->svc_prefix, on_svc_watch)) == NULL)
+	if ((wh->df_watch = watch(wh, wh->df_prefix, on_df_watch, &wh->df_sw)) == NULL ||
+	    (wh->svc_watch = watch(wh, wh->svc_prefix, on_svc_watch, &wh->svc_sw)) == NULL)
 		return -1;
 	if (rebuild(wh) < 0)
 		return -1;
-	wh->watch_timer = stage_add_timer(st, WATCH_TICK_MS, on_watch_timer, NULL);
 
 	/* the records' writer: its own store handle, used by its thread only */
 	if ((wh->w.s = store_open(conf_get(cf, "store"), cf, err, sizeof(err))) == NULL) {
@@ -895,6 +858,8 @@ webhook_shutdown(struct stage *st)
 		free(o);
 	}
 	store_close(wh->w.s);
+	store_watch_detach(wh->df_sw);
+	store_watch_detach(wh->svc_sw);
 	store_watch_free(wh->df_watch);
 	store_watch_free(wh->svc_watch);
 	wh_tls_free(wh->tls);
