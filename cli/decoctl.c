@@ -34,6 +34,7 @@
 #define O_DECOFILE 'd'
 #define O_LIMIT 'l'
 #define O_STRICT 'S'
+#define O_DRYRUN 'D'
 
 struct command {
 	const char *name;
@@ -46,7 +47,7 @@ struct command {
 };
 
 static const struct command commands[] = {
-	{ "apply", cli_apply, "fS", 0, 0, "apply -f FILE|- [--strict]",
+	{ "apply", cli_apply, "fSD", 0, 0, "apply -f FILE|- [--strict] [--dry-run[=server]]",
 	  "create or update resources from YAML or JSON",
 	  "Reads one or more resources (YAML documents separated by ---, a JSON\n"
 	  "object, a JSON array or a List with items) and writes each to the store.\n"
@@ -58,6 +59,23 @@ static const struct command commands[] = {
 	  "is written.  Names follow Kubernetes (DNS-1123); a key twice in one\n"
 	  "object, nesting past json_max_depth, or a resource over 1 MiB (after\n"
 	  "YAML aliases are expanded) is refused.\n"
+	  "\nOptions:\n  -f, --filename FILE   file to read, - for standard input\n"
+	  "  --strict              unknown spec fields are errors\n"
+	  "  --dry-run[=server]    every check against the store, nothing written:\n"
+	  "                        prints what would be created/configured/unchanged\n"
+	  "  --dry-run=client      only the checks that need no store\n" },
+	{ "diff", cli_diff, "fS", 0, 0, "diff -f FILE|-",
+	  "what an apply of FILE would change, nothing written",
+	  "Like kubectl diff: a unified diff (diff -u) of each resource as stored\n"
+	  "(live) and as FILE has it (merged), as YAML: apiVersion, kind, name,\n"
+	  "namespace, labels, annotations and spec.  For a Decofile with an inline\n"
+	  "or dir source, also its rendered document: the blocks FILE's source\n"
+	  "would render (with its templates' last fetched blocks, merged as the\n"
+	  "renderer does) against the last rendered document, block by block\n"
+	  "(added, removed, changed, with a diff -u of each changed block's JSON).\n"
+	  "A block file that is not valid JSON is an error naming it.  Needs\n"
+	  "diff(1) on PATH.\n"
+	  "Exit 0 no differences, 1 differences, >1 an error.\n"
 	  "\nOptions:\n  -f, --filename FILE   file to read, - for standard input\n"
 	  "  --strict              unknown spec fields are errors\n" },
 	{ "get", cli_get, "Ao", 0, 2, "get [KIND] [NAME]",
@@ -677,6 +695,12 @@ parse_args(struct cli *c, int argc, char **argv, int *help, char **used_out)
 			c->strict = 1;
 			if (!strchr(used, O_STRICT))
 				strncat(used, "S", sizeof(used) - strlen(used) - 1);
+			continue;
+		}
+		if (strcmp(a, "--dry-run") == 0 || strncmp(a, "--dry-run=", 10) == 0) {
+			c->dry_run = a[9] == '=' ? a + 10 : "server";
+			if (!strchr(used, O_DRYRUN))
+				strncat(used, "D", sizeof(used) - strlen(used) - 1);
 			continue;
 		}
 		if (strcmp(a, "-A") == 0 || strcmp(a, "--all-namespaces") == 0) {
