@@ -66,15 +66,10 @@ static const struct command commands[] = {
 	  "  --dry-run=client      only the checks that need no store\n" },
 	{ "diff", cli_diff, "fS", 0, 0, "diff -f FILE|-",
 	  "what an apply of FILE would change, nothing written",
-	  "Like kubectl diff: a unified diff (diff -u) of each resource as stored\n"
-	  "(live) and as FILE has it (merged), as YAML: apiVersion, kind, name,\n"
-	  "namespace, labels, annotations and spec.  For a Decofile with an inline\n"
-	  "or dir source, also its rendered document: the blocks FILE's source\n"
-	  "would render (with its templates' last fetched blocks, merged as the\n"
-	  "renderer does) against the last rendered document, block by block\n"
-	  "(added, removed, changed, with a diff -u of each changed block's JSON).\n"
-	  "A block file that is not valid JSON is an error naming it.  Needs\n"
-	  "diff(1) on PATH.\n"
+	  "Like kubectl diff: diff -u of each resource as stored and as FILE has\n"
+	  "it (YAML).  For a Decofile with an inline or dir source, also its\n"
+	  "rendered document against the last render, block by block (added,\n"
+	  "removed, changed with a diff of the block's JSON).  Needs diff(1).\n"
 	  "Exit 0 no differences, 1 differences, >1 an error.\n"
 	  "\nOptions:\n  -f, --filename FILE   file to read, - for standard input\n"
 	  "  --strict              unknown spec fields are errors\n" },

@@ -232,4 +232,33 @@ rc=$?
 wait_for "$(scaled 30)" sh -c "'$DECOCTL' -n '$NS' diff -f '$T/vitrine.yaml'"
 ok $? "once rendered, diff of the applied inline file exits 0 (first try: $rc)"
 
+# --- a template never fetched: nothing rendered to compare, a warning says so --
+cat >"$T/natal.yaml" <<YAML
+apiVersion: deco.sites/v1alpha1
+kind: Decofile
+metadata:
+  name: natal
+spec:
+  source: inline
+  templates: [base-de-natal]
+  inline:
+    value:
+      "Rodapé": {"texto": "Feliz Natal!"}
+YAML
+ctl diff -f "$T/natal.yaml" >"$T/t1.out" 2>"$T/t1.err"
+is "$?" 1 "a Decofile whose template was never fetched: the resource diff, exit 1"
+check "... and a warning names the template" \
+    grep -q "DecofileTemplate 'base-de-natal' has not been fetched yet" "$T/t1.err"
+check "... no block list (the renderer would wait for the template)" \
+    sh -c "! grep -q 'rendered document' '$T/t1.out'"
+
+# --- standard input, help, --dry-run=none -------------------------------------
+ctl diff -f - <"$T/loja.yaml" >"$T/s1.out" 2>&1
+is "$?" 0 "diff -f - reads standard input"
+"$DECOCTL" diff --help >"$T/h.out" 2>&1
+check "diff --help gives the exit codes" grep -q "Exit 0 no differences, 1 differences" \
+    "$T/h.out"
+ctl apply -f "$T/loja.yaml" --dry-run=none >"$T/n1.out" 2>&1
+is "$(cat "$T/n1.out")" "decofile/loja unchanged" "apply --dry-run=none is a plain apply"
+
 done_testing
