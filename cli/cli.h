@@ -130,6 +130,8 @@ const char *cli_condition_status(yajl_val status, const char *type);
  */
 void cli_status_message(yajl_val status, char *out, size_t len);
 
+/* cli_redact - the credentials of every "url" in v replaced by "***", in place */
+void cli_redact(yajl_val v);
 /* cli_print - v as JSON or YAML per c->out; CLI_OK or CLI_FAIL */
 int cli_print(struct cli *c, yajl_val v);
 /* cli_print_text - JSON text as JSON or YAML per c->out */

@@ -119,7 +119,8 @@ pair_path(struct diff *d, const char *side)
 /*
  * object_view - what diff shows of a resource: apiVersion, kind, name,
  * namespace, labels, annotations and spec (not status, generation or
- * times, which an apply does not set).  A new tree.
+ * times, which an apply does not set), credentials in URLs masked.  A new
+ * tree.
  */
 static yajl_val
 object_view(yajl_val doc, const char *plural, const char *ns, const char *name)
@@ -158,6 +159,7 @@ object_view(yajl_val doc, const char *plural, const char *ns, const char *name)
 	jw_end_obj(&w);
 	v = json_parse(b.data, b.len, NULL);
 	buf_free(&b);
+	cli_redact(v);	/* a record stored before apply refused credentials */
 	return v;
 }
 

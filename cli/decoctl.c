@@ -521,6 +521,12 @@ redact_urls(yajl_val v, int depth)
 	}
 }
 
+void
+cli_redact(yajl_val v)
+{
+	redact_urls(v, 0);
+}
+
 int
 cli_print(struct cli *c, yajl_val v)
 {

@@ -261,4 +261,28 @@ check "diff --help gives the exit codes" grep -q "Exit 0 no differences, 1 diffe
 ctl apply -f "$T/loja.yaml" --dry-run=none >"$T/n1.out" 2>&1
 is "$(cat "$T/n1.out")" "decofile/loja unchanged" "apply --dry-run=none is a plain apply"
 
+# --- a record stored before apply refused credentials: diff masks them -------
+# (dropped into the local store by hand, as such a record was once stored)
+TOKEN="ghpTok-$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')"
+printf '{"apiVersion":"deco.sites/v1alpha1","kind":"Decofile","metadata":{"name":"legado","namespace":"%s","generation":1},"spec":{"source":"git","git":{"url":"https://deploy:%s@git.invalid/loja.git","ref":"main"}}}' \
+    "$NS" "$TOKEN" >"$T/legado.v"
+mv "$T/legado.v" "$T/store/kv/decod.d/decofiles.d/$NS.d/legado.v"
+check "the stored record holds the token (positive control)" \
+    grep -q "$TOKEN" "$T/store/kv/decod.d/decofiles.d/$NS.d/legado.v"
+cat >"$T/legado.yaml" <<YAML
+apiVersion: deco.sites/v1alpha1
+kind: Decofile
+metadata:
+  name: legado
+spec:
+  source: git
+  git: {url: "https://git.invalid/loja.git", ref: main, secret: git-creds}
+YAML
+ctl diff -f "$T/legado.yaml" >"$T/c1.out" 2>&1
+is "$?" 1 "diff against a stored record with credentials in its URL"
+sed "s/^/# /" "$T/c1.out"
+check "... shows the old URL masked" grep -qF -- '-    url: https://***@git.invalid/loja.git' \
+    "$T/c1.out"
+check "... and never the token" sh -c "! grep -q '$TOKEN' '$T/c1.out'"
+
 done_testing
