@@ -39,6 +39,7 @@ struct cli {
 	const char *decofile;	/* --decofile */
 	int limit;		/* --limit, 0: command default */
 	int strict;		/* --strict */
+	const char *dry_run;	/* --dry-run[=server|client|none], NULL unset */
 	int argc;		/* positional arguments after the command */
 	char **argv;
 	char **args_mem;	/* what argv points into (freed at exit) */
@@ -58,6 +59,26 @@ int cli_wait(struct cli *c);
 int cli_history(struct cli *c);
 int cli_journal(struct cli *c);
 int cli_ctl(struct cli *c);
+int cli_diff(struct cli *c);
+
+/*
+ * cli_load_docs - read -f FILE (or standard input for "-") and split it
+ * into documents as apply does (free with cli_docs_free); *fname is what
+ * messages name.  CLI_OK, CLI_USAGE without -f, or CLI_FAIL after printing
+ * why (file:line:col).
+ */
+struct cli_docs;
+struct cli_doc;
+int cli_load_docs(struct cli *c, struct cli_docs *docs, const char **fname);
+/*
+ * cli_apply_doc - document idx parsed and checked as apply checks it before
+ * it writes (kind, names, namespace against -n, unknown fields: a warning,
+ * an error with --strict).  Returns the tree (caller frees) with *plural
+ * (static), *ns and *name (into the tree, or c->ns) set; NULL after
+ * printing why.
+ */
+yajl_val cli_apply_doc(struct cli *c, const char *fname, const struct cli_doc *d, int idx,
+    const char **plural, const char **ns, const char **name);
 
 /* cli_store - the store named by the config (opened once); NULL after printing why */
 struct store *cli_store(struct cli *c);
@@ -109,6 +130,8 @@ const char *cli_condition_status(yajl_val status, const char *type);
  */
 void cli_status_message(yajl_val status, char *out, size_t len);
 
+/* cli_redact - the credentials of every "url" in v replaced by "***", in place */
+void cli_redact(yajl_val v);
 /* cli_print - v as JSON or YAML per c->out; CLI_OK or CLI_FAIL */
 int cli_print(struct cli *c, yajl_val v);
 /* cli_print_text - JSON text as JSON or YAML per c->out */

@@ -34,6 +34,7 @@
 #define O_DECOFILE 'd'
 #define O_LIMIT 'l'
 #define O_STRICT 'S'
+#define O_DRYRUN 'D'
 
 struct command {
 	const char *name;
@@ -46,7 +47,7 @@ struct command {
 };
 
 static const struct command commands[] = {
-	{ "apply", cli_apply, "fS", 0, 0, "apply -f FILE|- [--strict]",
+	{ "apply", cli_apply, "fSD", 0, 0, "apply -f FILE|- [--strict] [--dry-run[=server]]",
 	  "create or update resources from YAML or JSON",
 	  "Reads one or more resources (YAML documents separated by ---, a JSON\n"
 	  "object, a JSON array or a List with items) and writes each to the store.\n"
@@ -58,6 +59,18 @@ static const struct command commands[] = {
 	  "is written.  Names follow Kubernetes (DNS-1123); a key twice in one\n"
 	  "object, nesting past json_max_depth, or a resource over 1 MiB (after\n"
 	  "YAML aliases are expanded) is refused.\n"
+	  "\nOptions:\n  -f, --filename FILE   file to read, - for standard input\n"
+	  "  --strict              unknown spec fields are errors\n"
+	  "  --dry-run[=server]    every check against the store, nothing written:\n"
+	  "                        prints what would be created/configured/unchanged\n"
+	  "  --dry-run=client      only the checks that need no store\n" },
+	{ "diff", cli_diff, "fS", 0, 0, "diff -f FILE|-",
+	  "what an apply of FILE would change, nothing written",
+	  "Like kubectl diff: diff -u of each resource as stored and as FILE has\n"
+	  "it (YAML).  For a Decofile with an inline or dir source, also its\n"
+	  "rendered document against the last render, block by block (added,\n"
+	  "removed, changed with a diff of the block's JSON).  Needs diff(1).\n"
+	  "Exit 0 no differences, 1 differences, >1 an error.\n"
 	  "\nOptions:\n  -f, --filename FILE   file to read, - for standard input\n"
 	  "  --strict              unknown spec fields are errors\n" },
 	{ "get", cli_get, "Ao", 0, 2, "get [KIND] [NAME]",
@@ -508,6 +521,12 @@ redact_urls(yajl_val v, int depth)
 	}
 }
 
+void
+cli_redact(yajl_val v)
+{
+	redact_urls(v, 0);
+}
+
 int
 cli_print(struct cli *c, yajl_val v)
 {
@@ -677,6 +696,12 @@ parse_args(struct cli *c, int argc, char **argv, int *help, char **used_out)
 			c->strict = 1;
 			if (!strchr(used, O_STRICT))
 				strncat(used, "S", sizeof(used) - strlen(used) - 1);
+			continue;
+		}
+		if (strcmp(a, "--dry-run") == 0 || strncmp(a, "--dry-run=", 10) == 0) {
+			c->dry_run = a[9] == '=' ? a + 10 : "server";
+			if (!strchr(used, O_DRYRUN))
+				strncat(used, "D", sizeof(used) - strlen(used) - 1);
 			continue;
 		}
 		if (strcmp(a, "-A") == 0 || strcmp(a, "--all-namespaces") == 0) {

@@ -5,8 +5,9 @@ bin_PROGRAMS += decoctl
 decoctl_SOURCES = \
 	cli/decoctl.c cli/cli.h \
 	cli/cli_apply.c cli/cli_get.c cli/cli_wait.c cli/cli_journal.c cli/cli_ctl.c \
-	cli/cli_yaml.c cli/cli_yaml.h cli/cli_print.c
-decoctl_LDADD = $(DECOD_LIBS) $(YAML_LIBS)
+	cli/cli_yaml.c cli/cli_yaml.h cli/cli_print.c cli/cli_diff.c
+# diff reads inline and dir sources and merges them with the stages' own code
+decoctl_LDADD = $(RENDER_LIBS) $(FETCH_LIBS) $(DECOD_LIBS) $(YAML_LIBS)
 dist_man_MANS += cli/decoctl.1
 EXTRA_DIST += doc/decoctl.md
 
@@ -21,3 +22,5 @@ TESTS += t/unit/cli_yaml_test t/integration/cli_basic.sh t/integration/cli_ctl.s
 	t/integration/cli_status.sh
 EXTRA_DIST += t/integration/cli_basic.sh t/integration/cli_ctl.sh \
 	t/integration/cli_status.sh
+TESTS += t/integration/cli_diff.sh
+EXTRA_DIST += t/integration/cli_diff.sh
