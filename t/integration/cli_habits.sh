@@ -158,7 +158,7 @@ EOF
 for args in "get" "status" "describe loja-sao-paulo" "wait loja-sao-paulo --for ready --timeout 1s" \
     "get -w"; do
 	# shellcheck disable=SC2086
-	DECOD_CONFIG="$T/other.conf" "$DECOCTL" $args >"$T/out" 2>"$T/err"
+	DECOD_CONFIG="$T/other.conf" timeout "$(scaled 20)" "$DECOCTL" $args >"$T/out" 2>"$T/err"
 	is "$?" 1 "decoctl $args with no store: exit 1"
 	check "decoctl $args: the error names the missing store's path" \
 	    grep -q "no store at $T/nostore" "$T/err"
