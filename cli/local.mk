@@ -23,6 +23,7 @@ cli/decoctl_version.h: cli-version-force
 	@$(SHELL) $(top_srcdir)/cli/gen-version.sh $(top_srcdir) $(PACKAGE_VERSION) $@
 cli-version-force:
 .PHONY: cli-version-force
+cli/cli_habits.$(OBJEXT): cli/decoctl_version.h
 dist-hook:
 	@sed -n 's/.*GIT_COMMIT "\([0-9a-f]*\)"/\1/p' cli/decoctl_version.h \
 	    >$(distdir)/.tarball-commit
