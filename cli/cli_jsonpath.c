@@ -529,6 +529,8 @@ apply_step(const struct jp_step *st, yajl_val root, const struct vals *in, struc
 		case ST_SLICE: {
 			long long a = st->has_a ? st->a : (st->s > 0 ? 0 : len - 1);
 			long long b = st->has_b ? st->b : (st->s > 0 ? len : -len - 1);
+			/* a step longer than the array takes one element: no overflow */
+			long long step = st->s > len ? len + 1 : st->s < -len ? -len - 1 : st->s;
 
 			if (!YAJL_IS_ARRAY(v))
 				break;
@@ -539,11 +541,11 @@ apply_step(const struct jp_step *st, yajl_val root, const struct vals *in, struc
 			if (st->s > 0) {
 				a = a < 0 ? 0 : a;
 				b = b > len ? len : b;
-				for (long long k = a; k < b; k += st->s)
+				for (long long k = a; k < b; k += step)
 					vals_add(out, v->u.array.values[k]);
 			} else {
 				a = a >= len ? len - 1 : a;
-				for (long long k = a; k > b && k >= 0; k += st->s)
+				for (long long k = a; k > b && k >= 0; k += step)
 					vals_add(out, v->u.array.values[k]);
 			}
 			break;
