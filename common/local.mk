@@ -10,6 +10,7 @@ libdecod_a_SOURCES = \
 	common/spool.c common/spool.h \
 	common/journal.c common/journal.h common/journal_impl.h common/journal_query.c \
 	common/stage.c common/stage.h common/stage_health.c common/stage_health.h \
+	common/stage_ctl.c common/stage_ctl.h \
 	common/stage_watch.c common/stage_watch.h \
 	common/housekeeping.c common/housekeeping.h \
 	common/store.c common/store.h common/store_impl.h \

@@ -40,6 +40,7 @@
 #include "common/log.h"
 #include "common/spool.h"
 #include "common/stage.h"
+#include "common/stage_ctl.h"
 #include "common/stage_health.h"
 #include "common/store.h"
 #include "common/store_keys.h"
@@ -85,6 +86,7 @@ struct stage {
 	struct pusher pushers[MAX_PUSHERS];
 	int npushers;
 	int status_fd;
+	struct stage_ctl *ctl;	/* own control socket, when unsupervised */
 	struct fdent *fds;
 	size_t nfds;
 	struct timer *timers;
@@ -890,6 +892,8 @@ stage_main(int argc, char **argv, const struct stage_ops *ops)
 	if (st->status_fd >= 0 && write(st->status_fd, "READY\n", 6) != 6)
 		log_kv(LOG_WARN, "cannot report readiness", "error", strerror(errno), NULL);
 	heartbeat_timer(st, NULL);
+	if (st->status_fd < 0)
+		st->ctl = stage_ctl_open(st);
 	log_kv(LOG_INFO, "ready", "addr", stage_addr(st->cf, ops->name), NULL);
 
 	for (;;) {
@@ -957,6 +961,7 @@ stage_main(int argc, char **argv, const struct stage_ops *ops)
 	}
 	if (ops->shutdown != NULL)
 		ops->shutdown(st);
+	stage_ctl_close(st, st->ctl);
 	(void)unlink(st->alive_path);
 	journal_audit(st->j, ops->name, "-", "stop", st->ninflight ? "drain timed out" : "");
 	log_kv(LOG_INFO, "stopped", NULL);
