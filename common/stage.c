@@ -11,7 +11,7 @@
  * Health without a listener: once ready, the loop touches
  * <runtime_dir>/<stage>.alive every HEARTBEAT_MS (removed at start and at
  * a clean exit).  `<stage> --health[=SECONDS] -c FILE` exits 0 only when
- * that file is younger than SECONDS (default HEALTH_MAX_AGE_S): the
+ * that file is younger than SECONDS (default STAGE_HEALTH_MAX_AGE_S): the
  * Kubernetes exec probe of deploy/, which works whatever address the
  * stage's nng socket is bound to, and fails for a hung loop as well as for
  * a dead process.
@@ -52,7 +52,6 @@
 #define BATCH 64
 #define HEARTBEAT_MS 2000
 #define TIMER_SLICE_MS 20	/* due timers run this long per loop turn at most */
-#define HEALTH_MAX_AGE_S 20
 
 struct fdent {
 	int fd;
@@ -648,7 +647,7 @@ usage(const struct stage_ops *ops)
 	    "  --health[=SECONDS]  probe a running %s: exit 0 when its heartbeat\n"
 	    "                      (runtime_dir/%s.alive) is at most SECONDS old\n"
 	    "                      (default %d), else 1\n\n",
-	    ops->name, ops->name, ops->name, ops->name, HEALTH_MAX_AGE_S);
+	    ops->name, ops->name, ops->name, ops->name, STAGE_HEALTH_MAX_AGE_S);
 	conf_print_help(stdout);
 }
 
@@ -829,7 +828,7 @@ stage_main(int argc, char **argv, const struct stage_ops *ops)
 		if (strcmp(argv[i], "--health") == 0 || strncmp(argv[i], "--health=", 9) == 0) {
 			char *end = NULL;
 
-			health = HEALTH_MAX_AGE_S;
+			health = STAGE_HEALTH_MAX_AGE_S;
 			if (argv[i][8] == '=') {
 				errno = 0;
 				health = strtol(argv[i] + 9, &end, 10);
