@@ -78,6 +78,9 @@ EXTRA_DIST += t/integration/stage_health.sh
 # deploy/ as CI applies it (server-side, strict) and its RBAC as decod's account
 TESTS += t/integration/deploy_apply.sh
 EXTRA_DIST += t/integration/deploy_apply.sh
+EXTRA_DIST += deploy/components/persistent-state/kustomization.yaml \
+	deploy/components/persistent-state/pvc.yaml \
+	deploy/components/persistent-state/state-volume.yaml
 # the Decofile CRD against the Go operator's objects and its CEL rules
 TESTS += t/integration/crd_decofile.sh
 EXTRA_DIST += t/integration/crd_decofile.sh
