@@ -18,7 +18,7 @@ libdecod_a_SOURCES = \
 	common/store_etcd.c common/store_etcd.h common/store_etcd_client.c \
 	common/store_etcd_watch.c common/store_etcd_lock.c \
 	common/store_keys.c common/store_keys.h \
-	common/resource.c common/resource.h \
+	common/resource.c common/resource.h common/condition.c common/condition.h \
 	common/s3key.c common/s3key.h \
 	common/curl_epoll.c common/curl_epoll.h \
 	common/kube.c common/kube.h common/kube_impl.h common/kube_objects.c \
