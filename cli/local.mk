@@ -39,9 +39,9 @@ t_unit_cli_jsonpath_test_LDADD = $(DECOD_LIBS)
 t_unit_cli_yaml_test_SOURCES = t/unit/cli_yaml_test.c cli/cli_yaml.c cli/cli_yaml.h \
 	cli/cli_print.c
 t_unit_cli_yaml_test_LDADD = $(DECOD_LIBS) $(YAML_LIBS)
-TESTS += t/unit/cli_yaml_test t/integration/cli_basic.sh t/integration/cli_ctl.sh \
+TESTS += t/unit/cli_yaml_test t/integration/cli_basic.sh t/integration/cli_ctl.sh t/integration/cli_units.sh \
 	t/integration/cli_status.sh
-EXTRA_DIST += t/integration/cli_basic.sh t/integration/cli_ctl.sh \
+EXTRA_DIST += t/integration/cli_basic.sh t/integration/cli_ctl.sh t/integration/cli_units.sh \
 	t/integration/cli_status.sh
 TESTS += t/integration/cli_diff.sh
 EXTRA_DIST += t/integration/cli_diff.sh

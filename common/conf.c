@@ -39,7 +39,7 @@ static const struct conf_setting settings[] = {
 	  "* decod", CONF_LIVE },
 	{ "metrics_port", CONF_INT, "0", "METRICS_PORT", 0, 65535,
 	  "Prometheus metrics port (0: off)",
-	  "*", 0 },
+	  "*", CONF_LISTEN },
 	{ "json_max_depth", CONF_INT, "512", NULL, 16, 100000,
 	  "deepest nesting of objects and arrays accepted in any JSON or YAML input "
 	  "(blocks, resources, store values); a rendered decofile counts one more",
@@ -74,13 +74,13 @@ static const struct conf_setting settings[] = {
 	  "how often the journal is pruned and unreferenced spool blobs removed",
 	  "renderer", CONF_LIVE },
 	{ "addr_fetcher", CONF_STR, NULL, NULL, 0, 0, "nng address the fetcher listens on",
-	  "fetcher", 0 },
+	  "fetcher", CONF_LISTEN },
 	{ "addr_renderer", CONF_STR, NULL, NULL, 0, 0, "nng address the renderer listens on",
-	  "fetcher renderer", 0 },
+	  "fetcher renderer", CONF_LISTEN },
 	{ "addr_publisher", CONF_STR, NULL, NULL, 0, 0, "nng address the publisher listens on",
-	  "renderer publisher", 0 },
+	  "renderer publisher", CONF_LISTEN },
 	{ "addr_notifier", CONF_STR, NULL, NULL, 0, 0, "nng address the notifier listens on",
-	  "publisher notifier", 0 },
+	  "publisher notifier", CONF_LISTEN },
 	/* store */
 	{ "store", CONF_STR, "local:${state_dir}/store", "DECOD_STORE", 0, 0,
 	  "local:PATH or etcd:URL[,URL...]",
@@ -90,11 +90,11 @@ static const struct conf_setting settings[] = {
 	{ "etcd_timeout", CONF_DURATION, "10s", NULL, 100, 600000, "deadline of every etcd call",
 	  "*", 0 },
 	{ "etcd_cacert", CONF_STR, NULL, NULL, 0, 0, "CA file for etcd TLS",
-	  "*", 0 },
+	  "*", CONF_FILE },
 	{ "etcd_cert", CONF_STR, NULL, NULL, 0, 0, "client certificate for etcd mTLS",
-	  "*", 0 },
+	  "*", CONF_FILE },
 	{ "etcd_key", CONF_STR, NULL, NULL, 0, 0, "client key for etcd mTLS",
-	  "*", 0 },
+	  "*", CONF_FILE },
 	{ "session_ttl", CONF_DURATION, "10s", NULL, 1000, 3600000,
 	  "job lock lease: how soon other instances take over a dead one's work",
 	  "*", 0 },
@@ -122,7 +122,7 @@ static const struct conf_setting settings[] = {
 	{ "github_token_file", CONF_STR, NULL, NULL, 0, 0,
 	  "file holding the GitHub token for sources that name no secret "
 	  "(else the environment's GITHUB_TOKEN)",
-	  "fetcher", 0 },
+	  "fetcher", CONF_FILE },
 	{ "oci_insecure_registries", CONF_LIST, "", NULL, 0, 0,
 	  "registries (host[:port]) reached over plain HTTP",
 	  "fetcher", 0 },
@@ -171,7 +171,7 @@ static const struct conf_setting settings[] = {
 	{ "s3_credentials_file", CONF_STR, "", "AWS_SHARED_CREDENTIALS_FILE", 0, 0,
 	  "credentials file read when AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY are unset"
 	  " (default ~/.aws/credentials; re-read when it changes)",
-	  "publisher", 0 },
+	  "publisher", CONF_FILE },
 	{ "s3_profile", CONF_STR, "default", "AWS_PROFILE", 0, 0,
 	  "profile of the credentials file",
 	  "publisher", 0 },
@@ -200,11 +200,11 @@ static const struct conf_setting settings[] = {
 	  "notifier", 0 },
 	{ "reload_token_file", CONF_STR, NULL, NULL, 0, 0,
 	  "file holding the reload token for replicas that register none",
-	  "notifier", 0 },
+	  "notifier", CONF_FILE },
 	/* Kubernetes (common/kube.c) */
 	{ "kubeconfig", CONF_STR, NULL, "KUBECONFIG", 0, 0,
 	  "kubeconfig file of the cluster to work with (unset: in-cluster when in a pod, else none)",
-	  "fetcher publisher notifier acl webhook decod", 0 },
+	  "fetcher publisher notifier acl webhook decod", CONF_FILE },
 	{ "kube_context", CONF_STR, NULL, NULL, 0, 0,
 	  "kubeconfig context to use (default: its current-context)",
 	  "fetcher publisher notifier acl webhook decod", 0 },
@@ -237,13 +237,13 @@ static const struct conf_setting settings[] = {
 	/* webhook */
 	{ "webhook_listen", CONF_STR, "0.0.0.0:9443", NULL, 0, 0,
 	  "HOST:PORT the admission webhook serves HTTPS on (port 0: any free port)",
-	  "webhook", 0 },
+	  "webhook", CONF_LISTEN },
 	{ "webhook_cert_file", CONF_STR, NULL, NULL, 0, 0,
 	  "webhook TLS certificate chain (PEM, e.g. cert-manager's tls.crt); re-read when it changes",
-	  "webhook", 0 },
+	  "webhook", CONF_FILE },
 	{ "webhook_key_file", CONF_STR, NULL, NULL, 0, 0,
 	  "webhook TLS private key (PEM, e.g. cert-manager's tls.key); re-read when it changes",
-	  "webhook", 0 },
+	  "webhook", CONF_FILE },
 	{ "webhook_max_connections", CONF_INT, "512", NULL, 1, 960,
 	  "connections the webhook holds at once; more wait in the listen queue",
 	  "webhook", 0 },
@@ -276,7 +276,7 @@ static const struct conf_setting settings[] = {
 	  "acl", 0 },
 	{ "valkey_admin_password_file", CONF_STR, NULL, NULL, 0, 0,
 	  "file holding the Valkey admin password (first line)",
-	  "acl", 0 },
+	  "acl", CONF_FILE },
 	{ "valkey_url", CONF_STR, NULL, "VALKEY_URL", 0, 0,
 	  "one Valkey node, no Sentinel (redis://[:password@]host:port; development)",
 	  "acl", 0 },
@@ -521,6 +521,18 @@ conf_get(const struct conf *cf, const char *name)
 	if (i < 0)
 		fatal("conf_get: unknown setting \"%s\" (a bug)", name);
 	check_reader(cf, i);
+	return value_of(cf, i);
+}
+
+const char *
+conf_get_for(const struct conf *cf, const char *name, const char *who)
+{
+	int i = find(name);
+
+	if (i < 0)
+		fatal("conf_get_for: unknown setting \"%s\" (a bug)", name);
+	if (!conf_reads(&settings[i], who))
+		fatal("conf_get_for: %s does not read \"%s\" (a bug)", who, name);
 	return value_of(cf, i);
 }
 

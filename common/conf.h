@@ -27,10 +27,12 @@ struct conf_setting {
 	 * every changed setting it reads is CONF_LIVE.  decoctl reads anything.
 	 */
 	const char *readers;
-	unsigned flags;		/* CONF_LIVE: readers apply a change on SIGHUP */
+	unsigned flags;		/* CONF_LIVE | CONF_FILE | CONF_LISTEN */
 };
 
-#define CONF_LIVE 1u
+#define CONF_LIVE 1u	/* readers apply a change on SIGHUP */
+#define CONF_FILE 2u	/* names a file its readers read: --check-config opens it */
+#define CONF_LISTEN 4u	/* a port, HOST:PORT or tcp:// URL listened on: must be free */
 
 struct conf;
 
@@ -60,6 +62,12 @@ int conf_set(struct conf *cf, const char *name, const char *value, char *err, si
 
 /* conf_get - the value (expanded), or "" when unset with no default */
 const char *conf_get(const struct conf *cf, const char *name);
+/*
+ * conf_get_for - the value as program `who` reads it, whoever reads cf:
+ * how the supervisor checks its stages' settings before starting them.
+ * `who` must be among the setting's readers (else a bug: fatal).
+ */
+const char *conf_get_for(const struct conf *cf, const char *name, const char *who);
 int64_t conf_get_int(const struct conf *cf, const char *name);
 int64_t conf_get_ms(const struct conf *cf, const char *name);	/* DURATION */
 uint64_t conf_get_size(const struct conf *cf, const char *name);	/* SIZE */

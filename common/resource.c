@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/condition.h"
 #include "common/journal.h"
 #include "common/json.h"
 #include "common/log.h"
@@ -565,6 +566,10 @@ status_fragment_build(const char *old, size_t oldlen, const char *fields_json,
 		yajl_tree_free(fields);
 		return NULL;
 	}
+	/* written all the same: the status matters more than the runbook's gap */
+	if (type != NULL && !condition_known(type, reason))
+		log_kv(LOG_ERROR, "condition reason missing from common/condition.h and "
+		    "doc/runbook.md (a bug)", "type", type, "reason", reason, NULL);
 	if (old != NULL && oldlen > 0 && (frag = json_parse(old, oldlen, NULL)) != NULL &&
 	    !YAJL_IS_OBJECT(frag)) {
 		yajl_tree_free(frag);

@@ -11,7 +11,7 @@
  * Health without a listener: once ready, the loop touches
  * <runtime_dir>/<stage>.alive every HEARTBEAT_MS (removed at start and at
  * a clean exit).  `<stage> --health[=SECONDS] -c FILE` exits 0 only when
- * that file is younger than SECONDS (default HEALTH_MAX_AGE_S): the
+ * that file is younger than SECONDS (default STAGE_HEALTH_MAX_AGE_S): the
  * Kubernetes exec probe of deploy/, which works whatever address the
  * stage's nng socket is bound to, and fails for a hung loop as well as for
  * a dead process.
@@ -40,6 +40,7 @@
 #include "common/log.h"
 #include "common/spool.h"
 #include "common/stage.h"
+#include "common/stage_ctl.h"
 #include "common/stage_health.h"
 #include "common/store.h"
 #include "common/store_keys.h"
@@ -51,7 +52,6 @@
 #define BATCH 64
 #define HEARTBEAT_MS 2000
 #define TIMER_SLICE_MS 20	/* due timers run this long per loop turn at most */
-#define HEALTH_MAX_AGE_S 20
 
 struct fdent {
 	int fd;
@@ -85,6 +85,7 @@ struct stage {
 	struct pusher pushers[MAX_PUSHERS];
 	int npushers;
 	int status_fd;
+	struct stage_ctl *ctl;	/* own control socket, when unsupervised */
 	struct fdent *fds;
 	size_t nfds;
 	struct timer *timers;
@@ -646,7 +647,7 @@ usage(const struct stage_ops *ops)
 	    "  --health[=SECONDS]  probe a running %s: exit 0 when its heartbeat\n"
 	    "                      (runtime_dir/%s.alive) is at most SECONDS old\n"
 	    "                      (default %d), else 1\n\n",
-	    ops->name, ops->name, ops->name, ops->name, HEALTH_MAX_AGE_S);
+	    ops->name, ops->name, ops->name, ops->name, STAGE_HEALTH_MAX_AGE_S);
 	conf_print_help(stdout);
 }
 
@@ -827,7 +828,7 @@ stage_main(int argc, char **argv, const struct stage_ops *ops)
 		if (strcmp(argv[i], "--health") == 0 || strncmp(argv[i], "--health=", 9) == 0) {
 			char *end = NULL;
 
-			health = HEALTH_MAX_AGE_S;
+			health = STAGE_HEALTH_MAX_AGE_S;
 			if (argv[i][8] == '=') {
 				errno = 0;
 				health = strtol(argv[i] + 9, &end, 10);
@@ -890,6 +891,8 @@ stage_main(int argc, char **argv, const struct stage_ops *ops)
 	if (st->status_fd >= 0 && write(st->status_fd, "READY\n", 6) != 6)
 		log_kv(LOG_WARN, "cannot report readiness", "error", strerror(errno), NULL);
 	heartbeat_timer(st, NULL);
+	if (st->status_fd < 0)
+		st->ctl = stage_ctl_open(st);
 	log_kv(LOG_INFO, "ready", "addr", stage_addr(st->cf, ops->name), NULL);
 
 	for (;;) {
@@ -957,6 +960,7 @@ stage_main(int argc, char **argv, const struct stage_ops *ops)
 	}
 	if (ops->shutdown != NULL)
 		ops->shutdown(st);
+	stage_ctl_close(st, st->ctl);
 	(void)unlink(st->alive_path);
 	journal_audit(st->j, ops->name, "-", "stop", st->ninflight ? "drain timed out" : "");
 	log_kv(LOG_INFO, "stopped", NULL);

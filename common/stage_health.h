@@ -11,6 +11,9 @@
 
 struct conf;
 
+/* the oldest heartbeat --health accepts by default, in seconds */
+#define STAGE_HEALTH_MAX_AGE_S 20
+
 /* stage_alive_path - <runtime_dir>/<name>.alive into path */
 void stage_alive_path(struct conf *cf, const char *name, char *path, size_t size);
 /* stage_alive_touch - bump path's mtime, making it (with our pid) if it is gone; 0 or -1 (logged) */

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <netdb.h>
 #include <dirent.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -662,4 +663,40 @@ str_show(const char *s, char *out, size_t outlen)
 	}
 	out[o] = '\0';
 	return out;
+}
+
+/*
+ * listen_addr_parse - "HOST:PORT", "[V6]:PORT" or ":PORT" into an address;
+ * 0 or -1.
+ */
+int
+listen_addr_parse(const char *s, struct sockaddr_storage *ss, socklen_t *sl)
+{
+	char host[256], port[16];
+	struct addrinfo hints, *ai;
+	const char *colon;
+
+	if (s[0] == '[') {
+		const char *end = strchr(s, ']');
+
+		if (end == NULL || end[1] != ':')
+			return -1;
+		snprintf(host, sizeof(host), "%.*s", (int)(end - s - 1), s + 1);
+		colon = end + 1;
+	} else {
+		if ((colon = strrchr(s, ':')) == NULL)
+			return -1;
+		snprintf(host, sizeof(host), "%.*s", (int)(colon - s), s);
+	}
+	snprintf(port, sizeof(port), "%s", colon + 1);
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_family = AF_UNSPEC;
+	hints.ai_socktype = SOCK_STREAM;
+	hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+	if (getaddrinfo(host[0] ? host : NULL, port, &hints, &ai) != 0)
+		return -1;
+	memcpy(ss, ai->ai_addr, ai->ai_addrlen);
+	*sl = ai->ai_addrlen;
+	freeaddrinfo(ai);
+	return 0;
 }

@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <sys/socket.h>
 
 void *xmalloc(size_t n);
 void *xcalloc(size_t n, size_t m);
@@ -122,5 +123,11 @@ const char *str_show(const char *s, char *out, size_t outlen);
 /* set_nonblock, set_cloexec - fcntl helpers; 0 or -1 */
 int set_nonblock(int fd);
 int set_cloexec(int fd);
+
+/*
+ * listen_addr_parse - "HOST:PORT", "[V6]:PORT" or ":PORT" (any address)
+ * into *ss and *sl, as a listener binds it; 0 or -1
+ */
+int listen_addr_parse(const char *s, struct sockaddr_storage *ss, socklen_t *sl);
 
 #endif

@@ -2,19 +2,27 @@
  * decod_check - the configuration errors start-up would otherwise meet
  * one stage at a time, as deaths and restarts with a growing delay: a store
  * URL no backend reads, a stage without a program, a libexec_dir that is
- * not there.  `decod --check-config` prints them; decod itself refuses to
- * start with them (and a reload with them keeps the running config).
+ * not there, a file a setting names (CONF_FILE) that cannot be read, a port
+ * a setting listens on (CONF_LISTEN) that is taken.  `decod --check-config`
+ * prints them; decod itself refuses to start with them (and a reload with
+ * them keeps the running config).
  */
 #include "config.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/conf.h"
+#include "common/stage_health.h"
 #include "common/store.h"
 #include "common/util.h"
 #include "daemons/decod/decod.h"
@@ -87,6 +95,155 @@ check_stages(const struct conf *cf, FILE *errs)
 	return bad;
 }
 
+/*
+ * reader_of - who reads cf's setting s: "decod" or the first of its stages
+ * that does, into who; 0 when nothing that runs reads it
+ */
+static int
+reader_of(const struct conf *cf, const struct conf_setting *s, char *who, size_t wholen)
+{
+	const char *p = conf_get(cf, "stages");
+
+	if (conf_reads(s, "decod")) {
+		snprintf(who, wholen, "decod");
+		return 1;
+	}
+	while (*p != '\0') {
+		size_t len = strcspn(p, " ,");
+
+		if (len > 0 && len < wholen) {
+			snprintf(who, wholen, "%.*s", (int)len, p);
+			if (conf_reads(s, who))
+				return 1;
+		}
+		p += len;
+		p += strspn(p, " ,");
+	}
+	return 0;
+}
+
+/* check_file - the file setting s names opens for reading */
+static int
+check_file(const struct conf_setting *s, const char *path, FILE *errs)
+{
+	struct stat sb;
+	int fd;
+
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0) {
+		fprintf(errs, "%s: %s: %s\n", s->name, path, strerror(errno));
+		return 1;
+	}
+	if (fstat(fd, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+		fprintf(errs, "%s: %s is a folder, not a file\n", s->name, path);
+		close(fd);
+		return 1;
+	}
+	close(fd);
+	return 0;
+}
+
+/*
+ * running_here - whether a stage of a decod using this runtime_dir is alive
+ * (its heartbeat file fresh): then a taken port is presumably its own
+ */
+static int
+running_here(const struct conf *cf)
+{
+	const char *dir = conf_get(cf, "runtime_dir");
+	struct dirent *de;
+	int alive = 0;
+	DIR *d;
+
+	if ((d = opendir(dir)) == NULL)
+		return 0;
+	while (!alive && (de = readdir(d)) != NULL) {
+		size_t len = strlen(de->d_name);
+		char path[4096];
+		struct stat sb;
+
+		if (len < 7 || strcmp(de->d_name + len - 6, ".alive") != 0)
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		alive = stat(path, &sb) == 0 && time(NULL) - sb.st_mtime <= STAGE_HEALTH_MAX_AGE_S;
+	}
+	closedir(d);
+	return alive;
+}
+
+/*
+ * check_listen - the address setting s names can be bound: a port (any
+ * address), HOST:PORT or an nng tcp:// URL; ipc:// and port 0 need no check
+ */
+static int
+check_listen(const struct conf *cf, const struct conf_setting *s, const char *v, FILE *errs)
+{
+	struct sockaddr_storage ss;
+	socklen_t sl;
+	char hp[300];
+	const char *sep;
+	int fd, one = 1, rv, e;
+
+	if (s->type == CONF_INT) {
+		if (strcmp(v, "0") == 0)
+			return 0;
+		snprintf(hp, sizeof(hp), ":%s", v);
+	} else if ((sep = strstr(v, "://")) != NULL) {
+		if (strncmp(v, "tcp", 3) != 0)
+			return 0;
+		snprintf(hp, sizeof(hp), "%s", sep + 3);
+	} else {
+		snprintf(hp, sizeof(hp), "%s", v);
+	}
+	if (listen_addr_parse(hp, &ss, &sl) < 0) {
+		fprintf(errs, "%s: \"%s\" is not HOST:PORT\n", s->name, v);
+		return 1;
+	}
+	if ((ss.ss_family == AF_INET && ((struct sockaddr_in *)&ss)->sin_port == 0) ||
+	    (ss.ss_family == AF_INET6 && ((struct sockaddr_in6 *)&ss)->sin6_port == 0))
+		return 0;
+	if ((fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0) {
+		fprintf(errs, "%s: %s: %s\n", s->name, v, strerror(errno));
+		return 1;
+	}
+	(void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	rv = bind(fd, (struct sockaddr *)&ss, sl);
+	e = errno;
+	if (rv < 0 && e == EADDRINUSE && running_here(cf)) {
+		fprintf(errs, "%s: %s is in use, by this decod's own running stages "
+		    "presumably (%s has live stages); not an error\n", s->name, v,
+		    conf_get(cf, "runtime_dir"));
+		rv = 0;
+	} else if (rv < 0) {
+		fprintf(errs, "%s: cannot listen on %s: %s\n", s->name, v, strerror(e));
+	}
+	close(fd);
+	return rv < 0;
+}
+
+/* check_settings - files the settings in use name, and ports they listen on */
+static int
+check_settings(const struct conf *cf, FILE *errs)
+{
+	int bad = 0;
+
+	for (const struct conf_setting *s = conf_settings(); s->name != NULL; s++) {
+		char who[64];
+		const char *v;
+
+		if ((s->flags & (CONF_FILE | CONF_LISTEN)) == 0 ||
+		    !reader_of(cf, s, who, sizeof(who)))
+			continue;
+		v = conf_get_for(cf, s->name, who);
+		if (v == NULL || *v == '\0')
+			continue;
+		if (s->flags & CONF_FILE)
+			bad += check_file(s, v, errs);
+		else
+			bad += check_listen(cf, s, v, errs);
+	}
+	return bad;
+}
+
 int
 decod_check(const struct conf *cf, FILE *errs)
 {
@@ -97,5 +254,5 @@ decod_check(const struct conf *cf, FILE *errs)
 		fprintf(errs, "%s\n", err);
 		bad++;
 	}
-	return bad + check_stages(cf, errs);
+	return bad + check_stages(cf, errs) + check_settings(cf, errs);
 }

@@ -633,42 +633,6 @@ on_cert_timer(struct stage *st, void *arg)
 	wh->cert_timer = stage_add_timer(st, CERT_CHECK_MS, on_cert_timer, NULL);
 }
 
-/*
- * parse_listen - "HOST:PORT", "[V6]:PORT" or ":PORT" into an address;
- * 0 or -1.
- */
-static int
-parse_listen(const char *s, struct sockaddr_storage *ss, socklen_t *sl)
-{
-	char host[256], port[16];
-	struct addrinfo hints, *ai;
-	const char *colon;
-
-	if (s[0] == '[') {
-		const char *end = strchr(s, ']');
-
-		if (end == NULL || end[1] != ':')
-			return -1;
-		snprintf(host, sizeof(host), "%.*s", (int)(end - s - 1), s + 1);
-		colon = end + 1;
-	} else {
-		if ((colon = strrchr(s, ':')) == NULL)
-			return -1;
-		snprintf(host, sizeof(host), "%.*s", (int)(colon - s), s);
-	}
-	snprintf(port, sizeof(port), "%s", colon + 1);
-	memset(&hints, 0, sizeof(hints));
-	hints.ai_family = AF_UNSPEC;
-	hints.ai_socktype = SOCK_STREAM;
-	hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
-	if (getaddrinfo(host[0] ? host : NULL, port, &hints, &ai) != 0)
-		return -1;
-	memcpy(ss, ai->ai_addr, ai->ai_addrlen);
-	*sl = ai->ai_addrlen;
-	freeaddrinfo(ai);
-	return 0;
-}
-
 static unsigned int
 secs(int64_t ms)
 {
@@ -745,7 +709,7 @@ webhook_init(struct stage *st)
 		    "webhook serves HTTPS only", NULL);
 		return -1;
 	}
-	if (parse_listen(listen, &ss, &sl) < 0) {
+	if (listen_addr_parse(listen, &ss, &sl) < 0) {
 		log_kv(LOG_ERROR, "webhook_listen is not HOST:PORT", "value", listen, NULL);
 		return -1;
 	}

@@ -90,6 +90,67 @@ check "... and changes nothing" sh -c "! grep -v -e ' serverside-applied\$' '$T/
 rv1=$(kubectl_admin -n decod-system get deployment decod -o jsonpath='{.metadata.generation}')
 is "$rv1" 1 "... the Deployment's generation is still 1"
 
+# --- the persistent-state component: journal and store on a claim ---------
+# as an operator turns it on: their own kustomization, outside deploy/
+mkdir -p "$T/persistent"
+rel=$($PY -c 'import os, sys; print(os.path.relpath(sys.argv[1], sys.argv[2]))' \
+    "$top_srcdir/deploy" "$T/persistent")
+printf 'resources: [%s]\ncomponents: [%s/components/persistent-state]\n' "$rel" "$rel" \
+    >"$T/persistent/kustomization.yaml"
+kubectl kustomize "$T/persistent" >"$T/persistent.yaml" 2>"$T/persistent.err"
+st=$?
+is "$st" 0 "kubectl kustomize renders deploy/ with components/persistent-state"
+[ "$st" -eq 0 ] || sed 's/^/# /' "$T/persistent.err"
+$PY - "$T/rendered.yaml" "$T/persistent.yaml" "$T/persistent-apply.yaml" >"$T/pvc.out" 2>&1 <<'PY'
+import copy, sys, yaml
+def load(p):
+    return [d for d in yaml.safe_load_all(open(p)) if d]
+def key(d):
+    return (d["kind"], d["metadata"].get("namespace"), d["metadata"]["name"])
+base = {key(d): d for d in load(sys.argv[1])}
+pvc = {key(d): d for d in load(sys.argv[2])}
+def state(objs):
+    dep = objs[("Deployment", "decod-system", "decod")]["spec"]["template"]["spec"]
+    return [v for v in dep["volumes"] if v["name"] == "state"][0], dep
+bvol, _ = state(base)
+assert "emptyDir" in bvol and "persistentVolumeClaim" not in bvol, "base: " + str(bvol)
+vol, dep = state(pvc)
+assert vol == {"name": "state", "persistentVolumeClaim": {"claimName": "decod-state"}}, vol
+claim = pvc[("PersistentVolumeClaim", "decod-system", "decod-state")]
+assert claim["spec"]["accessModes"] == ["ReadWriteOnce"], claim
+for c in dep["containers"]:
+    assert {"name": "state", "mountPath": "/var/lib/decod"} in c["volumeMounts"], c["name"]
+# nothing else differs from the base
+extra = set(pvc) - set(base)
+assert extra == {("PersistentVolumeClaim", "decod-system", "decod-state")}, extra
+for k, d in base.items():
+    if k == ("Deployment", "decod-system", "decod"):
+        d = copy.deepcopy(d)
+        for v in d["spec"]["template"]["spec"]["volumes"]:
+            if v["name"] == "state":
+                v.clear(); v.update(vol)
+        for x in (d, pvc[k]):   # a patch may reorder the volumes
+            x["spec"]["template"]["spec"]["volumes"].sort(key=lambda v: v["name"])
+    assert pvc[k] == d, "differs from the base: " + str(k)
+keep = [d for d in pvc.values() if not (d["apiVersion"].startswith("cert-manager.io/")
+        and d["kind"] in ("Issuer", "Certificate"))]
+with open(sys.argv[3], "w") as out:
+    yaml.safe_dump_all(keep, out, sort_keys=False)
+PY
+st=$?
+is "$st" 0 "... the state volume is claim decod-state (base: emptyDir), mounted by every container, nothing else changed"
+[ "$st" -eq 0 ] || sed 's/^/#   /' "$T/pvc.out" | tail -5
+kubectl_admin apply --server-side --dry-run=server --field-manager=decod-deploy \
+    --validate=strict -f "$T/persistent-apply.yaml" >"$T/pvc-apply.out" 2>&1
+st=$?
+is "$st" 0 "... and the API server accepts it (server-side dry run, strict validation)"
+[ "$st" -eq 0 ] || sed 's/^/#   /' "$T/pvc-apply.out" | tail -10
+check "... the claim among what it would apply" grep -q '^persistentvolumeclaim/decod-state serverside-applied (server dry run)' "$T/pvc-apply.out"
+bvol=$(kubectl_admin -n decod-system get deployment decod \
+    -o jsonpath='{.spec.template.spec.volumes[?(@.name=="state")]}')
+case $bvol in *emptyDir*) st=0 ;; *) st=1 ;; esac
+ok $st "... the applied base's Deployment still has its emptyDir state ($bvol)"
+
 # a Decofile the Go operator's CRD accepts validates strictly
 kubectl_admin create namespace sites-loja >/dev/null
 cat >"$T/df.yaml" <<'EOF'

@@ -289,7 +289,22 @@ else
 fi
 step "Decofile reconciled"
 
+# --- decoctl in the pod: what `kubectl exec deploy/decod -c fetcher --` runs
+# (the CRI's exec is containerd's: same image, user, mounts, no supervisor)
 pod_state >"$T/state2"
+fcid=$(awk '$1 == "fetcher" {print $4}' "$T/state2")
+in_pod() { node_ctr tasks exec --exec-id "decoctl-$$-$1" "$fcid" /usr/bin/decoctl "$@"; }
+in_pod stages >"$T/pod-stages" 2>&1
+is "$?" 0 "decoctl stages runs in the fetcher's container, with the pod's decod.conf"
+sed 's/^/#   /' "$T/pod-stages"
+for c in $CONTAINERS; do
+	check "... and lists $c READY, from its own control socket" \
+	    grep -q "^$c  *READY " "$T/pod-stages"
+done
+in_pod status -A >"$T/pod-status" 2>&1
+is "$?" 0 "decoctl status -A runs in the pod"
+check "... and shows the Decofile from the pod's store" grep -q '^sites-node  *loja ' "$T/pod-status"
+
 is "$(awk '$1 != "POD" {s += $3} END {print s}' "$T/state2")" 1 \
     "no container restarted but the one killed"
 done_testing

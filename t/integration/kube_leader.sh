@@ -76,6 +76,11 @@ assert r["role"] == "standby", r
 assert r["holder"] == sys.argv[2], r
 assert [s["state"] for s in r["stages"]] == ["STANDBY"], r' "$T/b.stages" "$(hostname):$A" 2>&1 | sed 's/^/# /'
 ok $? "... as standby, naming the holder (A), its stage STANDBY"
+# decoctl's table says so too: who holds the Lease, then the STANDBY row
+"$(bin decoctl)" -c "$T/b/decod.conf" stages >"$T/b.table" 2>&1
+ok $? "decoctl stages on the standby exits 0"
+check "... naming the Lease holder (A)" grep -qx "standby: the stages run where the Lease is held, by $(hostname):$A" "$T/b.table"
+check "... and its stage STANDBY" grep -q "^alpha  *STANDBY " "$T/b.table"
 "$CTL" "ipc://$T/a/run/control.ipc" stages | grep -q '"role":"leader"'
 ok $? "the holder says it leads"
 "$CTL" "ipc://$T/b/run/control.ipc" restart alpha >"$T/b.restart" 2>&1
