@@ -8,6 +8,7 @@ docs = ['README.md'] + sorted('doc/' + f for f in os.listdir(os.path.join(top, '
 roots = ('examples', 'deploy', 'doc', 't', 'bench', 'systemd', 'etc', 'cli', 'common', 'daemons', 'proto', 'm4', 'build-aux', '.ci')
 # made only by a make target of its own, not by the build the tests run
 OUTPUTS = {'t/fuzz/bin'}  # `make fuzz`
+KUBECTL_VERBS = {'exec', 'logs', 'describe', 'get', 'rollout', 'delete', 'edit', 'scale', 'restart', 'port-forward'}
 bad = 0; n = 0
 for d in docs:
     text = open(os.path.join(top, d), encoding='utf-8').read()
@@ -21,7 +22,12 @@ for d in docs:
     spans = [m.group(1) for m in re.finditer(r'`([^`\n]+)`', text)]
     spans += [m.group(1) for m in re.finditer(r'```[a-z]*\n(.*?)```', text, re.S)]
     for span in spans:
+        prev = ''
         for tok in span.split():
+            # kubectl's TYPE/NAME (kubectl logs deploy/decod) is no path
+            after_verb = prev in KUBECTL_VERBS
+            prev = tok
+            if after_verb: continue
             tok = tok.strip('.,;:()')
             if tok.startswith('./'): tok = tok[2:]
             if not tok.startswith(tuple(r + '/' for r in roots)): continue
