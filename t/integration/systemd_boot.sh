@@ -22,11 +22,12 @@ for c in systemd-nspawn debootstrap nsenter tar curl flock; do
 	    bail "booting the units needs $c (examples/install-deps.sh installs it)"
 done
 if ldd "$(bin decod)" 2>/dev/null | grep -q -e libasan -e libubsan; then
-	# the units forbid what the sanitizer runtime needs: LeakSanitizer
-	# stops the world with ptrace at exit (not in @system-service), and
-	# ASAN_OPTIONS / the host's libasan are not in the root.  A drop-in
-	# loosening them would no longer test the units as shipped.
-	skip_all "the sanitizer build cannot run under the shipped units' SystemCallFilter (the plain pass boots them)"
+	# LeakSanitizer is on by default (the test's ASAN_OPTIONS do not reach
+	# a unit) and its stop-the-world at exit fails in the units' sandbox:
+	# `decod --check-config` (ExecStartPre=) then exits 1 and decod.service
+	# never starts.  A drop-in loosening the units would no longer test them
+	# as shipped; the plain pass boots them.
+	skip_all "an -fsanitize build cannot run under the units as shipped (LeakSanitizer fails in their sandbox; the plain pass boots them)"
 fi
 t0=$(date +%s)
 step() { diag "$(( $(date +%s) - t0 )) s: $*"; }
@@ -45,7 +46,9 @@ R="$T/root"
 mkdir -m 755 "$R"
 tar -C "$R" --numeric-owner --xattrs -xf "$T/base.tar" || bail "cannot unpack the root"
 mk() { env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -C "$top_builddir" "$@"; }
-mk -s print-install-dirs >"$T/dirs" 2>&1 || bail "make print-install-dirs failed"
+mk -s print-install-dirs >"$T/dirs.out" 2>&1 || bail "make print-install-dirs failed"
+# only the name=value lines (make may first regenerate its Makefile)
+grep -E '^[a-z]+=' "$T/dirs.out" >"$T/dirs"
 . "$T/dirs"
 # the build's own paths: the units, defaults and programs agree on them
 mk install DESTDIR="$R" >"$T/install.log" 2>&1 ||
@@ -94,8 +97,11 @@ check "... a system user (uid $uid < 1000) with no login shell" \
     sh -c "[ '${uid:-1000}' -lt 1000 ] && echo '$pw' | grep -q ':/usr/sbin/nologin\$'"
 
 # procs: "PID PPID UID NONEWPRIVS SECCOMP CAPEFF PROGRAM" for every process
-# running one of decod's programs (no procps in the root: /proc)
+# running one of decod's programs (no procps in the root: /proc); a line
+# "container-gone" when the container cannot be entered, so that a check
+# for no process cannot pass on a container that is gone
 procs() {
+	ct true 2>/dev/null || { echo container-gone; return 1; }
 	ct sh -c 'for d in /proc/[0-9]*; do
 		exe=$(tr "\0" " " <"$d/cmdline" | cut -d" " -f1)
 		case $exe in '"$sbindir/decod|$libexecdir/decod/"'*) ;; *) continue ;; esac
@@ -130,13 +136,17 @@ is "$(wc -l <"$T/procs" | tr -d ' ')" 5 "the supervisor and its 4 stages run"
 MAIN=$(show decod.service MainPID)
 is "$(awk -v m="$MAIN" '$1 != m && $2 == m' "$T/procs" | wc -l | tr -d ' ')" 4 \
     "... the stages are the supervisor's children"
-is "$(awk -v u="$uid" '$3 != u' "$T/procs" | wc -l | tr -d ' ')" 0 \
-    "every one runs as decod (uid $uid), none as root"
-is "$(awk '$4 != 1 || $5 != 2 || $6 != "0000000000000000"' "$T/procs" | wc -l | tr -d ' ')" 0 \
-    "... with NoNewPrivs, a seccomp filter and no capabilities"
+is "$(awk -v u="$uid" '$3 == u' "$T/procs" | wc -l | tr -d ' ')" 5 \
+    "all 5 run as decod (uid $uid), none as root"
+is "$(awk '$4 == 1 && $5 == 2 && $6 == "0000000000000000"' "$T/procs" | wc -l | tr -d ' ')" 5 \
+    "... all 5 with NoNewPrivs, a seccomp filter and no capabilities"
+# systemd stamps WatchdogTimestamp at start and on every WATCHDOG=1
 wd0=$(show decod.service WatchdogTimestampMonotonic)
-check "the watchdog is pinged (WATCHDOG=1 within WatchdogSec=30)" \
-    wait_for "$(scaled 40)" sh -c "[ \"\$(nsenter -t $L -a systemctl show -p WatchdogTimestampMonotonic --value decod.service)\" != '$wd0' ]"
+pinged() {
+	w=$(show decod.service WatchdogTimestampMonotonic)
+	[ "${w:-0}" -gt "${wd0:-0}" ] 2>/dev/null && [ "$wd0" -gt 0 ]
+}
+check "the watchdog is pinged (WATCHDOG=1 within WatchdogSec=30)" wait_for "$(scaled 40)" pinged
 is "$(show decod.service ActiveState)" active "... and decod.service is still active"
 
 # --- a stage killed with -9: the supervisor restarts it ------------------------------
