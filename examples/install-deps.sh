@@ -19,6 +19,8 @@ PKGS="$PKGS redis-server redis-sentinel redis-tools"
 # deploy/ on a real node (t/integration/deploy_node.sh, t/lib/node.sh): the
 # kubelet's container runtime, the image's Debian root, the test's netns
 PKGS="$PKGS containerd runc debootstrap iproute2 util-linux libc6-dev"
+# decod's systemd units booted under a real systemd (t/integration/systemd_boot.sh)
+PKGS="$PKGS systemd-container"
 missing=""
 for p in $PKGS; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' ||

@@ -94,3 +94,6 @@ print-install-dirs:
 
 TESTS += t/integration/install.sh
 EXTRA_DIST += t/integration/install.sh
+# the units booted under a real systemd (systemd-nspawn on a debootstrap root)
+TESTS += t/integration/systemd_boot.sh
+EXTRA_DIST += t/integration/systemd_boot.sh t/lib/debroot.sh

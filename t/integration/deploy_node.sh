@@ -24,11 +24,8 @@ step() { diag "$(( $(date +%s) - t0 )) s: $*"; }
 
 # --- the image: a cached Debian root + make install ---------------------------
 # the runtime packages of deploy/Dockerfile: its last `apt-get install`
-pkgs=$(awk '/apt-get install/ {buf=""; on=1} on {buf=buf " " $0}
-    on && /&&/ && !/apt-get install/ {on=0; last=buf} END {print last}' \
-    "$top_srcdir/deploy/Dockerfile" |
-    sed 's/.*--no-install-recommends//; s/&&.*//; s/\\//g')
-case " $pkgs " in *" libnng1 "*) ;; *) bail "cannot read the packages of deploy/Dockerfile: '$pkgs'" ;; esac
+pkgs=$(debroot_runtime_pkgs) ||
+    bail "cannot read the packages of deploy/Dockerfile: '$pkgs'"
 # shellcheck disable=SC2086 # one argument per package
 node_base_root "$T/base.tar" $pkgs || bail "cannot make the Debian root (debootstrap)"
 base_sum=$(cat "$(readlink -f "$T/base.tar").sha256")

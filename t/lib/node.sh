@@ -38,7 +38,6 @@ NODE_CTRD_PID=""
 NODE_KUBELET_PID=""
 NODE_SCHED_PID=""
 NODE_NAME=decod-test-node
-NODE_CACHE=${DECOD_TEST_CACHE:-/var/cache/decod-test}
 
 node_ctr() {
 	ctr --address "$NODE_DIR/containerd.sock" -n k8s.io "$@"
@@ -326,49 +325,7 @@ node_stop() {
 	NODE_NS=""; NODE_CTRD_PID=""; NODE_KUBELET_PID=""; NODE_SCHED_PID=""
 }
 
-# node_base_root TARBALL PKGS...: print nothing; TARBALL is (a link to) a
-# cached Debian 12 minbase root with PKGS installed.  debootstrap takes
-# minutes, so the root is built once per package list (and mirror): under a
-# lock, in a temporary folder, renamed into place whole.
-node_base_root() {
-	out=$1; shift
-	command -v debootstrap >/dev/null 2>&1 ||
-	    bail "a real node's image needs debootstrap (examples/install-deps.sh installs it)"
-	mirror=$(_node_mirror)
-	pkgs=$(echo "$@" | tr ' ' '\n' | sed '/^$/d' | sort -u | tr '\n' ',' | sed 's/,$//')
-	key=$(printf 'bookworm minbase %s %s v2\n' "$mirror" "$pkgs" | sha256sum | cut -c1-16)
-	f="$NODE_CACHE/bookworm-minbase-$key.tar"
-	mkdir -p "$NODE_CACHE"
-	if ! [ -s "$f" ]; then
-		(
-			flock -w 1800 9 || exit 1
-			[ -s "$f" ] && exit 0
-			tmp=$(mktemp -d "$NODE_CACHE/build.XXXXXX")
-			trap 'rm -rf "$tmp"' EXIT
-			echo "# building the cached Debian root $f (debootstrap, once)"
-			debootstrap --variant=minbase --include="$pkgs" bookworm \
-			    "$tmp/root" "$mirror" >"$tmp/debootstrap.log" 2>&1 ||
-			    { tail -20 "$tmp/debootstrap.log" | sed 's/^/#   /'; exit 1; }
-			# what debian:12-slim leaves out too: apt's caches, docs,
-			# man pages, translations
-			r=$tmp/root
-			rm -rf "$r/var/cache/apt/archives/"*.deb "$r/var/lib/apt/lists/"* \
-			    "$r/debootstrap" "$r/usr/share/doc/"* "$r/usr/share/man/"* \
-			    "$r/usr/share/info/"* "$r/usr/share/locale/"*
-			tar -C "$r" --numeric-owner --xattrs -cf "$tmp/root.tar" . || exit 1
-			sha256sum "$tmp/root.tar" | cut -d' ' -f1 >"$tmp/root.tar.sha256"
-			mv "$tmp/root.tar.sha256" "$f.sha256"
-			mv "$tmp/root.tar" "$f"
-		) 9>"$NODE_CACHE/.lock" || return 1
-	fi
-	ln -sf "$f" "$out"
-}
-
-# _node_mirror: the Debian mirror apt uses here (deb822 or one-line form)
-_node_mirror() {
-	m=$(cat /etc/apt/sources.list.d/*.sources 2>/dev/null |
-	    awk '/^URIs:/ {u=$2} /^Suites:/ && / bookworm( |$)/ {print u; exit}')
-	[ -n "$m" ] || m=$(cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null |
-	    awk '$1 == "deb" && $3 == "bookworm" {print $2; exit}')
-	echo "${m:-http://deb.debian.org/debian}"
-}
+# node_base_root TARBALL PKGS...: a cached Debian 12 minbase root with PKGS
+# (t/lib/debroot.sh)
+. "$top_srcdir/t/lib/debroot.sh"
+node_base_root() { debroot_tar "$@"; }
