@@ -39,6 +39,9 @@ struct cli {
 	const char *decofile;	/* --decofile */
 	int limit;		/* --limit, 0: command default */
 	int strict;		/* --strict */
+	const char *to, *steps;	/* rollback --to HASH, --steps N */
+	const char *reason;	/* --reason: why, for the journal */
+	int versions;		/* history --versions */
 	int argc;		/* positional arguments after the command */
 	char **argv;
 	char **args_mem;	/* what argv points into (freed at exit) */
@@ -58,6 +61,9 @@ int cli_wait(struct cli *c);
 int cli_history(struct cli *c);
 int cli_journal(struct cli *c);
 int cli_ctl(struct cli *c);
+int cli_suspend(struct cli *c);		/* suspend and resume */
+int cli_rollback(struct cli *c);
+int cli_versions(struct cli *c);	/* history --versions */
 
 /* cli_store - the store named by the config (opened once); NULL after printing why */
 struct store *cli_store(struct cli *c);
