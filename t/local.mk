@@ -108,5 +108,8 @@ TESTS += t/integration/kube_scale_smoke.sh
 EXTRA_DIST += t/integration/kube_scale_smoke.sh
 TESTS += t/integration/kube_e2e.sh
 EXTRA_DIST += t/integration/kube_e2e.sh
+# a Decofile's hold through kubectl: spec.suspend, deco.sites/rollback-to
+TESTS += t/integration/kube_suspend.sh
+EXTRA_DIST += t/integration/kube_suspend.sh
 TESTS += t/integration/kube_faults.sh
 EXTRA_DIST += t/integration/kube_faults.sh

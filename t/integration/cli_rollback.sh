@@ -41,6 +41,7 @@ published() { # published: the published document of loja
 	cat "${loc#file://}" 2>/dev/null
 }
 holds() { published | grep -q "$1"; }
+status_sync() { ctl get df loja -o json | jq .status.lastHandledSyncAt; }
 audit() { db_read "$T/state/journal.db" \
     "SELECT stage||' '||action||' '||detail FROM audit WHERE object='decofile/$NS/loja' ORDER BY id"; }
 
@@ -126,10 +127,10 @@ is "$(status_json suspended)" True "rollback holds the decofile (suspended)"
 check "the rollback annotation was consumed" sh -c \
     "! \"$DECOCTL\" -n $NS get df loja -o json | grep -q rollback-to"
 # the source still has v3: a sync must not undo the rollback
-N=$(date +%s)
+SYNCED=$(status_sync)
 ctl sync loja >/dev/null
-wait_for "$(scaled 20)" sh -c "\"$DECOCTL\" -n $NS get df loja -o json | grep -q '\"lastHandledSyncAt\": *[0-9]*$N'" ||
-    wait_for "$(scaled 20)" sh -c "\"$DECOCTL\" -n $NS get df loja -o json | grep -q lastHandledSyncAt"
+wait_for "$(scaled 20)" sh -c "[ \"\$(\"$DECOCTL\" -n $NS get df loja -o json | jq .status.lastHandledSyncAt)\" != '$SYNCED' ]"
+ok $? "the fetcher answered the sync (without fetching)"
 check "held across a sync: still v1 while the source has v3" holds "São Paulo v1"
 ctl resume loja >/dev/null
 ok $? "resume after rollbacks"
