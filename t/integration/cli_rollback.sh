@@ -138,6 +138,28 @@ wait_for "$(scaled 30)" holds "São Paulo v3"
 ok $? "resume: the newest (v3) is back"
 is "$(status_json suspended)" False "not suspended any more"
 
+# --- a change handed on before the suspend is not published ----------------------
+renders_pending() { # renders_pending N: N renderer items wait in the journal
+	[ "$(db_read "$T/state/journal.db" \
+	    "SELECT count(*) FROM items WHERE stage='renderer' AND state='pending'")" = "$1" ]
+}
+"$DECOCTL" stop renderer >/dev/null
+ok $? "stop the renderer"
+printf '{"title": "Loja São Paulo v4"}\n' >"$BLOCKS/Header.json"
+ctl sync loja >/dev/null
+wait_for "$(scaled 20)" renders_pending 1
+ok $? "v4 is fetched and waits for the renderer"
+ctl suspend loja >/dev/null
+ok $? "suspend while v4 waits"
+"$DECOCTL" start renderer >/dev/null
+wait_for "$(scaled 20)" renders_pending 0
+ok $? "the renderer took the waiting item"
+check "... and did not publish it (still v3)" holds "São Paulo v3"
+ctl resume loja >/dev/null
+wait_for "$(scaled 30)" holds "São Paulo v4"
+ok $? "resume: v4 is published"
+LIVE=$(status_json contentHash)
+
 # --- errors -------------------------------------------------------------------
 ctl rollback nada >"$T/e1.out" 2>&1
 is "$?" 1 "rollback of an unknown decofile exits 1"
@@ -145,7 +167,7 @@ check "... NotFound" grep -q 'decofiles "nada" not found' "$T/e1.out"
 ctl rollback loja --to abcdef0 >"$T/e2.out" 2>&1
 is "$?" 1 "rollback to an unknown hash exits 1"
 check "... naming it" grep -q "no version abcdef0" "$T/e2.out"
-ctl rollback loja --to "$V3" >"$T/e3.out" 2>&1
+ctl rollback loja --to "$LIVE" >"$T/e3.out" 2>&1
 is "$?" 1 "rollback to the live version exits 1"
 ctl rollback loja --steps 9 >"$T/e4.out" 2>&1
 is "$?" 1 "rollback further back than the versions kept exits 1"
