@@ -207,3 +207,17 @@ fetch_hold_apply(struct stage *st, struct src *s, yajl_val doc)
 	}
 	return s->suspended;
 }
+
+int
+fetch_hold_gained(struct stage *st, struct src *s)
+{
+	yajl_val doc;
+	int held;
+
+	if (s->doc == NULL || (doc = json_parse(s->doc, strlen(s->doc), NULL)) == NULL)
+		return 0;
+	s->suspended = 0;	/* another instance may have acted on it meanwhile */
+	held = fetch_hold_apply(st, s, doc);
+	yajl_tree_free(doc);
+	return held;
+}

@@ -623,22 +623,14 @@ static void
 lock_gained(struct stage *st, const char *ns, const char *name)
 {
 	struct src *s = fetcher_src_find(F(st), ns, name);
-	yajl_val doc;
-	int held;
 
 	if (s == NULL || s->gone)
 		return;
 	log_kv(LOG_INFO, "job lock taken; working the decofile", "ns", ns, "name", name,
 	    NULL);
 	s->failures = 0;
-	if (s->doc != NULL && (doc = json_parse(s->doc, strlen(s->doc), NULL)) != NULL) {
-		s->suspended = 0;	/* what it says is acted on afresh */
-		held = fetch_hold_apply(st, s, doc);
-		yajl_tree_free(doc);
-		if (held)
-			return;
-	}
-	fetcher_schedule(st, s, 0, 1);
+	if (!fetch_hold_gained(st, s))
+		fetcher_schedule(st, s, 0, 1);
 }
 
 static void

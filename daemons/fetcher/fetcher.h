@@ -166,6 +166,11 @@ int fetch_watch_relist(struct stage *st);
  * 1 when s is suspended now (nothing is to be scheduled), else 0.
  */
 int fetch_hold_apply(struct stage *st, struct src *s, yajl_val doc);
+/*
+ * fetch_hold_gained - the job lock of s became ours: act on the hold its
+ * document holds, afresh.  1 when s is suspended (nothing to schedule).
+ */
+int fetch_hold_gained(struct stage *st, struct src *s);
 
 /* ---- fetch_status.c ---- */
 
