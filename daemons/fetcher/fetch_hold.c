@@ -208,6 +208,31 @@ fetch_hold_apply(struct stage *st, struct src *s, yajl_val doc)
 	return s->suspended;
 }
 
+/*
+ * said_suspended - our status fragment says Syncing=False Suspended: the
+ * hold was ours when this fetcher (or the lock's last holder) left
+ */
+static int
+said_suspended(const struct src *s)
+{
+	const char *text = s->pend != NULL ? s->pend : s->frag;
+	yajl_val frag, conds;
+	int yes = 0;
+
+	if (text == NULL || (frag = json_parse(text, strlen(text), NULL)) == NULL)
+		return 0;
+	conds = json_get(frag, "conditions", NULL);
+	for (size_t i = 0; YAJL_IS_ARRAY(conds) && i < conds->u.array.len; i++) {
+		const char *t = json_get_str(conds->u.array.values[i], "type", NULL);
+		const char *r = json_get_str(conds->u.array.values[i], "reason", NULL);
+
+		if (t != NULL && r != NULL && strcmp(t, "Syncing") == 0)
+			yes = strcmp(r, "Suspended") == 0;
+	}
+	yajl_tree_free(frag);
+	return yes;
+}
+
 int
 fetch_hold_gained(struct stage *st, struct src *s)
 {
@@ -216,7 +241,8 @@ fetch_hold_gained(struct stage *st, struct src *s)
 
 	if (s->doc == NULL || (doc = json_parse(s->doc, strlen(s->doc), NULL)) == NULL)
 		return 0;
-	s->suspended = 0;	/* another instance may have acted on it meanwhile */
+	/* a resume while no fetcher held the lock still brings the newest back */
+	s->suspended = said_suspended(s);
 	held = fetch_hold_apply(st, s, doc);
 	yajl_tree_free(doc);
 	return held;

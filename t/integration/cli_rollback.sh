@@ -160,6 +160,19 @@ wait_for "$(scaled 30)" holds "São Paulo v4"
 ok $? "resume: v4 is published"
 LIVE=$(status_json contentHash)
 
+# --- a resume while the fetcher is down -------------------------------------------
+ctl rollback loja --steps 1 >/dev/null
+ok $? "rollback once more"
+wait_for "$(scaled 30)" sh -c "! cat \"\$(\"$DECOCTL\" -n $NS status loja -o json | jq -r '.[0].location' | sed 's|^file://||')\" | grep -q 'Paulo v4'"
+ok $? "... v4 is no longer live"
+"$DECOCTL" stop fetcher >/dev/null
+ok $? "stop the fetcher"
+ctl resume loja --reason "resumed while the fetcher was down" >/dev/null
+ok $? "resume while the fetcher is down"
+"$DECOCTL" start fetcher >/dev/null
+wait_for "$(scaled 30)" holds "São Paulo v4"
+ok $? "the fetcher, back, publishes the newest (v4) again"
+
 # --- errors -------------------------------------------------------------------
 ctl rollback nada >"$T/e1.out" 2>&1
 is "$?" 1 "rollback of an unknown decofile exits 1"
