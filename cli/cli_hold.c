@@ -22,9 +22,6 @@
 #include "common/spool.h"
 #include "common/store.h"
 
-/* the annotation a CR's mirror in the store carries (fetch_kube.h) */
-#define MIRROR_ANNOTATION "decod.deco.sites/kube-uid"
-
 /* who - "user (uid N)", with the sudo user when there is one, into out */
 static void
 who(char *out, size_t len)
@@ -81,7 +78,8 @@ load(struct cli *c, yajl_val *doc)
 		return cli_error("%s", err);
 	if (rc == 1)
 		return cli_not_found("decofiles", c->argv[0]);
-	if (json_get_str(*doc, "metadata", "annotations", MIRROR_ANNOTATION, NULL) != NULL) {
+	if (json_get_str(*doc, "metadata", "annotations", RESOURCE_MIRROR_ANNOTATION,
+	    NULL) != NULL) {
 		yajl_tree_free(*doc);
 		return cli_error("decofile %s mirrors the Decofile CR %s/%s: change the CR with "
 		    "kubectl (spec.suspend, the annotation %s; see decoctl(1))", c->argv[0], c->ns,

@@ -172,6 +172,8 @@ int64_t decofile_generation(yajl_val doc);
 
 /* ---- a Decofile's hold (resource_hold.c) ---- */
 
+/* the annotation that marks a store resource as a CR's mirror (value: its uid) */
+#define RESOURCE_MIRROR_ANNOTATION "decod.deco.sites/kube-uid"
 /* the annotation that asks decod to publish an earlier version again */
 #define DECOFILE_ROLLBACK_ANNOTATION "deco.sites/rollback-to"
 /* decofile_suspended - spec.suspend is true */

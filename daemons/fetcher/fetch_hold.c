@@ -197,7 +197,7 @@ fetch_hold_apply(struct stage *st, struct src *s, yajl_val doc)
 	} else if (s->suspended && !was) {
 		log_kv(LOG_INFO, "suspended", "ns", s->ns, "name", s->name, NULL);
 		fetch_status_syncing(st, s, "False", "Suspended",
-		    "Suspended: no fetch and no publish until resumed");
+		    "No fetch and no publish until resumed");
 	} else if (!s->suspended && was) {
 		resume(st, s);
 	}

@@ -10,6 +10,7 @@
 
 #include <yajl/yajl_tree.h>
 
+#include "common/resource.h"
 #include "common/util.h"
 
 struct stage;
@@ -17,7 +18,7 @@ struct fetch_kube;
 struct kube_resp;
 
 /* the annotation that marks a store resource as a CR's mirror (value: the CR's uid) */
-#define FETCH_KUBE_UID_ANNOTATION "decod.deco.sites/kube-uid"
+#define FETCH_KUBE_UID_ANNOTATION RESOURCE_MIRROR_ANNOTATION
 
 /*
  * fetch_kube_new - start mirroring when decod works against a cluster.

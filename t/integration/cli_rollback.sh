@@ -89,7 +89,7 @@ is "$(status_json suspended)" True "status -o json: suspended"
 ctl status >"$T/st.txt"
 sed 's/^/# /' "$T/st.txt"
 check "status shows SUSPENDED True" sh -c "head -1 '$T/st.txt' | grep -q SUSPENDED && grep -q 'dir .* True ' '$T/st.txt'"
-wait_for "$(scaled 20)" sh -c "\"$DECOCTL\" -n $NS status loja -o json | grep -q 'Suspended: no fetch'"
+wait_for "$(scaled 20)" sh -c "\"$DECOCTL\" -n $NS status loja -o json | grep -q 'Suspended: No fetch and no publish until resumed'"
 ok $? "status MESSAGE: Suspended"
 printf '{"title": "Loja São Paulo v3"}\n' >"$BLOCKS/Header.json"
 ctl sync loja >/dev/null

@@ -95,4 +95,10 @@ kubectl_admin -n sites-loja patch decofile loja --type merge -p '{"spec":{"suspe
 wait_for "$(scaled 30)" holds "São Paulo v3"
 ok $? "resumed: the newest (v3) is back"
 
+# decoctl does not edit a CR's mirror: it says to use kubectl
+ctl suspend loja --reason "from the host" >"$T/m.out" 2>&1
+is "$?" 1 "decoctl suspend of a CR's mirror exits 1"
+check "... and says to change the CR with kubectl" grep -q "mirrors the Decofile CR sites-loja/loja: change the CR with kubectl" "$T/m.out"
+is "$(cr | jq -r '.spec.suspend')" "false" "... nothing changed on the CR"
+
 done_testing
