@@ -15,6 +15,7 @@
 struct conf;
 struct store;
 struct journal;
+struct table;
 
 /* exit codes (doc/decoctl.md) */
 #define CLI_OK 0
@@ -22,7 +23,12 @@ struct journal;
 #define CLI_USAGE 2	/* bad command line */
 #define CLI_TIMEOUT 3	/* wait: timed out, the change neither done nor failed */
 
-enum cli_output { OUT_TABLE, OUT_WIDE, OUT_JSON, OUT_YAML, OUT_NAME };
+enum cli_output { OUT_TABLE, OUT_WIDE, OUT_JSON, OUT_YAML, OUT_NAME, OUT_JSONPATH,
+	OUT_COLUMNS };
+
+/* cli_out_tree - the output is made from the JSON tree (json, yaml, jsonpath, columns) */
+#define cli_out_tree(c) ((c)->out == OUT_JSON || (c)->out == OUT_YAML || \
+	(c)->out == OUT_JSONPATH || (c)->out == OUT_COLUMNS)
 
 struct cli {
 	const char *prog;
@@ -32,6 +38,8 @@ struct cli {
 	int ns_set;
 	int all_ns;		/* -A */
 	enum cli_output out;	/* -o */
+	const char *out_arg;	/* -o jsonpath=ARG, custom-columns=ARG */
+	int watch;		/* -w: 1 asked, 2 first listing, 3 later ones */
 	const char *file;	/* -f */
 	const char *wait_for;	/* --for */
 	int64_t timeout_ms;	/* --timeout, -1 unset */
@@ -42,6 +50,7 @@ struct cli {
 	const char *to, *steps;	/* rollback --to HASH, --steps N */
 	const char *reason;	/* --reason: why, for the journal */
 	int versions;		/* history --versions */
+	const char *dry_run;	/* --dry-run[=server|client|none], NULL unset */
 	int argc;		/* positional arguments after the command */
 	char **argv;
 	char **args_mem;	/* what argv points into (freed at exit) */
@@ -64,8 +73,59 @@ int cli_ctl(struct cli *c);
 int cli_suspend(struct cli *c);		/* suspend and resume */
 int cli_rollback(struct cli *c);
 int cli_versions(struct cli *c);	/* history --versions */
+int cli_diff(struct cli *c);
 
-/* cli_store - the store named by the config (opened once); NULL after printing why */
+/*
+ * cli_load_docs - read -f FILE (or standard input for "-") and split it
+ * into documents as apply does (free with cli_docs_free); *fname is what
+ * messages name.  CLI_OK, CLI_USAGE without -f, or CLI_FAIL after printing
+ * why (file:line:col).
+ */
+struct cli_docs;
+struct cli_doc;
+int cli_load_docs(struct cli *c, struct cli_docs *docs, const char **fname);
+/*
+ * cli_apply_doc - document idx parsed and checked as apply checks it before
+ * it writes (kind, names, namespace against -n, unknown fields: a warning,
+ * an error with --strict).  Returns the tree (caller frees) with *plural
+ * (static), *ns and *name (into the tree, or c->ns) set; NULL after
+ * printing why.
+ */
+yajl_val cli_apply_doc(struct cli *c, const char *fname, const struct cli_doc *d, int idx,
+    const char **plural, const char **ns, const char **name);
+int cli_version(struct cli *c);
+int cli_completion(struct cli *c);
+
+/* cli_commands_each - fn(arg, name, option letters, summary) for each command */
+void cli_commands_each(void (*fn)(void *, const char *, const char *, const char *),
+    void *arg);
+
+/*
+ * cli_watch - -w/--watch of get and status: list (which prints the table
+ * through cli_watch_table), then list again on every change in the store
+ * until SIGINT or SIGTERM; an exit code
+ */
+int cli_watch(struct cli *c, int (*list)(struct cli *));
+/* cli_watch_table - the first time the table whole, then rows not printed before */
+void cli_watch_table(struct cli *c, struct table *t);
+/*
+ * cli_note_config - once per run, before the store or journal is used:
+ * say on stderr that no config file was read, and what is used instead
+ */
+void cli_note_config(struct cli *c);
+/* cli_print_template - v through -o jsonpath=... or custom-columns=...; exit code */
+int cli_print_template(struct cli *c, yajl_val v);
+/*
+ * cli_escapes_ok - whether decoctl may move the cursor on stdout: a
+ * terminal, NO_COLOR unset, TERM not dumb.  decoctl prints no colour.
+ */
+int cli_escapes_ok(void);
+
+/*
+ * cli_store - the store named by the config (opened once); NULL after
+ * printing why.  Only apply, sync and acl may create a local store: for
+ * every other command a missing store is an error naming its path.
+ */
 struct store *cli_store(struct cli *c);
 
 /*
@@ -115,6 +175,8 @@ const char *cli_condition_status(yajl_val status, const char *type);
  */
 void cli_status_message(yajl_val status, char *out, size_t len);
 
+/* cli_redact - the credentials of every "url" in v replaced by "***", in place */
+void cli_redact(yajl_val v);
 /* cli_print - v as JSON or YAML per c->out; CLI_OK or CLI_FAIL */
 int cli_print(struct cli *c, yajl_val v);
 /* cli_print_text - JSON text as JSON or YAML per c->out */

@@ -1,6 +1,7 @@
 /*
  * cli_apply - the commands that write to the store: apply (YAML or JSON,
- * one or many documents, each through resource_put), delete, sync
+ * one or many documents, each through resource_put; --dry-run checks and
+ * writes nothing), delete, sync
  * (the "fetch now" trigger the fetcher watches) and acl resync (the
  * "check ACL users now" trigger the acl stage watches).
  */
@@ -77,48 +78,47 @@ same_json(yajl_val a, yajl_val b)
 	return same;
 }
 
-/* apply_one - put one document; prints its outcome; CLI_OK or CLI_FAIL */
-static int
-apply_one(struct cli *c, const char *fname, const struct cli_doc *d, int idx)
+yajl_val
+cli_apply_doc(struct cli *c, const char *fname, const struct cli_doc *d, int idx,
+    const char **plural_out, const char **ns_out, const char **name_out)
 {
 	struct json_error je;
-	yajl_val doc = json_parse(d->json, strlen(d->json), &je), old = NULL;
-	const char *kind, *name, *ns, *plural, *verb;
-	char err[512], oplural[256], ons[256], oname[256];
-	int changed = 0, had, rc = CLI_FAIL;
+	yajl_val doc = json_parse(d->json, strlen(d->json), &je);
+	const char *kind, *name, *ns, *plural;
+	char err[512];
 
 	if (doc == NULL || !YAJL_IS_OBJECT(doc)) {
 		cli_error("%s:%d: document %d is not an object", fname, d->line, idx);
-		goto out;
+		goto bad;
 	}
 	kind = json_get_str(doc, "kind", NULL);
 	name = json_get_str(doc, "metadata", "name", NULL);
 	ns = json_get_str(doc, "metadata", "namespace", NULL);
 	if (kind == NULL) {
 		cli_error("%s:%d: document %d has no kind", fname, d->line, idx);
-		goto out;
+		goto bad;
 	}
 	if ((plural = resource_kind_plural(kind)) == NULL ||
 	    strcmp(plural, "endpoints") == 0) {
 		cli_error("%s:%d: unknown kind \"%s\" (Decofile, DecofileTemplate or Tenant)",
 		    fname, d->line, kind);
-		goto out;
+		goto bad;
 	}
 	if (name == NULL || *name == '\0') {
 		cli_error("%s:%d: %s has no metadata.name", fname, d->line, kind);
-		goto out;
+		goto bad;
 	}
 	if (ns != NULL && c->ns_set && strcmp(ns, c->ns) != 0) {
 		cli_error("%s:%d: the namespace from the provided object \"%s\" does not "
 		    "match the namespace \"%s\"; drop one of them", fname, d->line, ns, c->ns);
-		goto out;
+		goto bad;
 	}
 	if (ns == NULL)
 		ns = c->ns;
 	if (resource_validate(doc, plural, name, ns, err, sizeof(err)) < 0) {
 		cli_error("%s:%d: %s/%s: %s", fname, d->line, cli_kind_singular(plural),
 		    strlen(name) > 80 ? "(name)" : name, err);
-		goto out;
+		goto bad;
 	}
 	{
 		struct buf unk;
@@ -130,12 +130,43 @@ apply_one(struct cli *c, const char *fname, const struct cli_doc *d, int idx)
 			cli_error("%s:%d: %s/%s: unknown field%s %s (--strict)", fname, d->line,
 			    cli_kind_singular(plural), name, n > 1 ? "s" : "", unk.data);
 			buf_free(&unk);
-			goto out;
+			goto bad;
 		}
 		if (n > 0)
 			fprintf(stderr, "Warning: %s:%d: %s/%s: unknown field%s %s\n", fname,
 			    d->line, cli_kind_singular(plural), name, n > 1 ? "s" : "", unk.data);
 		buf_free(&unk);
+	}
+	*plural_out = plural;
+	*ns_out = ns;
+	*name_out = name;
+	return doc;
+bad:
+	if (doc)
+		yajl_tree_free(doc);
+	return NULL;
+}
+
+/*
+ * apply_one - put one document (--dry-run=server: every check against the
+ * store, nothing written; client: the checks that need no store); prints
+ * its outcome; CLI_OK or CLI_FAIL
+ */
+static int
+apply_one(struct cli *c, const char *fname, const struct cli_doc *d, int idx)
+{
+	yajl_val doc, old = NULL;
+	const char *name, *ns, *plural, *verb, *dry = "";
+	char err[512], oplural[256], ons[256], oname[256];
+	int changed = 0, had, rc = CLI_FAIL;
+
+	if ((doc = cli_apply_doc(c, fname, d, idx, &plural, &ns, &name)) == NULL)
+		return CLI_FAIL;
+	if (c->dry_run != NULL && strcmp(c->dry_run, "client") == 0) {
+		printf("%s/%s valid (dry run: client, the store not read)\n",
+		    cli_kind_singular(plural), name);
+		yajl_tree_free(doc);
+		return CLI_OK;
 	}
 	had = resource_get(c->st, plural, ns, name, &old, err, sizeof(err));
 	if (had < 0) {
@@ -143,9 +174,17 @@ apply_one(struct cli *c, const char *fname, const struct cli_doc *d, int idx)
 		goto out;
 	}
 	oplural[0] = ons[0] = oname[0] = '\0';
-	if (resource_put(c->st, doc, c->ns, &changed, oplural, ons, oname, err,
-	    sizeof(err)) < 0) {
+	if (c->dry_run != NULL) {
+		dry = " (server dry run)";
+		rc = resource_put_check(c->st, doc, c->ns, &changed, oplural, ons, oname, err,
+		    sizeof(err));
+	} else {
+		rc = resource_put(c->st, doc, c->ns, &changed, oplural, ons, oname, err,
+		    sizeof(err));
+	}
+	if (rc < 0) {
 		cli_error("%s:%d: %s/%s: %s", fname, d->line, cli_kind_singular(plural), name, err);
+		rc = CLI_FAIL;
 		goto out;
 	}
 	if (had == 1)
@@ -157,45 +196,63 @@ apply_one(struct cli *c, const char *fname, const struct cli_doc *d, int idx)
 		verb = "configured";
 	else
 		verb = "unchanged";
-	printf("%s/%s %s\n", cli_kind_singular(oplural[0] ? oplural : plural),
-	    oname[0] ? oname : name, verb);
+	printf("%s/%s %s%s\n", cli_kind_singular(oplural[0] ? oplural : plural),
+	    oname[0] ? oname : name, verb, dry);
 	rc = CLI_OK;
 out:
 	if (old)
 		yajl_tree_free(old);
-	if (doc)
-		yajl_tree_free(doc);
+	yajl_tree_free(doc);
 	return rc;
+}
+
+int
+cli_load_docs(struct cli *c, struct cli_docs *docs, const char **fname)
+{
+	struct cli_input_error e;
+	char *text;
+	size_t len = 0;
+
+	docs->v = NULL;
+	docs->n = 0;
+	if (c->file == NULL)
+		return cli_usage_error(c, "%s needs -f FILE (or -f - for standard input)",
+		    c->cmd);
+	*fname = strcmp(c->file, "-") == 0 ? "<stdin>" : c->file;
+	if ((text = read_input(c->file, &len)) == NULL)
+		return CLI_FAIL;
+	memset(&e, 0, sizeof(e));
+	if (cli_read_docs(c->file, text, len, docs, &e) < 0) {
+		free(text);
+		if (e.column > 0)
+			return cli_error("%s:%d:%d: %s", *fname, e.line, e.column, e.msg);
+		return cli_error("%s:%d: %s", *fname, e.line, e.msg);
+	}
+	free(text);
+	if (docs->n == 0) {
+		cli_docs_free(docs);
+		return cli_error("%s: no objects passed to %s", *fname, c->cmd);
+	}
+	return CLI_OK;
 }
 
 int
 cli_apply(struct cli *c)
 {
-	struct cli_docs docs = { NULL, 0 };
-	struct cli_input_error e;
+	struct cli_docs docs;
 	const char *fname;
-	char *text;
-	size_t len = 0;
-	int rc = CLI_OK;
+	int rc;
 
-	if (c->file == NULL)
-		return cli_usage_error(c, "apply needs -f FILE (or -f - for standard input)");
-	fname = strcmp(c->file, "-") == 0 ? "<stdin>" : c->file;
-	if ((text = read_input(c->file, &len)) == NULL)
-		return CLI_FAIL;
-	memset(&e, 0, sizeof(e));
-	if (cli_read_docs(c->file, text, len, &docs, &e) < 0) {
-		free(text);
-		if (e.column > 0)
-			return cli_error("%s:%d:%d: %s", fname, e.line, e.column, e.msg);
-		return cli_error("%s:%d: %s", fname, e.line, e.msg);
-	}
-	free(text);
-	if (docs.n == 0) {
-		cli_docs_free(&docs);
-		return cli_error("%s: no objects passed to apply", fname);
-	}
-	if (cli_store(c) == NULL) {
+	if (c->dry_run != NULL && strcmp(c->dry_run, "none") == 0)
+		c->dry_run = NULL;
+	if (c->dry_run != NULL && strcmp(c->dry_run, "server") != 0 &&
+	    strcmp(c->dry_run, "client") != 0)
+		return cli_usage_error(c, "bad --dry-run \"%s\" (server, client or none)",
+		    c->dry_run);
+	if ((rc = cli_load_docs(c, &docs, &fname)) != CLI_OK)
+		return rc;
+	if ((c->dry_run == NULL || strcmp(c->dry_run, "client") != 0) &&
+	    cli_store(c) == NULL) {
 		cli_docs_free(&docs);
 		return CLI_FAIL;
 	}

@@ -157,7 +157,10 @@ print_table(struct cli *c, struct table *t)
 				t->cells[r * (t->ncols - 1) + i] = t->cells[r * t->ncols + i + 1];
 		t->ncols--;
 	}
-	table_print(t, stdout);
+	if (c->watch)
+		cli_watch_table(c, t);
+	else
+		table_print(t, stdout);
 }
 
 /* get_endpoints - replicas registered in the store (tokens never shown) */
@@ -223,9 +226,9 @@ get_endpoints(struct cli *c, const char *deployment)
 	}
 	jw_end_arr(&w);
 	jw_end_obj(&w);
-	if (c->out == OUT_JSON || c->out == OUT_YAML) {
+	if (cli_out_tree(c)) {
 		cli_print_text(c, b.data, b.len);
-	} else if (l.n == 0) {
+	} else if (l.n == 0 && c->watch < 3) {
 		fprintf(stderr, "No resources found%s%s.\n", c->all_ns ? "" : " in ",
 		    c->all_ns ? "" : c->ns);
 	} else {
@@ -245,6 +248,8 @@ cli_get(struct cli *c)
 	struct table t;
 	int rc = CLI_OK;
 
+	if (c->watch == 1)
+		return cli_watch(c, cli_get);
 	if (c->argc >= 1) {
 		const char *p = resource_kind_plural(c->argv[0]);
 
@@ -280,7 +285,7 @@ cli_get(struct cli *c)
 	if (c->out == OUT_NAME) {
 		for (size_t i = 0; i < l.n; i++)
 			printf("%s/%s\n", cli_kind_singular(plural), meta(l.v[i], "name"));
-	} else if (c->out == OUT_JSON || c->out == OUT_YAML) {
+	} else if (cli_out_tree(c)) {
 		struct buf b;
 		struct jw w;
 
@@ -313,8 +318,9 @@ cli_get(struct cli *c)
 			rc = CLI_FAIL;
 		buf_free(&b);
 	} else if (l.n == 0) {
-		fprintf(stderr, "No resources found%s%s.\n", c->all_ns ? "" : " in ",
-		    c->all_ns ? "" : c->ns);
+		if (c->watch < 3)
+			fprintf(stderr, "No resources found%s%s.\n", c->all_ns ? "" : " in ",
+			    c->all_ns ? "" : c->ns);
 	} else {
 		get_table_header(c, plural, &t);
 		for (size_t i = 0; i < l.n; i++)
@@ -390,6 +396,8 @@ cli_status(struct cli *c)
 	struct jw w;
 	int rc = CLI_OK;
 
+	if (c->watch == 1)
+		return cli_watch(c, cli_status);
 	if (cli_store(c) == NULL)
 		return CLI_FAIL;
 	if (c->argc == 1) {
@@ -408,8 +416,9 @@ cli_status(struct cli *c)
 	} else if (list_resources(c, "decofiles", &l) < 0) {
 		return CLI_FAIL;
 	}
-	table_init(&t, 13, "NAMESPACE", "NAME", "SOURCE", "COMMIT", "HASH", "TARGET",
-	    "SUSPENDED", "READY", "SYNCING", "PODSNOTIFIED", "AGE", "OWNER", "MESSAGE");
+	table_init(&t, 14, "NAMESPACE", "NAME", "SOURCE", "COMMIT", "HASH", "TARGET",
+	    "SUSPENDED", "READY", "SYNCING", "PODSNOTIFIED", "PUBLISHED", "AGE", "OWNER",
+	    "MESSAGE");
 	buf_init(&b);
 	jw_init(&w, &b);
 	jw_arr(&w);
@@ -419,15 +428,16 @@ cli_status(struct cli *c)
 		const char *commit = json_get_str(st, "githubCommit", NULL);
 		const char *hash = json_get_str(st, "contentHash", NULL);
 		const char *target = decofile_target(l.v[i], conf_get(c->cf, "default_target"));
-		char age[32], msg[1024], *owner = lock_owner(c, ns, name);
+		char published[32], age[32], msg[1024], *owner = lock_owner(c, ns, name);
 
-		publish_age(st, age, sizeof(age));
+		publish_age(st, published, sizeof(published));
+		cli_age_since(meta(l.v[i], "created_at"), age, sizeof(age));
 		cli_status_message(st, msg, sizeof(msg));
 		table_row(&t, ns, name, decofile_source(l.v[i]), cli_short(commit, 7),
 		    cli_short(hash, 12), target, decofile_suspended(l.v[i]) ? "True" : "False",
 		    cli_condition_status(st, "Ready"),
 		    cli_condition_status(st, "Syncing"), cli_condition_status(st, "PodsNotified"),
-		    age, owner ? owner : "-", msg[0] ? msg : "-");
+		    published, age, owner ? owner : "-", msg[0] ? msg : "-");
 		jw_obj(&w);
 		jw_key(&w, "namespace");
 		jw_str(&w, ns);
@@ -466,12 +476,14 @@ cli_status(struct cli *c)
 		yajl_tree_free(st);
 	}
 	jw_end_arr(&w);
-	if (c->out == OUT_JSON || c->out == OUT_YAML)
+	if (cli_out_tree(c))
 		rc = cli_print_text(c, b.data, b.len);
-	else if (l.n == 0)
+	else if (l.n == 0 && c->watch < 3)
 		fprintf(stderr, "No decofiles found%s%s.\n", c->all_ns ? "" : " in ",
 		    c->all_ns ? "" : c->ns);
-	else
+	else if (c->watch)
+		cli_watch_table(c, &t);
+	else if (l.n > 0)
 		table_print(&t, stdout);
 	buf_free(&b);
 	table_free(&t);

@@ -348,7 +348,7 @@ cli_wait(struct cli *c)
 	struct want w;
 	char *key, err[512], last[512] = "", line[512], newest[65];
 	int64_t deadline;
-	int dirty = 1, tty = isatty(STDOUT_FILENO), rc = CLI_FAIL, got;
+	int dirty = 1, tty = cli_escapes_ok(), rc = CLI_FAIL, got;
 	yajl_val doc = NULL, st = NULL;
 
 	if (c->wait_for == NULL)

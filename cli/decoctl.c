@@ -6,13 +6,11 @@
  */
 #include "config.h"
 
-#include <ctype.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
@@ -38,6 +36,8 @@
 #define O_STEPS 'N'
 #define O_REASON 'R'
 #define O_VERSIONS 'V'
+#define O_DRYRUN 'D'
+#define O_WATCH 'W'
 
 struct command {
 	const char *name;
@@ -50,7 +50,7 @@ struct command {
 };
 
 static const struct command commands[] = {
-	{ "apply", cli_apply, "fS", 0, 0, "apply -f FILE|- [--strict]",
+	{ "apply", cli_apply, "fSD", 0, 0, "apply -f FILE|- [--strict] [--dry-run[=server]]",
 	  "create or update resources from YAML or JSON",
 	  "Reads one or more resources (YAML documents separated by ---, a JSON\n"
 	  "object, a JSON array or a List with items) and writes each to the store.\n"
@@ -63,24 +63,40 @@ static const struct command commands[] = {
 	  "object, nesting past json_max_depth, or a resource over 1 MiB (after\n"
 	  "YAML aliases are expanded) is refused.\n"
 	  "\nOptions:\n  -f, --filename FILE   file to read, - for standard input\n"
+	  "  --strict              unknown spec fields are errors\n"
+	  "  --dry-run[=server]    every check against the store, nothing written:\n"
+	  "                        prints what would be created/configured/unchanged\n"
+	  "  --dry-run=client      only the checks that need no store\n" },
+	{ "diff", cli_diff, "fS", 0, 0, "diff -f FILE|-",
+	  "what an apply of FILE would change, nothing written",
+	  "Like kubectl diff: diff -u of each resource as stored and as FILE has\n"
+	  "it (YAML).  For a Decofile with an inline or dir source, also its\n"
+	  "rendered document against the last render, block by block (added,\n"
+	  "removed, changed with a diff of the block's JSON).  Needs diff(1).\n"
+	  "Exit 0 no differences, 1 differences, >1 an error.\n"
+	  "\nOptions:\n  -f, --filename FILE   file to read, - for standard input\n"
 	  "  --strict              unknown spec fields are errors\n" },
-	{ "get", cli_get, "Ao", 0, 2, "get [KIND] [NAME]",
+	{ "get", cli_get, "AoW", 0, 2, "get [KIND] [NAME] [-w]",
 	  "list resources or show one",
 	  "KIND is decofile (decofiles, df; the default), template (decofiletemplate,\n"
 	  "dft), tenant or endpoint.  A table by default; -o json|yaml prints the\n"
 	  "whole resource with its merged status.\n"
 	  "\nOptions:\n  -A, --all-namespaces  every namespace\n"
-	  "  -o, --output FORMAT   json, yaml or name\n" },
+	  "  -o, --output FORMAT   wide, json, yaml, name, jsonpath=TEMPLATE or\n"
+	  "                        custom-columns=NAME:EXPR,...\n"
+	  "  -w, --watch           after the table, a line per change until Ctrl-C\n" },
 	{ "delete", cli_delete, "", 2, 2, "delete KIND NAME",
 	  "delete a resource",
 	  "Removes the resource from the store; decod then removes what it\n"
 	  "published for it (unless annotated deco.sites/deletion: detach).\n" },
-	{ "status", cli_status, "Ao", 0, 1, "status [NAME]",
+	{ "status", cli_status, "AoW", 0, 1, "status [NAME] [-w]",
 	  "one line per decofile: source, commit, hash, target, Ready, PodsNotified",
-	  "Columns: NAMESPACE NAME SOURCE COMMIT HASH TARGET READY PODSNOTIFIED AGE,\n"
-	  "from the merged status; AGE is the time since the last publish.\n"
+	  "Columns: NAMESPACE NAME SOURCE COMMIT HASH TARGET READY SYNCING\n"
+	  "PODSNOTIFIED PUBLISHED AGE OWNER MESSAGE, from the merged status;\n"
+	  "PUBLISHED is the time since the last publish, AGE since creation.\n"
 	  "\nOptions:\n  -A, --all-namespaces  every namespace\n"
-	  "  -o, --output FORMAT   json or yaml\n" },
+	  "  -o, --output FORMAT   json, yaml, jsonpath=TEMPLATE or custom-columns=...\n"
+	  "  -w, --watch           after the table, a line per change until Ctrl-C\n" },
 	{ "describe", cli_describe, "o", 1, 1, "describe NAME",
 	  "conditions, location, replicas and recent history of a decofile",
 	  "Shows the decofile's conditions, where it is published, which replicas\n"
@@ -164,6 +180,14 @@ static const struct command commands[] = {
 	  "Asks the supervisor to stop STAGE and not restart it.\n" },
 	{ "start", cli_ctl, "o", 1, 1, "start STAGE",
 	  "start a stopped stage", "Asks the supervisor to start STAGE again.\n" },
+	{ "version", cli_version, "o", 0, 0, "version [-o json|yaml]",
+	  "decoctl's version and the git commit it was built from",
+	  "Also decoctl --version.\n\nOptions:\n  -o, --output FORMAT   json or yaml\n" },
+	{ "completion", cli_completion, "", 1, 1, "completion bash|zsh|fish",
+	  "a shell completion script for commands, options and decofile names",
+	  "bash:  source <(decoctl completion bash)\n"
+	  "zsh:   source <(decoctl completion zsh)\n"
+	  "fish:  decoctl completion fish | source\n" },
 	{ NULL, NULL, NULL, 0, 0, NULL, NULL, NULL },
 };
 
@@ -174,7 +198,8 @@ static const char global_help[] =
     "  -n, --namespace NS    namespace (default \"default\")\n"
     "  -h, --help            help for decoctl or a command\n"
     "  --SETTING VALUE       any config setting, e.g. --store local:/srv/store\n"
-    "\nExit codes: 0 ok, 1 failure or not found, 2 usage error (wait: timed out).\n";
+    "  --version             decoctl's version and git commit\n"
+    "\nExit codes: 0 ok, 1 failure or not found, 2 usage error, 3 wait timed out.\n";
 
 static void
 print_main_help(FILE *out)
@@ -192,6 +217,13 @@ print_command_help(const struct command *cmd, FILE *out)
 {
 	fprintf(out, "decoctl %s - %s\n\nUsage: decoctl %s [OPTIONS]\n\n%s\n%s",
 	    cmd->name, cmd->summary, cmd->usage, cmd->help, global_help);
+}
+
+void
+cli_commands_each(void (*fn)(void *, const char *, const char *, const char *), void *arg)
+{
+	for (const struct command *cmd = commands; cmd->name; cmd++)
+		fn(arg, cmd->name, cmd->opts, cmd->summary);
 }
 
 static const struct command *
@@ -262,9 +294,20 @@ cli_store(struct cli *c)
 
 	if (c->st != NULL)
 		return c->st;
+	int missing = 0;
+
+	cli_note_config(c);
 	keys_set_prefix(conf_get(c->cf, "store_prefix"));
-	c->st = store_open(conf_get(c->cf, "store"), c->cf, err, sizeof(err));
-	if (c->st == NULL)
+	/* only the writers that need no resource make the store; a read never does */
+	if (strcmp(c->cmd, "apply") == 0 || strcmp(c->cmd, "sync") == 0 ||
+	    strcmp(c->cmd, "acl") == 0)
+		c->st = store_open(conf_get(c->cf, "store"), c->cf, err, sizeof(err));
+	else
+		c->st = store_open_existing(conf_get(c->cf, "store"), c->cf, &missing, err,
+		    sizeof(err));
+	if (c->st == NULL && missing)
+		cli_error("%s; a read never creates it (is this decod's config? -c FILE)", err);
+	else if (c->st == NULL)
 		cli_error("cannot open the store %s: %s", conf_get(c->cf, "store"), err);
 	return c->st;
 }
@@ -277,6 +320,7 @@ cli_journal_open(struct cli *c, int quiet)
 
 	if (c->j != NULL)
 		return c->j;
+	cli_note_config(c);
 	path = xasprintf("%s/journal.db", conf_get(c->cf, "state_dir"));
 	if (access(path, R_OK) != 0) {
 		int e = errno;
@@ -308,81 +352,6 @@ cli_journal_open(struct cli *c, int quiet)
 		cli_error("%s", err);
 	free(path);
 	return c->j;
-}
-
-int
-cli_parse_time(const char *s, int64_t *ms)
-{
-	struct tm tm;
-	const char *p;
-	int64_t frac = 0, scale = 100;
-	time_t t;
-
-	if (s == NULL)
-		return -1;
-	memset(&tm, 0, sizeof(tm));
-	p = strptime(s, "%Y-%m-%dT%H:%M:%S", &tm);
-	if (p == NULL)
-		p = strptime(s, "%Y-%m-%d %H:%M:%S", &tm);
-	if (p == NULL)
-		return -1;
-	if (*p == '.') {
-		for (p++; isdigit((unsigned char)*p); p++) {
-			frac += (*p - '0') * scale;
-			scale /= 10;
-		}
-	}
-	t = timegm(&tm);
-	if (*p == '+' || *p == '-') {
-		int hh = 0, mm = 0;
-
-		if (sscanf(p + 1, "%d:%d", &hh, &mm) < 1)
-			return -1;
-		t += (*p == '+' ? -1 : 1) * (hh * 3600 + mm * 60);
-	} else if (*p != 'Z' && *p != 'z' && *p != '\0') {
-		return -1;
-	}
-	*ms = (int64_t)t * 1000 + frac;
-	return 0;
-}
-
-void
-cli_age(int64_t ms, char *out, size_t len)
-{
-	int64_t s = ms / 1000;
-
-	if (s < 0)
-		s = 0;
-	if (s < 120)
-		snprintf(out, len, "%llds", (long long)s);
-	else if (s < 600)
-		snprintf(out, len, "%lldm%llds", (long long)(s / 60), (long long)(s % 60));
-	else if (s < 3 * 3600)
-		snprintf(out, len, "%lldm", (long long)(s / 60));
-	else if (s < 8 * 3600)
-		snprintf(out, len, "%lldh%lldm", (long long)(s / 3600), (long long)(s % 3600 / 60));
-	else if (s < 48 * 3600)
-		snprintf(out, len, "%lldh", (long long)(s / 3600));
-	else if (s < 8 * 86400)
-		snprintf(out, len, "%lldd%lldh", (long long)(s / 86400),
-		    (long long)(s % 86400 / 3600));
-	else if (s < 2 * 365 * 86400LL)
-		snprintf(out, len, "%lldd", (long long)(s / 86400));
-	else
-		snprintf(out, len, "%lldy", (long long)(s / (365 * 86400LL)));
-}
-
-void
-cli_age_since(const char *rfc3339, char *out, size_t len)
-{
-	int64_t ms;
-
-	if (rfc3339 == NULL || *rfc3339 == '\0')
-		snprintf(out, len, "-");
-	else if (cli_parse_time(rfc3339, &ms) < 0)
-		snprintf(out, len, "<unknown>");
-	else
-		cli_age(wall_ms() - ms, out, len);
 }
 
 const char *
@@ -531,12 +500,20 @@ redact_urls(yajl_val v, int depth)
 	}
 }
 
+void
+cli_redact(yajl_val v)
+{
+	redact_urls(v, 0);
+}
+
 int
 cli_print(struct cli *c, yajl_val v)
 {
 	int rc;
 
 	redact_urls(v, 0);
+	if (c->out == OUT_JSONPATH || c->out == OUT_COLUMNS)
+		return cli_print_template(c, v);
 	rc = c->out == OUT_YAML ? cli_print_yaml(stdout, v) : cli_print_json(stdout, v);
 
 	if (rc < 0)
@@ -709,6 +686,18 @@ parse_args(struct cli *c, int argc, char **argv, int *help, char **used_out)
 				strncat(used, "S", sizeof(used) - strlen(used) - 1);
 			continue;
 		}
+		if (strcmp(a, "--dry-run") == 0 || strncmp(a, "--dry-run=", 10) == 0) {
+			c->dry_run = a[9] == '=' ? a + 10 : "server";
+			if (!strchr(used, O_DRYRUN))
+				strncat(used, "D", sizeof(used) - strlen(used) - 1);
+			continue;
+		}
+		if (strcmp(a, "-w") == 0 || strcmp(a, "--watch") == 0) {
+			c->watch = 1;
+			if (!strchr(used, O_WATCH))
+				strncat(used, "W", sizeof(used) - strlen(used) - 1);
+			continue;
+		}
 		if (strcmp(a, "-A") == 0 || strcmp(a, "--all-namespaces") == 0) {
 			c->all_ns = 1;
 			if (!strchr(used, O_ALLNS))
@@ -745,9 +734,13 @@ parse_args(struct cli *c, int argc, char **argv, int *help, char **used_out)
 					c->out = OUT_TABLE;
 				else if (strcmp(v, "wide") == 0)
 					c->out = OUT_WIDE;
+				else if (strncmp(v, "jsonpath=", 9) == 0)
+					c->out = OUT_JSONPATH, c->out_arg = v + 9;
+				else if (strncmp(v, "custom-columns=", 15) == 0)
+					c->out = OUT_COLUMNS, c->out_arg = v + 15;
 				else {
 					*used_out = xasprintf("unknown output format \"%s\" (json, yaml, "
-					    "name or table)", v);
+					    "name, wide, jsonpath=TEMPLATE or custom-columns=SPEC)", v);
 					return CLI_USAGE;
 				}
 				break;
@@ -842,6 +835,8 @@ main(int argc, char **argv)
 		print_main_help(stderr);
 		return CLI_USAGE;
 	}
+	if (strcmp(argv[1], "--version") == 0 && argc == 2)
+		return cli_version(&c);
 	if (!wants_help(argc, argv) && (c.cf = conf_from_args(&argc, argv)) == NULL)
 		return CLI_FAIL;
 	if (c.cf != NULL)
@@ -896,6 +891,12 @@ main(int argc, char **argv)
 	}
 	if (c.out == OUT_NAME && strcmp(cmd->name, "get") != 0) {
 		rc = cli_usage_error(&c, "-o name is only for get");
+		goto out;
+	}
+	if ((c.out == OUT_JSONPATH || c.out == OUT_COLUMNS || c.out == OUT_WIDE) &&
+	    strcmp(cmd->name, "get") != 0 && strcmp(cmd->name, "status") != 0) {
+		rc = cli_usage_error(&c, "-o wide, jsonpath and custom-columns are for get "
+		    "and status");
 		goto out;
 	}
 	rc = cmd->fn(&c);

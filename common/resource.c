@@ -256,16 +256,38 @@ resource_validate(yajl_val doc, const char *plural, const char *name, const char
 	return 0;
 }
 
+static int put(struct store *s, yajl_val doc, int64_t generation, int dry,
+    const char *default_ns, int *changed, char *out_plural, char *out_ns,
+    char *out_name, char *err, size_t errlen);
+
 int
 resource_put(struct store *s, yajl_val doc, const char *default_ns, int *changed,
     char *out_plural, char *out_ns, char *out_name, char *err, size_t errlen)
 {
-	return resource_put_gen(s, doc, 0, default_ns, changed, out_plural, out_ns,
-	    out_name, err, errlen);
+	return put(s, doc, 0, 0, default_ns, changed, out_plural, out_ns, out_name, err,
+	    errlen);
+}
+
+int
+resource_put_check(struct store *s, yajl_val doc, const char *default_ns, int *changed,
+    char *out_plural, char *out_ns, char *out_name, char *err, size_t errlen)
+{
+	return put(s, doc, 0, 1, default_ns, changed, out_plural, out_ns, out_name, err,
+	    errlen);
 }
 
 int
 resource_put_gen(struct store *s, yajl_val doc, int64_t generation,
+    const char *default_ns, int *changed, char *out_plural, char *out_ns,
+    char *out_name, char *err, size_t errlen)
+{
+	return put(s, doc, generation, 0, default_ns, changed, out_plural, out_ns,
+	    out_name, err, errlen);
+}
+
+/* put - resource_put_gen; dry: every check and the verdict, nothing written */
+static int
+put(struct store *s, yajl_val doc, int64_t generation, int dry,
     const char *default_ns, int *changed, char *out_plural, char *out_ns,
     char *out_name, char *err, size_t errlen)
 {
@@ -380,7 +402,7 @@ resource_put_gen(struct store *s, yajl_val doc, int64_t generation,
 		}
 		buf_free(&ob);
 	}
-	if (old == NULL || !same) {
+	if (!dry && (old == NULL || !same)) {
 		if (store_put(s, key, b.data, b.len) < 0) {
 			snprintf(err, errlen, "%s", store_error(s));
 			rc = -1;

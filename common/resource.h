@@ -85,6 +85,14 @@ int resource_put(struct store *s, yajl_val doc, const char *default_ns,
     char *err, size_t errlen);
 
 /*
+ * resource_put_check - resource_put's every check against the stored
+ * record and its verdict in *changed, writing nothing (apply --dry-run).
+ */
+int resource_put_check(struct store *s, yajl_val doc, const char *default_ns,
+    int *changed, char *out_plural, char *out_ns, char *out_name,
+    char *err, size_t errlen);
+
+/*
  * resource_put_gen - resource_put for a mirror of an object that counts its
  * own generations (a Kubernetes CR): generation > 0 is stored as
  * metadata.generation as given, and a generation that differs from the

@@ -12,6 +12,8 @@ PKGS="$PKGS libgnutls28-dev"
 PKGS="$PKGS python3-jsonpatch openssl"
 PKGS="$PKGS docker-registry apache2-utils python3-cryptography"
 PKGS="$PKGS python3-kubernetes"
+# decoctl completion: its test loads the zsh and fish scripts in real shells
+PKGS="$PKGS zsh fish"
 # the acl stage's tests and benchmark: a real master, replicas and sentinels
 PKGS="$PKGS redis-server redis-sentinel redis-tools"
 # deploy/ on a real node (t/integration/deploy_node.sh, t/lib/node.sh): the

@@ -1,10 +1,12 @@
 # daemons/renderer: build fragment (included by the top Makefile.am)
-# librender.a holds the merge and compression rules, shared by the stage,
-# its unit tests and the benchmark programs in bench/.
+# librender.a holds the merge and compression rules and the spool tree
+# loader, shared by the stage, decoctl diff, the unit tests and the
+# benchmark programs in bench/.
 noinst_LIBRARIES += daemons/renderer/librender.a
 daemons_renderer_librender_a_SOURCES = \
 	daemons/renderer/render_merge.c daemons/renderer/render_merge.h \
-	daemons/renderer/render_brotli.c daemons/renderer/render_brotli.h
+	daemons/renderer/render_brotli.c daemons/renderer/render_brotli.h \
+	daemons/renderer/render_tree.c daemons/renderer/render_tree.h
 RENDER_LIBS = daemons/renderer/librender.a
 
 check_PROGRAMS += t/unit/render_merge_test

@@ -32,24 +32,16 @@
 #include "common/stage.h"
 #include "daemons/renderer/render_brotli.h"
 #include "daemons/renderer/render_merge.h"
+#include "daemons/renderer/render_tree.h"
 #include "proto/proto.h"
 
 #define STAGE "renderer"
-#define MAX_TEMPLATES 64
 #define MAX_SPOOL_MISSES 5	/* a blob still missing after this many tries is lost */
 
 struct renderer {
 	uint64_t threshold;
 	int quality, window;
 	const char *default_target;
-};
-
-/* one tree loaded from the spool: its manifest and every blob it lists */
-struct tree {
-	char hash[65];
-	struct proto_tree pt;		/* the manifest */
-	size_t n;
-	struct render_input *in;	/* key/path point into pt; data owned */
 };
 
 static struct renderer *
@@ -101,63 +93,6 @@ renderer_shutdown(struct stage *st)
 {
 	free(stage_data(st));
 	stage_set_data(st, NULL);
-}
-
-static void
-tree_free(struct tree *t)
-{
-	for (size_t i = 0; i < t->n; i++)
-		free((char *)t->in[i].data);
-	free(t->in);
-	proto_tree_free(&t->pt);
-	memset(t, 0, sizeof(*t));
-}
-
-/*
- * tree_load - read manifest hash and its blobs from the spool, every input
- * on layer.  0, or -1 with why filled; *missing says the spool lacks a
- * blob (worth a retry) rather than holding a bad one.
- */
-static int
-tree_load(struct spool *sp, const char *hash, int layer, struct tree *t,
-    int *missing, char *why, size_t whylen)
-{
-	char err[512];
-	size_t len;
-	char *text;
-
-	memset(t, 0, sizeof(*t));
-	snprintf(t->hash, sizeof(t->hash), "%s", hash);
-	*missing = 0;
-	if ((text = spool_get(sp, hash, &len)) == NULL) {
-		*missing = errno == ENOENT;
-		snprintf(why, whylen, "tree manifest %s: %s", hash, strerror(errno));
-		return -1;
-	}
-	if (proto_tree_decode(text, len, &t->pt, err, sizeof(err)) < 0) {
-		snprintf(why, whylen, "tree manifest %s is malformed: %s", hash, err);
-		free(text);
-		tree_free(t);
-		return -1;
-	}
-	free(text);
-	t->in = xcalloc(t->pt.n ? t->pt.n : 1, sizeof(*t->in));
-	for (size_t i = 0; i < t->pt.n; i++) {
-		const struct proto_tree_entry *e = &t->pt.e[i];
-		struct render_input *r = &t->in[t->n];
-
-		r->key = e->key;
-		r->path = e->path;
-		r->layer = layer;
-		if ((r->data = spool_get(sp, e->blob, &r->len)) == NULL) {
-			*missing = errno == ENOENT;
-			snprintf(why, whylen, "%s: blob %s: %s", r->path, e->blob, strerror(errno));
-			tree_free(t);
-			return -1;
-		}
-		t->n++;
-	}
-	return 0;
 }
 
 /* syncing - set the renderer's Syncing condition; a store error is only logged */
@@ -241,40 +176,14 @@ status_rendered(struct stage *st, const struct journal_item *it,
 	buf_free(&b);
 }
 
-/* template_names - spec.templates: names, or objects with a name */
-static int
-template_names(yajl_val doc, char names[][254], size_t max, char *why, size_t whylen)
-{
-	yajl_val list = json_get(doc, "spec", "templates", NULL);
-	size_t n = 0;
-
-	if (list == NULL || YAJL_IS_NULL(list))
-		return 0;
-	if (!YAJL_IS_ARRAY(list)) {
-		snprintf(why, whylen, "spec.templates must be a list of names");
-		return -1;
-	}
-	for (size_t i = 0; i < list->u.array.len; i++) {
-		yajl_val v = list->u.array.values[i];
-		const char *s = YAJL_IS_STRING(v) ? v->u.string : json_get_str(v, "name", NULL);
-
-		if (s == NULL || *s == '\0' || strlen(s) > 253 || n == max) {
-			snprintf(why, whylen, "spec.templates[%zu] is not a template name", i);
-			return -1;
-		}
-		snprintf(names[n++], 254, "%s", s);
-	}
-	return (int)n;
-}
-
 static enum stage_result
 render(struct stage *st, const struct journal_item *it, yajl_val doc)
 {
 	struct renderer *r = R(st);
 	struct journal *j = stage_journal(st);
 	struct spool *sp = stage_spool(st);
-	static char names[MAX_TEMPLATES][254];
-	struct tree trees[MAX_TEMPLATES + 1];
+	static char names[RENDER_MAX_TEMPLATES][254];
+	struct render_tree trees[RENDER_MAX_TEMPLATES + 1];
 	struct render_input *all = NULL;
 	struct render_error e;
 	struct buf json;
@@ -309,7 +218,8 @@ render(struct stage *st, const struct journal_item *it, yajl_val doc)
 		    it->ns, "name", it->name, NULL);
 		return STAGE_DONE;
 	}
-	if ((ntpl = template_names(doc, names, MAX_TEMPLATES, why, sizeof(why))) < 0) {
+	if ((ntpl = render_template_names(doc, names, RENDER_MAX_TEMPLATES, why,
+	    sizeof(why))) < 0) {
 		syncing(st, it, "False", "ValidationError", why);
 		return STAGE_DONE;
 	}
@@ -331,7 +241,7 @@ render(struct stage *st, const struct journal_item *it, yajl_val doc)
 				goto out;
 			}
 		}
-		if (tree_load(sp, i < ntpl ? th : tree, i < ntpl ? i : RENDER_LAYER_OWN,
+		if (render_tree_load(sp, i < ntpl ? th : tree, i < ntpl ? i : RENDER_LAYER_OWN,
 		    &trees[ntrees], &missing, why, sizeof(why)) < 0) {
 			log_kv(LOG_WARN, "cannot load a tree", "ns", it->ns, "name", it->name,
 			    "error", why, NULL);
@@ -362,7 +272,7 @@ render(struct stage *st, const struct journal_item *it, yajl_val doc)
 	free(all);
 	all = NULL;
 	for (size_t i = 0; i < ntrees; i++)
-		tree_free(&trees[i]);
+		render_tree_free(&trees[i]);
 	ntrees = 0;
 #ifdef __GLIBC__
 	malloc_trim(0);	/* small blocks sit in the heap; return the pages */
@@ -434,7 +344,7 @@ out:
 	free(bin);
 	free(all);
 	for (size_t i = 0; i < ntrees; i++)
-		tree_free(&trees[i]);
+		render_tree_free(&trees[i]);
 	buf_free(&json);
 	return res;
 }
