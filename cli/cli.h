@@ -47,6 +47,9 @@ struct cli {
 	const char *decofile;	/* --decofile */
 	int limit;		/* --limit, 0: command default */
 	int strict;		/* --strict */
+	const char *to, *steps;	/* rollback --to HASH, --steps N */
+	const char *reason;	/* --reason: why, for the journal */
+	int versions;		/* history --versions */
 	const char *dry_run;	/* --dry-run[=server|client|none], NULL unset */
 	int argc;		/* positional arguments after the command */
 	char **argv;
@@ -67,6 +70,9 @@ int cli_wait(struct cli *c);
 int cli_history(struct cli *c);
 int cli_journal(struct cli *c);
 int cli_ctl(struct cli *c);
+int cli_suspend(struct cli *c);		/* suspend and resume */
+int cli_rollback(struct cli *c);
+int cli_versions(struct cli *c);	/* history --versions */
 int cli_diff(struct cli *c);
 
 /*

@@ -22,6 +22,7 @@ static const struct {
 	{ 'A', "-A --all-namespaces" }, { 'o', "-o --output" }, { 'f', "-f --filename" },
 	{ 'w', "--for" }, { 't', "--timeout" }, { 's', "--since" }, { 'd', "--decofile" },
 	{ 'l', "--limit" }, { 'S', "--strict" }, { 'W', "-w --watch" },
+	{ 'T', "--to" }, { 'N', "--steps" }, { 'R', "--reason" }, { 'V', "--versions" },
 };
 
 #define GLOBAL_OPTS "-n --namespace -c --config -h --help"

@@ -416,8 +416,9 @@ cli_status(struct cli *c)
 	} else if (list_resources(c, "decofiles", &l) < 0) {
 		return CLI_FAIL;
 	}
-	table_init(&t, 13, "NAMESPACE", "NAME", "SOURCE", "COMMIT", "HASH", "TARGET", "READY",
-	    "SYNCING", "PODSNOTIFIED", "PUBLISHED", "AGE", "OWNER", "MESSAGE");
+	table_init(&t, 14, "NAMESPACE", "NAME", "SOURCE", "COMMIT", "HASH", "TARGET",
+	    "SUSPENDED", "READY", "SYNCING", "PODSNOTIFIED", "PUBLISHED", "AGE", "OWNER",
+	    "MESSAGE");
 	buf_init(&b);
 	jw_init(&w, &b);
 	jw_arr(&w);
@@ -433,7 +434,8 @@ cli_status(struct cli *c)
 		cli_age_since(meta(l.v[i], "created_at"), age, sizeof(age));
 		cli_status_message(st, msg, sizeof(msg));
 		table_row(&t, ns, name, decofile_source(l.v[i]), cli_short(commit, 7),
-		    cli_short(hash, 12), target, cli_condition_status(st, "Ready"),
+		    cli_short(hash, 12), target, decofile_suspended(l.v[i]) ? "True" : "False",
+		    cli_condition_status(st, "Ready"),
 		    cli_condition_status(st, "Syncing"), cli_condition_status(st, "PodsNotified"),
 		    published, age, owner ? owner : "-", msg[0] ? msg : "-");
 		jw_obj(&w);
@@ -449,6 +451,8 @@ cli_status(struct cli *c)
 		jw_str(&w, hash);
 		jw_key(&w, "target");
 		jw_str(&w, target);
+		jw_key(&w, "suspended");
+		jw_bool(&w, decofile_suspended(l.v[i]));
 		jw_key(&w, "location");
 		jw_str(&w, json_get_str(st, "location", NULL));
 		jw_key(&w, "timestamp");

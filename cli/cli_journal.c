@@ -63,6 +63,8 @@ cli_history(struct cli *c)
 	struct jw w;
 	int n, rc = CLI_OK;
 
+	if (c->versions)
+		return cli_versions(c);
 	if ((j = cli_journal_open(c, 0)) == NULL)
 		return CLI_FAIL;
 	table_init(&t, 3, "TIME", "EVENT", "DETAIL");

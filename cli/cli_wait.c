@@ -210,6 +210,11 @@ evaluate(const struct want *w, yajl_val doc, yajl_val st, const char *newest, in
 	live = !stale_gen && hash != NULL && !(newest[0] && strcmp(hash, newest) != 0) &&
 	    strcmp(ready.status, "True") == 0 && notified;
 
+	if (json_get_bool(doc, 0, "spec", "suspend", NULL)) {
+		*why = "Suspended: the decofile is suspended (spec.suspend): nothing new is "
+		    "fetched or published until it is resumed";
+		return V_FAILED;
+	}
 	switch (w->kind) {
 	case WANT_READY:
 		if (!stale_gen && refused(&sync, &ready, 0, whybuf, sizeof(whybuf))) {

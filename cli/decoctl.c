@@ -32,6 +32,10 @@
 #define O_DECOFILE 'd'
 #define O_LIMIT 'l'
 #define O_STRICT 'S'
+#define O_TO 'T'
+#define O_STEPS 'N'
+#define O_REASON 'R'
+#define O_VERSIONS 'V'
 #define O_DRYRUN 'D'
 #define O_WATCH 'W'
 
@@ -132,13 +136,32 @@ static const struct command commands[] = {
 	  "Against a cluster (kubeconfig, or in a pod) TENANT is the namespace\n"
 	  "annotated deco.sites/valkey-acl, as in: acl resync sites-loja\n"
 	  "Writes a trigger the acl stage watches, as sync does for the fetcher.\n" },
-	{ "history", cli_history, "ol", 1, 1, "history NAME",
+	{ "history", cli_history, "olV", 1, 1, "history NAME [--versions]",
 	  "the journal's record of a decofile, oldest first",
 	  "Fetches (commit, tree), renders (hash, format, size), publishes\n"
 	  "(location, timestamp), condition changes, confirmations by replicas\n"
-	  "(summarised per content hash) and drift repairs.\n"
+	  "(summarised per content hash) and drift repairs.  --versions lists the\n"
+	  "rendered versions instead, newest first (# 0), each live, rollback-able\n"
+	  "(its blobs kept: the newest history_keep) or gone.\n"
 	  "\nOptions:\n  -o, --output FORMAT   json or yaml\n"
-	  "  --limit N             only the newest N rows (default 200)\n" },
+	  "  --limit N             only the newest N rows (default 200)\n"
+	  "  --versions            the versions rollback can go back to\n" },
+	{ "rollback", cli_rollback, "TNR", 1, 1,
+	  "rollback NAME [--to HASH|--steps N] [--reason TEXT]",
+	  "publish an earlier version again and hold it (suspended)",
+	  "Publishes a version from `history NAME --versions` again (--to: its\n"
+	  "hash or first digits; --steps N: N versions back from the live one,\n"
+	  "default 1) and suspends the decofile, so the next poll does not undo\n"
+	  "it; `resume NAME` publishes the newest again.  Journaled with who and\n"
+	  "--reason.  In a cluster: annotate the CR deco.sites/rollback-to=HASH.\n" },
+	{ "suspend", cli_suspend, "R", 1, 1, "suspend NAME [--reason TEXT]",
+	  "stop fetching and publishing a decofile (spec.suspend)",
+	  "Sets spec.suspend: no fetch, nothing new published, Syncing=False\n"
+	  "Suspended, until resume.  Journaled with who and --reason.\n" },
+	{ "resume", cli_suspend, "R", 1, 1, "resume NAME [--reason TEXT]",
+	  "fetch and publish a suspended decofile again",
+	  "Clears spec.suspend: the newest rendered version is published again,\n"
+	  "then the source is fetched at once.  Journaled with who and --reason.\n" },
 	{ "journal", cli_journal, "osdl", 0, 0,
 	  "journal [--since DURATION] [--decofile NAME]",
 	  "the audit log: time, stage, object, action, detail",
@@ -627,7 +650,8 @@ parse_args(struct cli *c, int argc, char **argv, int *help, char **used_out)
 		{ O_FILE, "-f", "--filename" }, { O_FOR, NULL, "--for" },
 		{ O_TIMEOUT, NULL, "--timeout" }, { O_SINCE, NULL, "--since" },
 		{ O_DECOFILE, NULL, "--decofile" }, { O_LIMIT, NULL, "--limit" },
-		{ 'c', "-c", "--config" },
+		{ 'c', "-c", "--config" }, { O_TO, NULL, "--to" },
+		{ O_STEPS, NULL, "--steps" }, { O_REASON, NULL, "--reason" },
 	};
 	char **pos = xcalloc((size_t)argc + 1, sizeof(char *));
 	c->args_mem = pos;
@@ -648,6 +672,12 @@ parse_args(struct cli *c, int argc, char **argv, int *help, char **used_out)
 		}
 		if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
 			*help = 1;
+			continue;
+		}
+		if (strcmp(a, "--versions") == 0) {
+			c->versions = 1;
+			if (!strchr(used, O_VERSIONS))
+				strncat(used, "V", sizeof(used) - strlen(used) - 1);
 			continue;
 		}
 		if (strcmp(a, "--strict") == 0) {
@@ -734,6 +764,15 @@ parse_args(struct cli *c, int argc, char **argv, int *help, char **used_out)
 				break;
 			case O_DECOFILE:
 				c->decofile = v;
+				break;
+			case O_TO:
+				c->to = v;
+				break;
+			case O_STEPS:
+				c->steps = v;
+				break;
+			case O_REASON:
+				c->reason = v;
 				break;
 			case O_LIMIT:
 				c->limit = atoi(v);

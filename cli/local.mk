@@ -5,7 +5,7 @@ bin_PROGRAMS += decoctl
 decoctl_SOURCES = \
 	cli/decoctl.c cli/cli.h \
 	cli/cli_apply.c cli/cli_get.c cli/cli_wait.c cli/cli_journal.c cli/cli_ctl.c \
-	cli/cli_yaml.c cli/cli_yaml.h cli/cli_print.c cli/cli_diff.c \
+	cli/cli_yaml.c cli/cli_yaml.h cli/cli_print.c cli/cli_diff.c cli/cli_hold.c \
 	cli/cli_age.c cli/cli_habits.c cli/cli_watch.c cli/cli_completion.c \
 	cli/cli_jsonpath.c cli/cli_jsonpath.h
 nodist_decoctl_SOURCES = cli/decoctl_version.h
@@ -40,9 +40,9 @@ t_unit_cli_yaml_test_SOURCES = t/unit/cli_yaml_test.c cli/cli_yaml.c cli/cli_yam
 	cli/cli_print.c
 t_unit_cli_yaml_test_LDADD = $(DECOD_LIBS) $(YAML_LIBS)
 TESTS += t/unit/cli_yaml_test t/integration/cli_basic.sh t/integration/cli_ctl.sh t/integration/cli_units.sh \
-	t/integration/cli_status.sh
+	t/integration/cli_status.sh t/integration/cli_rollback.sh
 EXTRA_DIST += t/integration/cli_basic.sh t/integration/cli_ctl.sh t/integration/cli_units.sh \
-	t/integration/cli_status.sh
+	t/integration/cli_status.sh t/integration/cli_rollback.sh
 TESTS += t/integration/cli_diff.sh
 EXTRA_DIST += t/integration/cli_diff.sh
 TESTS += t/unit/cli_jsonpath_test t/integration/cli_habits.sh

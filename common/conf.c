@@ -70,6 +70,9 @@ static const struct conf_setting settings[] = {
 	{ "journal_retention", CONF_DURATION, "168h", NULL, 60000, 0,
 	  "how long history stays in the journal",
 	  "renderer", CONF_LIVE },
+	{ "history_keep", CONF_INT, "10", NULL, 1, 1000,
+	  "rendered versions of each decofile kept for decoctl rollback",
+	  "renderer fetcher", CONF_LIVE },
 	{ "housekeeping_interval", CONF_DURATION, "1h", NULL, 100, 86400000,
 	  "how often the journal is pruned and unreferenced spool blobs removed",
 	  "renderer", CONF_LIVE },
@@ -78,7 +81,7 @@ static const struct conf_setting settings[] = {
 	{ "addr_renderer", CONF_STR, NULL, NULL, 0, 0, "nng address the renderer listens on",
 	  "fetcher renderer", CONF_LISTEN },
 	{ "addr_publisher", CONF_STR, NULL, NULL, 0, 0, "nng address the publisher listens on",
-	  "renderer publisher", CONF_LISTEN },
+	  "renderer publisher fetcher", CONF_LISTEN },
 	{ "addr_notifier", CONF_STR, NULL, NULL, 0, 0, "nng address the notifier listens on",
 	  "publisher notifier", CONF_LISTEN },
 	/* store */

@@ -51,7 +51,8 @@ keep_has(void *arg, const char *hash)
 }
 
 long
-housekeeping_run(struct journal *j, struct spool *sp, int64_t retention_ms)
+housekeeping_run(struct journal *j, struct spool *sp, int64_t retention_ms,
+    int keep_versions)
 {
 	struct keep_set k = { NULL, 0, 0 };
 	size_t first;
@@ -60,7 +61,8 @@ housekeeping_run(struct journal *j, struct spool *sp, int64_t retention_ms)
 
 	if (journal_prune(j, retention_ms) < 0)
 		log_kv(LOG_WARN, "journal prune failed", "error", journal_error(j), NULL);
-	if (journal_referenced(j, keep_add, &k) < 0) {
+	if (journal_referenced(j, keep_add, &k) < 0 ||
+	    journal_versions_referenced(j, keep_versions, keep_add, &k) < 0) {
 		log_kv(LOG_WARN, "spool gc skipped", "error", journal_error(j), NULL);
 		goto out;
 	}

@@ -16,8 +16,11 @@ struct spool;
  * journal nor a tree manifest it refers to names (the hour keeps a blob
  * written just before its journal row).  Logs what it did.  Returns the
  * number of blobs removed, or -1 if the journal could not say what it
- * needs (nothing is removed then).
+ * needs (nothing is removed then).  The blobs of the newest keep_versions
+ * rendered versions of each decofile are kept too (history_keep: what
+ * `decoctl rollback` can go back to).
  */
-long housekeeping_run(struct journal *j, struct spool *sp, int64_t retention_ms);
+long housekeeping_run(struct journal *j, struct spool *sp, int64_t retention_ms,
+    int keep_versions);
 
 #endif

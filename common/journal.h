@@ -242,4 +242,35 @@ struct journal_audit_row {
 int journal_audit_each(struct journal *j, const char *since, const char *object, int limit,
     void (*fn)(void *arg, const struct journal_audit_row *r), void *arg);
 
+/* ---- versions a rollback can go back to (journal_versions.c) ---- */
+
+/* one rendered version of a decofile: the newest render of a content hash */
+struct journal_version {
+	char at[40];		/* RFC 3339, of that render */
+	char content_hash[65], format[8], bin_hash[65], tree_hash[65];
+	char commit[200];	/* of the fetch its tree came from, "" unknown */
+	int64_t size;
+	int index;		/* 0 the newest, 1 the one before, ... */
+};
+/*
+ * journal_versions_each - the newest limit versions of ns/name, newest
+ * first, one per content hash (rendered again later counts as newer).
+ * The count, or -1.
+ */
+int journal_versions_each(struct journal *j, const char *ns, const char *name, int limit,
+    void (*fn)(void *arg, const struct journal_version *v), void *arg);
+/*
+ * journal_version_find - among the newest limit versions of ns/name, the
+ * one whose content hash starts with prefix, or (prefix NULL) the one at
+ * index steps, into *v.  0 found, 1 none, 2 prefix ambiguous, -1 error.
+ */
+int journal_version_find(struct journal *j, const char *ns, const char *name,
+    const char *prefix, int steps, int limit, struct journal_version *v);
+/*
+ * journal_versions_referenced - fn for the content and bin hashes of the
+ * newest keep versions of every decofile (the spool keeps them).  0 or -1.
+ */
+int journal_versions_referenced(struct journal *j, int keep,
+    void (*fn)(void *arg, const char *hash), void *arg);
+
 #endif

@@ -9,6 +9,7 @@ libdecod_a_SOURCES = \
 	common/conf.c common/conf.h \
 	common/spool.c common/spool.h \
 	common/journal.c common/journal.h common/journal_impl.h common/journal_query.c \
+	common/journal_versions.c \
 	common/stage.c common/stage.h common/stage_health.c common/stage_health.h \
 	common/stage_ctl.c common/stage_ctl.h \
 	common/stage_watch.c common/stage_watch.h \
@@ -18,7 +19,7 @@ libdecod_a_SOURCES = \
 	common/store_etcd.c common/store_etcd.h common/store_etcd_client.c \
 	common/store_etcd_watch.c common/store_etcd_lock.c \
 	common/store_keys.c common/store_keys.h \
-	common/resource.c common/resource.h common/condition.c common/condition.h \
+	common/resource.c common/resource.h common/resource_hold.c common/condition.c common/condition.h \
 	common/s3key.c common/s3key.h \
 	common/curl_epoll.c common/curl_epoll.h \
 	common/kube.c common/kube.h common/kube_impl.h common/kube_objects.c \

@@ -75,7 +75,7 @@ static const char *const decofile_fields[] = { SOURCE_FIELDS, "deploymentId",
 	"target", "tanstackKV", "tanstackKV.kvNamespaceId", "tanstackKV.siteOrigin",
 	"templates", "updatePolicy", "updatePolicy.templateChanges",
 	"updatePolicy.window", "silent", "notify", "notify.style",
-	"notify.concurrency", "endpoints", NULL };
+	"notify.concurrency", "endpoints", "suspend", NULL };
 static const char *const template_fields[] = { SOURCE_FIELDS, NULL };
 static const char *const tenant_fields[] = { "valkeyAcl", "site", NULL };
 static const char *const endpoint_fields[] = { "url", "style", "tsFile", "token", NULL };

@@ -178,4 +178,22 @@ const char *decofile_deployment_id(yajl_val doc);	/* spec.deploymentId or metada
 const char *decofile_target(yajl_val doc, const char *def);	/* spec.target or def */
 int64_t decofile_generation(yajl_val doc);
 
+/* ---- a Decofile's hold (resource_hold.c) ---- */
+
+/* the annotation that marks a store resource as a CR's mirror (value: its uid) */
+#define RESOURCE_MIRROR_ANNOTATION "decod.deco.sites/kube-uid"
+/* the annotation that asks decod to publish an earlier version again */
+#define DECOFILE_ROLLBACK_ANNOTATION "deco.sites/rollback-to"
+/* decofile_suspended - spec.suspend is true */
+int decofile_suspended(yajl_val doc);
+/* decofile_rollback_to - the rollback annotation's value, or NULL */
+const char *decofile_rollback_to(yajl_val doc);
+/*
+ * resource_hold_doc - a copy of doc with spec.suspend set (suspend) or
+ * removed, and the rollback annotation set to rollback_to or removed
+ * (NULL); everything else as it was.  New tree (yajl_tree_free), or NULL
+ * when doc has no metadata or spec object.
+ */
+yajl_val resource_hold_doc(yajl_val doc, int suspend, const char *rollback_to);
+
 #endif

@@ -776,7 +776,8 @@ housekeeping_timer(struct stage *st, void *arg)
 {
 	(void)arg;
 	st->hk_timer = 0;
-	(void)housekeeping_run(st->j, st->sp, conf_get_ms(st->cf, "journal_retention"));
+	(void)housekeeping_run(st->j, st->sp, conf_get_ms(st->cf, "journal_retention"),
+	    (int)conf_get_int(st->cf, "history_keep"));
 	st->hk_interval = conf_get_ms(st->cf, "housekeeping_interval");
 	st->hk_timer = stage_add_timer(st, st->hk_interval, housekeeping_timer, NULL);
 }

@@ -23,6 +23,10 @@ t_unit_conf_test_LDADD = $(TEST_LIBS)
 t_unit_spool_test_LDADD = $(TEST_LIBS)
 t_unit_proto_test_LDADD = $(TEST_LIBS)
 t_unit_journal_test_LDADD = $(TEST_LIBS)
+# the versions rollback can go back to, and what the spool keeps of them
+check_PROGRAMS += t/unit/journal_versions_test
+t_unit_journal_versions_test_LDADD = $(TEST_LIBS)
+TESTS += t/unit/journal_versions_test
 TESTS += t/unit/conf_test t/unit/spool_test t/unit/proto_test t/unit/journal_test
 # the man page and the sample config state the settings table's defaults
 check_PROGRAMS += t/unit/conf_docs_test
@@ -114,5 +118,8 @@ TESTS += t/integration/kube_scale_smoke.sh
 EXTRA_DIST += t/integration/kube_scale_smoke.sh
 TESTS += t/integration/kube_e2e.sh
 EXTRA_DIST += t/integration/kube_e2e.sh
+# a Decofile's hold through kubectl: spec.suspend, deco.sites/rollback-to
+TESTS += t/integration/kube_suspend.sh
+EXTRA_DIST += t/integration/kube_suspend.sh
 TESTS += t/integration/kube_faults.sh
 EXTRA_DIST += t/integration/kube_faults.sh

@@ -10,13 +10,15 @@
 
 #include <yajl/yajl_tree.h>
 
+#include "common/resource.h"
 #include "common/util.h"
 
 struct stage;
 struct fetch_kube;
+struct kube_resp;
 
 /* the annotation that marks a store resource as a CR's mirror (value: the CR's uid) */
-#define FETCH_KUBE_UID_ANNOTATION "decod.deco.sites/kube-uid"
+#define FETCH_KUBE_UID_ANNOTATION RESOURCE_MIRROR_ANNOTATION
 
 /*
  * fetch_kube_new - start mirroring when decod works against a cluster.
@@ -25,6 +27,14 @@ struct fetch_kube;
  */
 struct fetch_kube *fetch_kube_new(struct stage *st, char *err, size_t errlen);
 void fetch_kube_free(struct fetch_kube *fk);
+
+/*
+ * fetch_kube_patch - a JSON merge patch (body) of Decofile CR ns/name,
+ * sent on the loop; done gets the answer.  The mirror follows through the
+ * informer.  0 sent, -1 no cluster (fk NULL).
+ */
+int fetch_kube_patch(struct fetch_kube *fk, const char *ns, const char *name,
+    const char *body, void (*done)(void *arg, const struct kube_resp *r), void *arg);
 
 /*
  * fetch_kube_mirror_doc - the store's form of a CR: apiVersion, kind,

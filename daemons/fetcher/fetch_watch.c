@@ -1,7 +1,7 @@
 /*
  * fetch_watch - the Decofiles the fetcher schedules, kept level with the
  * store: a watch on the decofiles prefix (put: upsert the schedule, a spec
- * change fetches now; delete: drop it) and one on the sync prefix
+ * change fetches now, a hold is acted on by fetch_hold.c; delete: drop it) and one on the sync prefix
  * (`decoctl sync`: fetch now), with a full relist on a watch gap.  Runs on
  * the loop thread only.
  */
@@ -54,6 +54,7 @@ upsert(struct stage *st, const char *ns, const char *name, const char *val, size
 	char h[65];
 	yajl_val doc;
 	struct buf b;
+	int held;
 
 	if ((doc = json_parse(val, len, NULL)) == NULL) {
 		log_kv(LOG_WARN, "Decofile is not JSON; ignored", "ns", ns, "name", name, NULL);
@@ -71,7 +72,7 @@ upsert(struct stage *st, const char *ns, const char *name, const char *val, size
 	buf_free(&b);
 	if (s == NULL) {
 		s = fetcher_src_new(f, ns, name);
-	} else if (strcmp(s->spec_hash, h) == 0) {
+	} else if (strcmp(s->spec_hash, h) == 0 && decofile_rollback_to(doc) == NULL) {
 		yajl_tree_free(doc);	/* metadata or status only: nothing to do */
 		return;
 	}
@@ -83,11 +84,16 @@ upsert(struct stage *st, const char *ns, const char *name, const char *val, size
 	s->generation = decofile_generation(doc);
 	s->period_ms = period_of(f, doc, s->source);
 	s->failures = 0;
-	yajl_tree_free(doc);
-	if (fetch_lock_want(f->locks, ns, name))
-		fetcher_schedule(st, s, 0, 1);
-	else
+	if (!fetch_lock_want(f->locks, ns, name)) {
+		s->suspended = decofile_suspended(doc);	/* the holder acts on it */
+		yajl_tree_free(doc);
 		s->again_force = 1;	/* fetch at once when the lock is ours */
+		return;
+	}
+	held = fetch_hold_apply(st, s, doc);
+	yajl_tree_free(doc);
+	if (!held)
+		fetcher_schedule(st, s, 0, 1);
 }
 
 static void

@@ -226,6 +226,8 @@ finish_first(struct stage *st, struct job *j, int in_txn)
 		fetcher_src_free(st, s);
 		return;
 	}
+	if (s->suspended)
+		return;		/* suspended meanwhile: nothing of it goes on */
 	if (j->res.reason != NULL) {
 		/* a rate limit's own wait replaces the backoff */
 		int64_t wait = j->res.retry_after_ms > 0 ? j->res.retry_after_ms :
@@ -565,6 +567,10 @@ poll_cb(struct stage *st, void *arg)
 	s->timer = 0;
 	if (!fetch_lock_held(f->locks, s->ns, s->name))
 		return;		/* another instance works it; fetch_lock calls us back */
+	if (s->suspended) {
+		fetch_status_synced(st, s, s->sync_req);	/* answered: Syncing says why */
+		return;
+	}
 	if (s->busy) {
 		s->again = 1;
 		return;
@@ -623,7 +629,8 @@ lock_gained(struct stage *st, const char *ns, const char *name)
 	log_kv(LOG_INFO, "job lock taken; working the decofile", "ns", ns, "name", name,
 	    NULL);
 	s->failures = 0;
-	fetcher_schedule(st, s, 0, 1);
+	if (!fetch_hold_gained(st, s))
+		fetcher_schedule(st, s, 0, 1);
 }
 
 static void

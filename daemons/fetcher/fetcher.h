@@ -11,6 +11,7 @@
 #include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <yajl/yajl_tree.h>
 
 #include "daemons/fetcher/fetch_archive.h"
 #include "daemons/fetcher/fetch_tree.h"
@@ -37,6 +38,7 @@ struct src {
 	int64_t period_ms;
 	int64_t timer;
 	int busy, again, again_force, gone, failures;
+	int suspended;		/* spec.suspend (or a rollback being held): no fetch */
 	char last_id[96];	/* remote id of the last good fetch (oci: "sha256:...") */
 	char etag[256];		/* github: ETag that goes with last_id */
 	char *oci_auth;		/* oci: the registry's bearer token, kept between polls */
@@ -155,6 +157,20 @@ void *fetch_worker(void *arg);
 int fetch_watch_start(struct stage *st);
 /* fetch_watch_relist - list every Decofile: upsert each, drop the rest; 0 or -1 */
 int fetch_watch_relist(struct stage *st);
+
+/* ---- fetch_hold.c ---- */
+
+/*
+ * fetch_hold_apply - act on doc's hold (s's document; the job lock is
+ * ours): a rollback annotation, spec.suspend turned on or off.  Returns
+ * 1 when s is suspended now (nothing is to be scheduled), else 0.
+ */
+int fetch_hold_apply(struct stage *st, struct src *s, yajl_val doc);
+/*
+ * fetch_hold_gained - the job lock of s became ours: act on the hold its
+ * document holds, afresh.  1 when s is suspended (nothing to schedule).
+ */
+int fetch_hold_gained(struct stage *st, struct src *s);
 
 /* ---- fetch_status.c ---- */
 

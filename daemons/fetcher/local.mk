@@ -24,7 +24,7 @@ FETCH_LIBS = daemons/fetcher/libfetch.a
 decodlibexec_PROGRAMS += daemons/fetcher/fetcher
 daemons_fetcher_fetcher_SOURCES = daemons/fetcher/fetcher.c daemons/fetcher/fetcher.h \
 	daemons/fetcher/fetch_worker.c daemons/fetcher/fetch_watch.c \
-	daemons/fetcher/fetch_status.c \
+	daemons/fetcher/fetch_status.c daemons/fetcher/fetch_hold.c \
 	daemons/fetcher/fetch_lock.c daemons/fetcher/fetch_lock.h
 daemons_fetcher_fetcher_LDADD = $(FETCH_LIBS) $(DECOD_LIBS) $(ARCHIVE_LIBS) -lpthread
 

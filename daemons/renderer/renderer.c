@@ -373,6 +373,13 @@ renderer_on_item(struct stage *st, const struct journal_item *it)
 		    it->ns, "name", it->name, NULL);
 		return STAGE_DONE;
 	}
+	if (decofile_suspended(doc) || decofile_rollback_to(doc) != NULL) {
+		/* handed on before the hold: dropped; resume fetches (and renders) again */
+		log_kv(LOG_INFO, "Decofile suspended; not rendered", "ns", it->ns, "name",
+		    it->name, NULL);
+		yajl_tree_free(doc);
+		return STAGE_DONE;
+	}
 	res = render(st, it, doc);
 	yajl_tree_free(doc);
 	return res;

@@ -149,10 +149,10 @@ tool condition default loja publisher Ready True Published "Published to file://
 tool condition default loja notifier PodsNotified True NotificationSucceeded "Successfully notified all pods for commit:$C1"
 dc status >"$T/out" 2>&1
 is "$?" 0 "status"
-check "status header" grep -q "^NAMESPACE  *NAME  *SOURCE  *COMMIT  *HASH  *TARGET  *READY  *SYNCING  *PODSNOTIFIED  *PUBLISHED  *AGE  *OWNER  *MESSAGE" "$T/out"
+check "status header" grep -q "^NAMESPACE  *NAME  *SOURCE  *COMMIT  *HASH  *TARGET  *SUSPENDED  *READY  *SYNCING  *PODSNOTIFIED  *PUBLISHED  *AGE  *OWNER  *MESSAGE" "$T/out"
 check "status row from the merged status" \
-    grep -q "^default  *loja  *inline  *3f2a9c0  *9b74c9aa0000  *file  *True  *-  *True .* -$" "$T/out"
-check "vitrine has no status yet" grep -q "^default  *vitrine  *git  *-  *-  *file  *-  *-  *-  *-" "$T/out"
+    grep -q "^default  *loja  *inline  *3f2a9c0  *9b74c9aa0000  *file  *False  *True  *-  *True .* -$" "$T/out"
+check "vitrine has no status yet" grep -q "^default  *vitrine  *git  *-  *-  *file  *False  *-  *-  *-  *-" "$T/out"
 dc status -o json >"$T/st.json"
 is "$(json_field "$T/st.json" 0.contentHash)" "$H1" "status -o json: contentHash"
 dc get df loja -o json >"$T/g3.json"

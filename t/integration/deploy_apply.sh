@@ -197,6 +197,7 @@ watch,decofiletemplates.deco.sites,-A fetcher: templates
 patch,decofiles.deco.sites,--subresource=status,-n,$S each stage: its conditions by SSA
 patch,decofiletemplates.deco.sites,--subresource=status,-n,$S fetcher: template status
 update,decofiles.deco.sites,--subresource=finalizers,-n,$S publisher: blockOwnerDeletion
+patch,decofiles.deco.sites,-n,$S fetcher: consume deco.sites/rollback-to, hold with spec.suspend
 create,configmaps,-n,$S publisher: decofile-NAME
 patch,configmaps,-n,$S publisher: SSA and drift repair
 get,configmaps,-n,$S publisher: adopt
@@ -244,7 +245,6 @@ create,namespaces make namespaces
 update,namespaces change namespaces
 create,decofiles.deco.sites,-n,$S the CRs' spec is the user's
 update,decofiles.deco.sites,-n,$S the CRs' spec is the user's
-patch,decofiles.deco.sites,-n,$S the CRs' spec is the user's
 delete,decofiles.deco.sites,-n,$S the CRs' spec is the user's
 get,leases.coordination.k8s.io/kube-scheduler,-n,kube-system other components' Leases
 update,leases.coordination.k8s.io/other,-n,decod-system Leases other than decod-leader

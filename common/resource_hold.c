@@ -1,0 +1,95 @@
+/*
+ * resource_hold - a Decofile's hold: spec.suspend (as Flux's: no fetch,
+ * no publish of anything new) and the deco.sites/rollback-to annotation
+ * (publish that earlier version again, then hold it).  decoctl writes
+ * them, kubectl can too; the fetcher acts on them and consumes the
+ * annotation.  Both rewrite a document here so they agree on its shape.
+ */
+#include "config.h"
+
+#include <string.h>
+
+#include "common/json.h"
+#include "common/resource.h"
+#include "common/util.h"
+
+int
+decofile_suspended(yajl_val doc)
+{
+	return json_get_bool(doc, 0, "spec", "suspend", NULL);
+}
+
+const char *
+decofile_rollback_to(yajl_val doc)
+{
+	yajl_val a = json_get(doc, "metadata", "annotations", NULL);
+
+	if (!YAJL_IS_OBJECT(a))
+		return NULL;
+	for (size_t i = 0; i < a->u.object.len; i++)
+		if (strcmp(a->u.object.keys[i], DECOFILE_ROLLBACK_ANNOTATION) == 0 &&
+		    YAJL_IS_STRING(a->u.object.values[i]))
+			return a->u.object.values[i]->u.string;
+	return NULL;
+}
+
+/* copy_except - the members of object v except key skip, into an open object */
+static void
+copy_except(struct jw *w, yajl_val v, const char *skip)
+{
+	for (size_t i = 0; YAJL_IS_OBJECT(v) && i < v->u.object.len; i++) {
+		if (strcmp(v->u.object.keys[i], skip) == 0)
+			continue;
+		jw_key(w, v->u.object.keys[i]);
+		jw_value(w, v->u.object.values[i]);
+	}
+}
+
+yajl_val
+resource_hold_doc(yajl_val doc, int suspend, const char *rollback_to)
+{
+	struct buf b;
+	struct jw w;
+	yajl_val out;
+
+	if (!YAJL_IS_OBJECT(doc) || !YAJL_IS_OBJECT(json_get(doc, "metadata", NULL)) ||
+	    !YAJL_IS_OBJECT(json_get(doc, "spec", NULL)))
+		return NULL;
+	buf_init(&b);
+	jw_init(&w, &b);
+	jw_obj(&w);
+	for (size_t i = 0; i < doc->u.object.len; i++) {
+		const char *k = doc->u.object.keys[i];
+		yajl_val v = doc->u.object.values[i];
+
+		jw_key(&w, k);
+		if (strcmp(k, "metadata") == 0) {
+			jw_obj(&w);
+			copy_except(&w, v, "annotations");
+			jw_key(&w, "annotations");
+			jw_obj(&w);
+			copy_except(&w, json_get(v, "annotations", NULL),
+			    DECOFILE_ROLLBACK_ANNOTATION);
+			if (rollback_to != NULL) {
+				jw_key(&w, DECOFILE_ROLLBACK_ANNOTATION);
+				jw_str(&w, rollback_to);
+			}
+			jw_end_obj(&w);
+			jw_end_obj(&w);
+		} else if (strcmp(k, "spec") == 0) {
+			jw_obj(&w);
+			copy_except(&w, v, "suspend");
+			if (suspend) {
+				jw_key(&w, "suspend");
+				jw_bool(&w, 1);
+			}
+			jw_end_obj(&w);
+		} else {
+			jw_value(&w, v);
+		}
+	}
+	jw_end_obj(&w);
+	out = json_parse(b.data, b.len, NULL);
+	buf_free(&b);
+	return out;
+}
