@@ -23,6 +23,10 @@
 	  "A block is not valid JSON or holds a duplicate key; the message names the file and line") \
 	X("Syncing", "TemplateNotReady", "False", "renderer", \
 	  "A DecofileTemplate it uses has not been fetched yet; retried") \
+	X("Syncing", "Suspended", "False", "fetcher", \
+	  "Held by decoctl suspend, spec.suspend or a rollback: no fetch and no publish until resumed") \
+	X("Syncing", "RollbackFailed", "False", "fetcher", \
+	  "The version a rollback asked for is not among the kept versions or its blob is gone") \
 	X("Ready", "Published", "True", "publisher", \
 	  "The rendered decofile was written to its file target") \
 	X("Ready", "ConfigMapCreated", "True", "publisher", \
