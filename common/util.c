@@ -631,6 +631,26 @@ utf8_valid(const char *s, size_t n)
 	return 1;
 }
 
+void
+utf8_cut_tail(char *s)
+{
+	size_t n = strlen(s), i = n, cont = 0;
+	unsigned char c;
+
+	while (i > 0 && cont < 3 && ((unsigned char)s[i - 1] & 0xc0) == 0x80) {
+		i--;
+		cont++;
+	}
+	if (i == 0)
+		return;
+	c = (unsigned char)s[i - 1];
+	if (c < 0xc0)		/* ASCII (or stray continuation bytes): nothing cut short */
+		return;
+	if ((c >= 0xf0 && cont < 3) || (c >= 0xe0 && c < 0xf0 && cont < 2) ||
+	    (c < 0xe0 && cont < 1))
+		s[i - 1] = '\0';
+}
+
 const char *
 str_show(const char *s, char *out, size_t outlen)
 {

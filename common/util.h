@@ -113,6 +113,12 @@ int path_clean_rel(const char *in, char *out, size_t outlen);
 int utf8_valid(const char *s, size_t n);
 
 /*
+ * utf8_cut_tail - s, cut short by a snprintf, ends on a whole character:
+ * a lead byte and fewer continuation bytes than it announces are dropped.
+ */
+void utf8_cut_tail(char *s);
+
+/*
  * str_show - s as it may be quoted in a message or a log line: valid UTF-8
  * is kept, a backslash is doubled, every other byte (not UTF-8, a control
  * byte) is written \xHH.  Always NUL-terminated in out, cut at outlen on a

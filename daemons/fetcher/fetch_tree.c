@@ -40,7 +40,8 @@ fetch_result_error(struct fetch_result *res, const char *reason, const char *fmt
 	res->reason = reason;
 	res->tree_hash[0] = '\0';
 	va_start(ap, fmt);
-	vsnprintf(res->error, sizeof(res->error), fmt, ap);
+	if (vsnprintf(res->error, sizeof(res->error), fmt, ap) >= (int)sizeof(res->error))
+		utf8_cut_tail(res->error);	/* the condition and the log stay UTF-8 */
 	va_end(ap);
 	return -1;
 }

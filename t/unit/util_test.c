@@ -171,6 +171,24 @@ test_utf8(void)
 	is_str(str_show("abc\xe9\xa6\x96", small, sizeof(small)), "abc",
 	    "str_show cuts on a whole character");
 	is_str(str_show("\xff\xff", small, sizeof(small)), "\\xff", "str_show never cuts an escape");
+
+	/* a message snprintf cut mid-character ends on a whole one (the archive fuzzer) */
+	static const struct { const char *in, *out; } cut[] = {
+		{ "entry 'P\xc3\xa1gina", "entry 'P\xc3\xa1gina" },
+		{ "entry 'P\xc3", "entry 'P" },
+		{ "x\xe9\xa6", "x" },
+		{ "x\xe9\xa6\x96", "x\xe9\xa6\x96" },
+		{ "x\xf0\x9f\x98", "x" },
+		{ "x\xf0\x9f\x98\x80", "x\xf0\x9f\x98\x80" },
+		{ "", "" },
+	};
+	for (size_t i = 0; i < sizeof(cut) / sizeof(cut[0]); i++) {
+		char m[32];
+
+		snprintf(m, sizeof(m), "%s", cut[i].in);
+		utf8_cut_tail(m);
+		is_str(m, cut[i].out, "utf8_cut_tail: case %zu", i);
+	}
 }
 
 static void
