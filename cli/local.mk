@@ -3,7 +3,7 @@
 # also linked into their unit test.
 bin_PROGRAMS += decoctl
 decoctl_SOURCES = \
-	cli/decoctl.c cli/cli.h \
+	cli/decoctl.c cli/cli.h cli/cli_util.c \
 	cli/cli_apply.c cli/cli_get.c cli/cli_wait.c cli/cli_journal.c cli/cli_ctl.c \
 	cli/cli_yaml.c cli/cli_yaml.h cli/cli_print.c cli/cli_diff.c cli/cli_hold.c \
 	cli/cli_age.c cli/cli_habits.c cli/cli_watch.c cli/cli_completion.c \
