@@ -1,5 +1,6 @@
 /*
- * s3key - the one function that names a Decofile's S3 object.  The
+ * s3key - the one function that names a Decofile's S3 object, and the
+ * names of its ConfigMap and of the volume pods mount it as.  The
  * publisher uploads to it and the webhook points DECO_RELEASE at it, so the
  * two can never disagree (SPEC §9: [<prefix>/]<namespace>/<deploymentId>/decofile.json).
  */
@@ -7,6 +8,15 @@
 #define DECOD_S3KEY_H
 
 #include <stddef.h>
+
+/*
+ * The ConfigMap that holds a Decofile's rendered document is
+ * DECOFILE_CM_PREFIX + the Decofile's name, in its namespace; pods mount it
+ * as the volume DECOFILE_VOLUME (SPEC §9).  The publisher writes it, the
+ * webhook mounts it, the notifier finds the mount: one spelling for all.
+ */
+#define DECOFILE_CM_PREFIX	"decofile-"
+#define DECOFILE_VOLUME		"decofile-config"
 
 /*
  * s3key_build - the object key for namespace ns and deployment id dep, under

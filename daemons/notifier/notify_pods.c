@@ -14,6 +14,7 @@
 #include "common/json.h"
 #include "common/kube.h"
 #include "common/log.h"
+#include "common/s3key.h"
 #include "common/stage.h"
 #include "common/util.h"
 #include "daemons/notifier/notify_pods.h"
@@ -52,7 +53,7 @@ mount_ts(yajl_val c, char *ts, size_t tslen)
 		const char *n = json_get_str(m->u.array.values[i], "name", NULL);
 		const char *p = json_get_str(m->u.array.values[i], "mountPath", NULL);
 
-		if (n != NULL && p != NULL && *p == '/' && strcmp(n, NOTIFY_PODS_VOLUME) == 0) {
+		if (n != NULL && p != NULL && *p == '/' && strcmp(n, DECOFILE_VOLUME) == 0) {
 			snprintf(ts, tslen, "%s%stimestamp.txt", p, p[strlen(p) - 1] == '/' ? "" : "/");
 			return;
 		}

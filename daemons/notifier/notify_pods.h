@@ -15,7 +15,6 @@
 #define NOTIFY_PODS_TOKEN_ENV "DECO_RELEASE_RELOAD_TOKEN"
 #define NOTIFY_PODS_DEFAULT_PORT 8000
 #define NOTIFY_PODS_TS_FILE "/app/decofile/timestamp.txt"
-#define NOTIFY_PODS_VOLUME "decofile-config"
 
 struct stage;
 struct notify_pods;

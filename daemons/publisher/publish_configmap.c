@@ -22,6 +22,7 @@
 #include "common/kube.h"
 #include "common/log.h"
 #include "common/resource.h"
+#include "common/s3key.h"
 #include "common/spool.h"
 #include "common/stage.h"
 #include "common/store.h"
@@ -32,7 +33,6 @@
 
 #define STAGE "publisher"
 #define TARGET "configmap"
-#define CM_PREFIX "decofile-"
 #define DELETION_ANNOTATION "deco.sites/deletion"
 #define REPAIR_DEBOUNCE_MS 20
 #define MAX_JSON (256u << 20)
@@ -95,7 +95,7 @@ publish_configmap_body(const char *ns, const char *name, const char *owner_uid,
 	struct jw w;
 	char cm[300], t[32];
 
-	snprintf(cm, sizeof(cm), CM_PREFIX "%s", name);
+	snprintf(cm, sizeof(cm), DECOFILE_CM_PREFIX "%s", name);
 	snprintf(t, sizeof(t), "%lld", (long long)ts);
 	buf_init(&b);
 	jw_init(&w, &b);
@@ -245,7 +245,7 @@ obj_free(struct pcm *c, struct cmobj *o)
 static void
 location(const char *ns, const char *name, char *out, size_t len)
 {
-	snprintf(out, len, "configmap/%s/" CM_PREFIX "%s", ns, name);
+	snprintf(out, len, "configmap/%s/" DECOFILE_CM_PREFIX "%s", ns, name);
 }
 
 static const char *
@@ -295,7 +295,7 @@ set_ready(struct pcm *c, const struct cmobj *o)
 	struct buf b;
 	struct jw w;
 
-	snprintf(cm, sizeof(cm), CM_PREFIX "%s", o->name);
+	snprintf(cm, sizeof(cm), DECOFILE_CM_PREFIX "%s", o->name);
 	snprintf(msg, sizeof(msg), "ConfigMap %s created successfully from %s source", cm,
 	    o->source);
 	rfc3339_from(o->ts, when, sizeof(when));
@@ -462,7 +462,7 @@ on_applied(void *arg, const struct kube_resp *r)
 			/* the status says why the new version is not out (the old one stays) */
 			char msg[1100];
 
-			snprintf(msg, sizeof(msg), "Cannot write ConfigMap " CM_PREFIX "%s: %s",
+			snprintf(msg, sizeof(msg), "Cannot write ConfigMap " DECOFILE_CM_PREFIX "%s: %s",
 			    j->name, r->err);
 			status_set_condition(stage_store(j->c->st), stage_journal(j->c->st),
 			    "decofiles", j->ns, j->name, STAGE, "Ready", "False",
@@ -491,7 +491,7 @@ on_stripped(void *arg, const struct kube_resp *r)
 		job_free(j);
 		return;
 	}
-	snprintf(cm, sizeof(cm), CM_PREFIX "%s", j->name);
+	snprintf(cm, sizeof(cm), DECOFILE_CM_PREFIX "%s", j->name);
 	kube_apply(k, &kube_configmaps, j->ns, cm, NULL, PUBLISH_CONFIGMAP_MANAGER, 1,
 	    j->body, j->len, on_applied, j);
 }
@@ -510,7 +510,7 @@ job_apply(struct job *j)
 	struct jw w;
 	int extra = 0;
 
-	snprintf(cm, sizeof(cm), CM_PREFIX "%s", j->name);
+	snprintf(cm, sizeof(cm), DECOFILE_CM_PREFIX "%s", j->name);
 	obj_get(c, j->ns, j->name)->busy = 1;
 	cur = kube_informer_get(c->cms, j->ns, cm);
 	data = cur != NULL ? json_get(cur, "data", NULL) : NULL;
@@ -620,7 +620,7 @@ check_obj(struct pcm *c, struct cmobj *o)
 		o->again = 1;
 		return;
 	}
-	snprintf(cm, sizeof(cm), CM_PREFIX "%s", o->name);
+	snprintf(cm, sizeof(cm), DECOFILE_CM_PREFIX "%s", o->name);
 	cur = kube_informer_get(c->cms, o->ns, cm);
 	want = o->detach ? "" : owner_uid(c, o->ns, o->name);
 	uid = cur != NULL ? cm_owner(cur) : "";
@@ -669,9 +669,9 @@ restore_one(void *arg, yajl_val cm)
 	yajl_val doc = NULL;
 	char err[256];
 
-	if (strncmp(n, CM_PREFIX, strlen(CM_PREFIX)) != 0 || obj_find(c, ns, n + strlen(CM_PREFIX)))
+	if (strncmp(n, DECOFILE_CM_PREFIX, strlen(DECOFILE_CM_PREFIX)) != 0 || obj_find(c, ns, n + strlen(DECOFILE_CM_PREFIX)))
 		return;
-	n += strlen(CM_PREFIX);
+	n += strlen(DECOFILE_CM_PREFIX);
 	{
 		/* the store's status says what is live (adoptions included) */
 		yajl_val f = status_get_fragment(stage_store(c->st), "decofiles", ns, n, STAGE);
@@ -740,9 +740,9 @@ on_cm(void *arg, enum kube_event ev, yajl_val obj, yajl_val old)
 		return;
 	}
 	n = kube_obj_name(obj);
-	if (strncmp(n, CM_PREFIX, strlen(CM_PREFIX)) != 0)
+	if (strncmp(n, DECOFILE_CM_PREFIX, strlen(DECOFILE_CM_PREFIX)) != 0)
 		return;
-	if ((o = obj_find(c, kube_obj_ns(obj), n + strlen(CM_PREFIX))) == NULL || o->busy)
+	if ((o = obj_find(c, kube_obj_ns(obj), n + strlen(DECOFILE_CM_PREFIX))) == NULL || o->busy)
 		return;
 	if (ev == KUBE_DELETED || !publish_configmap_holds(obj, o->bin, o->ts, NULL))
 		schedule_check(c, o);
@@ -858,7 +858,7 @@ publish_configmap_item(struct pcm *c, const struct journal_item *it, yajl_val do
 		snprintf(why, whylen, "%s", msg);
 		return STAGE_FAIL;
 	}
-	snprintf(cm, sizeof(cm), CM_PREFIX "%s", it->name);
+	snprintf(cm, sizeof(cm), DECOFILE_CM_PREFIX "%s", it->name);
 	cur = kube_informer_get(c->cms, it->ns, cm);
 	/* the same content already there (ours, or the Go operator's): no publish */
 	if (cur != NULL && publish_configmap_content(cur, held) == 0 &&
@@ -931,7 +931,7 @@ publish_configmap_decofile(struct pcm *c, const char *ns, const char *name, yajl
 		}
 		return;
 	}
-	snprintf(cm, sizeof(cm), CM_PREFIX "%s", name);
+	snprintf(cm, sizeof(cm), DECOFILE_CM_PREFIX "%s", name);
 	location(ns, name, loc, sizeof(loc));
 	journal_obj(obj, sizeof(obj), "decofile", ns, name);
 	if (!o->detach) {

@@ -544,7 +544,7 @@ set_mount(struct container_patch *cp, const char *dir)
 {
 	yajl_val mounts = json_get(cp->c, "volumeMounts", NULL);
 	char path[600];
-	int i = named(mounts, WH_VOLUME);
+	int i = named(mounts, DECOFILE_VOLUME);
 
 	if (i >= 0) {
 		yajl_val m = mounts->u.array.values[i];
@@ -561,7 +561,7 @@ set_mount(struct container_patch *cp, const char *dir)
 	}
 	jw_obj(&cp->p->w);
 	jw_key(&cp->p->w, "name");
-	jw_str(&cp->p->w, WH_VOLUME);
+	jw_str(&cp->p->w, DECOFILE_VOLUME);
 	jw_key(&cp->p->w, "mountPath");
 	jw_str(&cp->p->w, dir);
 	jw_key(&cp->p->w, "readOnly");
@@ -575,7 +575,7 @@ static void
 set_volume(struct patch *p, yajl_val pod, const char *cm)
 {
 	yajl_val vols = json_get(pod, "volumes", NULL);
-	int i = named(vols, WH_VOLUME), made = 0;
+	int i = named(vols, DECOFILE_VOLUME), made = 0;
 	char path[128];
 
 	if (i >= 0) {
@@ -591,7 +591,7 @@ set_volume(struct patch *p, yajl_val pod, const char *cm)
 	}
 	jw_obj(&p->w);
 	jw_key(&p->w, "name");
-	jw_str(&p->w, WH_VOLUME);
+	jw_str(&p->w, DECOFILE_VOLUME);
 	jw_key(&p->w, "configMap");
 	jw_obj(&p->w);
 	jw_key(&p->w, "name");
@@ -798,7 +798,7 @@ mutate(const struct wh_env *env, const struct review *rv, struct wh_result *r)
 	snprintf(cp.base, sizeof(cp.base), "/spec/template/spec/containers/%d", ci);
 	set_label(&p, tmpl, dep);
 	if (strcmp(target, "configmap") == 0) {
-		snprintf(cm, sizeof(cm), "decofile-%s", df->name);
+		snprintf(cm, sizeof(cm), DECOFILE_CM_PREFIX "%s", df->name);
 		set_volume(&p, json_get(tmpl, "spec", NULL), cm);
 		set_mount(&cp, dir);
 		set_env(&cp, ENV_RELEASE, release);
@@ -809,9 +809,9 @@ mutate(const struct wh_env *env, const struct review *rv, struct wh_result *r)
 		char path[600];
 
 		snprintf(path, sizeof(path), "%s/volumeMounts", cp.base);
-		drop_named(&p, json_get(cp.c, "volumeMounts", NULL), path, WH_VOLUME);
+		drop_named(&p, json_get(cp.c, "volumeMounts", NULL), path, DECOFILE_VOLUME);
 		drop_named(&p, json_get(tmpl, "spec", "volumes", NULL),
-		    "/spec/template/spec/volumes", WH_VOLUME);
+		    "/spec/template/spec/volumes", DECOFILE_VOLUME);
 		set_env(&cp, ENV_RELEASE, release);
 		buf_init(&auth);
 		wh_merge_authorities(present && cur != NULL ? cur : NULL, env->s3_public_host,

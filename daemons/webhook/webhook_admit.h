@@ -15,7 +15,6 @@
 #define WH_ANNOTATION_MOUNT	"deco.sites/decofile-mount-path"
 #define WH_LABEL_DEPLOYMENT	"app.deco/deploymentId"
 #define WH_DEFAULT_MOUNT	"/app/decofile"
-#define WH_VOLUME		"decofile-config"
 #define WH_ACL_SECRET		"valkey-acl"
 #define WH_LABEL_MANAGED	"app.kubernetes.io/managed-by"
 #define WH_DEFAULT_AUTHORITIES	"configs.decocdn.com,configs.deco.cx,admin.deco.cx,localhost"
