@@ -78,6 +78,13 @@ int kube_config_in_cluster(struct kube_config *c, const char *sa_dir,
 int kube_config_from_conf(struct kube_config *c, const struct conf *cf,
     char *err, size_t errlen);
 
+/*
+ * kube_from_conf - a client from the settings in one call: the choice of
+ * kube_config_from_conf, then kube_new with kube_timeout.  NULL with err ""
+ * when no cluster is configured (not an error), NULL with err on a failure.
+ */
+struct kube *kube_from_conf(const struct conf *cf, char *err, size_t errlen);
+
 /* kube_config_free - free the strings; c is left empty; NULL is a no-op */
 void kube_config_free(struct kube_config *c);
 
@@ -321,6 +328,21 @@ typedef void (*kube_lease_changed_fn)(void *arg, int leading);
  */
 struct kube_lease *kube_lease_new(struct kube *k, const char *ns, const char *name,
     const char *identity, const struct kube_lease_params *p,
+    kube_lease_changed_fn changed, void *arg);
+/*
+ * kube_lease_wanted - whether the settings ask for leader election
+ * (leader_elect, and a local store: etcd has its own locks)
+ */
+int kube_lease_wanted(const struct conf *cf);
+/*
+ * kube_lease_from_conf - kube_lease_new for the Lease the settings name
+ * (leader_lease_name in k's namespace, leader_lease_duration,
+ * leader_renew_deadline, leader_retry_period) under decod's one identity
+ * rule: POD_NAME when set (the pod is the unit, so a restarted container
+ * takes its Lease back at once), else HOST:PID (two instances on one host
+ * differ).  Logs the identity it contends as.
+ */
+struct kube_lease *kube_lease_from_conf(struct kube *k, const struct conf *cf,
     kube_lease_changed_fn changed, void *arg);
 /* kube_lease_free - stop; a leader releases the lease (holder emptied) first, waiting at most 2 s */
 void kube_lease_free(struct kube_lease *l);

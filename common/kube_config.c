@@ -389,3 +389,21 @@ kube_config_from_conf(struct kube_config *c, const struct conf *cf, char *err,
 	}
 	return rc;
 }
+
+struct kube *
+kube_from_conf(const struct conf *cf, char *err, size_t errlen)
+{
+	struct kube_config kc;
+	struct kube *k;
+	int rc;
+
+	err[0] = '\0';
+	if ((rc = kube_config_from_conf(&kc, cf, err, errlen)) != 0) {
+		if (rc > 0)
+			err[0] = '\0';
+		return NULL;
+	}
+	k = kube_new(&kc, conf_get_ms(cf, "kube_timeout"), err, errlen);
+	kube_config_free(&kc);
+	return k;
+}

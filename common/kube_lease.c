@@ -12,6 +12,9 @@
 #include <sys/time.h>
 #include <time.h>
 
+#include <unistd.h>
+
+#include "common/conf.h"
 #include "common/json.h"
 #include "common/kube.h"
 #include "common/kube_impl.h"
@@ -186,6 +189,37 @@ const char *
 kube_lease_holder(const struct kube_lease *l)
 {
 	return l->leading ? l->id : l->holder;
+}
+
+int
+kube_lease_wanted(const struct conf *cf)
+{
+	return conf_get_bool(cf, "leader_elect") && strncmp(conf_get(cf, "store"), "local:", 6) == 0;
+}
+
+struct kube_lease *
+kube_lease_from_conf(struct kube *k, const struct conf *cf, kube_lease_changed_fn changed,
+    void *arg)
+{
+	struct kube_lease_params p;
+	const char *pod = getenv("POD_NAME");
+	char host[256], id[300];
+
+	if (pod != NULL && *pod != '\0') {
+		snprintf(id, sizeof(id), "%s", pod);
+	} else {
+		if (gethostname(host, sizeof(host)) < 0)
+			snprintf(host, sizeof(host), "decod");
+		host[sizeof(host) - 1] = '\0';
+		snprintf(id, sizeof(id), "%s:%ld", host, (long)getpid());
+	}
+	p.duration_ms = conf_get_ms(cf, "leader_lease_duration");
+	p.renew_deadline_ms = conf_get_ms(cf, "leader_renew_deadline");
+	p.retry_ms = conf_get_ms(cf, "leader_retry_period");
+	log_kv(LOG_INFO, "leader election: contending", "lease", conf_get(cf, "leader_lease_name"),
+	    "namespace", kube_namespace(k), "identity", id, NULL);
+	return kube_lease_new(k, kube_namespace(k), conf_get(cf, "leader_lease_name"), id, &p,
+	    changed, arg);
 }
 
 struct kube_lease *

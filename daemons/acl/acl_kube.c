@@ -335,20 +335,13 @@ static void *
 k_start(struct acl *a, struct stage *st)
 {
 	struct ksrc *s = xcalloc(1, sizeof(*s));
-	struct kube_config kc;
 	char err[512];
 
 	s->a = a;
 	s->st = st;
-	if (kube_config_from_conf(&kc, stage_conf(st), err, sizeof(err)) != 0) {
-		log_kv(LOG_ERROR, "acl: no Kubernetes configuration", "error", err, NULL);
-		free(s);
-		return NULL;
-	}
-	s->k = kube_new(&kc, conf_get_ms(stage_conf(st), "kube_timeout"), err, sizeof(err));
-	kube_config_free(&kc);
-	if (s->k == NULL) {
-		log_kv(LOG_ERROR, "acl: Kubernetes client", "error", err, NULL);
+	if ((s->k = kube_from_conf(stage_conf(st), err, sizeof(err))) == NULL) {
+		log_kv(LOG_ERROR, "acl: no Kubernetes client", "error",
+		    err[0] ? err : "no kubeconfig setting and not in a cluster", NULL);
 		free(s);
 		return NULL;
 	}

@@ -37,34 +37,17 @@ on_change(void *arg, int leading)
 struct decod_lease *
 decod_lease_new(struct conf *cf, char *err, size_t errlen)
 {
-	struct kube_lease_params p;
-	struct kube_config kc;
+	struct kube *k;
 	struct decod_lease *dl;
-	char host[256], id[300];
 
 	err[0] = '\0';
-	if (!conf_get_bool(cf, "leader_elect") || strncmp(conf_get(cf, "store"), "local:", 6) != 0)
+	if (!kube_lease_wanted(cf))
 		return NULL;
-	if (kube_config_from_conf(&kc, cf, err, errlen) != 0)
+	if ((k = kube_from_conf(cf, err, errlen)) == NULL)
 		return NULL;
 	dl = xcalloc(1, sizeof(*dl));
-	if ((dl->k = kube_new(&kc, conf_get_ms(cf, "kube_timeout"), err, errlen)) == NULL) {
-		kube_config_free(&kc);
-		free(dl);
-		return NULL;
-	}
-	kube_config_free(&kc);
-	if (gethostname(host, sizeof(host)) < 0)
-		snprintf(host, sizeof(host), "decod");
-	host[sizeof(host) - 1] = '\0';
-	snprintf(id, sizeof(id), "%s:%ld", host, (long)getpid());
-	p.duration_ms = conf_get_ms(cf, "leader_lease_duration");
-	p.renew_deadline_ms = conf_get_ms(cf, "leader_renew_deadline");
-	p.retry_ms = conf_get_ms(cf, "leader_retry_period");
-	log_kv(LOG_INFO, "leader election: contending", "lease", conf_get(cf, "leader_lease_name"),
-	    "namespace", kube_namespace(dl->k), "identity", id, NULL);
-	dl->l = kube_lease_new(dl->k, kube_namespace(dl->k), conf_get(cf, "leader_lease_name"), id,
-	    &p, on_change, dl);
+	dl->k = k;
+	dl->l = kube_lease_from_conf(dl->k, cf, on_change, dl);
 	return dl;
 }
 

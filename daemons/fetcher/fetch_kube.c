@@ -261,20 +261,14 @@ struct fetch_kube *
 fetch_kube_new(struct stage *st, char *err, size_t errlen)
 {
 	struct conf *cf = stage_conf(st);
-	struct kube_config kc;
+	struct kube *k;
 	struct fetch_kube *fk;
 
-	err[0] = '\0';
-	if (kube_config_from_conf(&kc, cf, err, errlen) != 0)
+	if ((k = kube_from_conf(cf, err, errlen)) == NULL)
 		return NULL;
 	fk = xcalloc(1, sizeof(*fk));
 	fk->st = st;
-	if ((fk->k = kube_new(&kc, conf_get_ms(cf, "kube_timeout"), err, errlen)) == NULL) {
-		kube_config_free(&kc);
-		free(fk);
-		return NULL;
-	}
-	kube_config_free(&kc);
+	fk->k = k;
 	kube_attach(fk->k, st);
 	if (fk_status_start(fk, err, errlen) < 0) {
 		fetch_kube_free(fk);
@@ -283,24 +277,8 @@ fetch_kube_new(struct stage *st, char *err, size_t errlen)
 	fk->dfs = kube_informer_new(fk->k, &kube_decofiles, NULL, NULL, on_df, fk);
 	fk->tpls = kube_informer_new(fk->k, &kube_decofiletemplates, NULL, NULL, on_tpl, fk);
 	/* under the supervisor, the supervisor holds the Lease */
-	if (!stage_supervised(st) && conf_get_bool(cf, "leader_elect") &&
-	    strncmp(conf_get(cf, "store"), "local:", 6) == 0) {
-		struct kube_lease_params p;
-		char host[256], id[300];
-		const char *pod = getenv("POD_NAME");
-
-		if (gethostname(host, sizeof(host)) < 0)
-			snprintf(host, sizeof(host), "decod");
-		host[sizeof(host) - 1] = '\0';
-		/* the pod is the unit: its name (the hostname in a pod) */
-		snprintf(id, sizeof(id), "%s", pod != NULL && *pod != '\0' ? pod : host);
-		p.duration_ms = conf_get_ms(cf, "leader_lease_duration");
-		p.renew_deadline_ms = conf_get_ms(cf, "leader_renew_deadline");
-		p.retry_ms = conf_get_ms(cf, "leader_retry_period");
-		log_kv(LOG_INFO, "leader election: contending for the pod", "identity", id, NULL);
-		fk->lease = kube_lease_new(fk->k, kube_namespace(fk->k),
-		    conf_get(cf, "leader_lease_name"), id, &p, on_lease, fk);
-	}
+	if (!stage_supervised(st) && kube_lease_wanted(cf))
+		fk->lease = kube_lease_from_conf(fk->k, cf, on_lease, fk);
 	log_kv(LOG_INFO, "Kubernetes front door on", "server", kube_server(fk->k), NULL);
 	return fk;
 }

@@ -134,20 +134,13 @@ on_pod(void *arg, enum kube_event ev, yajl_val obj, yajl_val old)
 struct notify_pods *
 notify_pods_new(struct stage *st, char *err, size_t errlen)
 {
-	struct kube_config kc;
+	struct kube *k;
 	struct notify_pods *np;
 
-	err[0] = '\0';
-	if (kube_config_from_conf(&kc, stage_conf(st), err, errlen) != 0)
+	if ((k = kube_from_conf(stage_conf(st), err, errlen)) == NULL)
 		return NULL;
 	np = xcalloc(1, sizeof(*np));
-	if ((np->k = kube_new(&kc, conf_get_ms(stage_conf(st), "kube_timeout"), err,
-	    errlen)) == NULL) {
-		kube_config_free(&kc);
-		free(np);
-		return NULL;
-	}
-	kube_config_free(&kc);
+	np->k = k;
 	kube_attach(np->k, st);
 	np->inf = kube_informer_new(np->k, &kube_pods, NULL, NOTIFY_PODS_LABEL, on_pod, np);
 	log_kv(LOG_INFO, "pod discovery on", "server", kube_server(np->k), NULL);

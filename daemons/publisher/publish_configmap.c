@@ -771,23 +771,15 @@ on_df(void *arg, enum kube_event ev, yajl_val obj, yajl_val old)
 struct pcm *
 publish_configmap_new(struct stage *st, char *err, size_t errlen)
 {
-	struct kube_config kc;
-	struct conf *cf = stage_conf(st);
+	struct kube *k;
 	struct pcm *c;
-	int rc;
 
-	err[0] = '\0';
-	if ((rc = kube_config_from_conf(&kc, cf, err, errlen)) != 0)
+	if ((k = kube_from_conf(stage_conf(st), err, errlen)) == NULL)
 		return NULL;
 	c = xcalloc(1, sizeof(*c));
 	c->st = st;
-	if ((c->k = kube_new(&kc, conf_get_ms(cf, "kube_timeout"), err, errlen)) == NULL) {
-		kube_config_free(&kc);
-		free(c);
-		return NULL;
-	}
+	c->k = k;
 	log_kv(LOG_INFO, "configmap target on", "server", kube_server(c->k), NULL);
-	kube_config_free(&kc);
 	kube_attach(c->k, st);
 	the_pcm = c;
 	/* their uids only (owner references): metadata, not 10,000 specs and statuses */
