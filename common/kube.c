@@ -1,10 +1,9 @@
 /*
- * kube - the Kubernetes API client's calls: one curl multi handle whose
- * sockets sit in an epoll set the caller polls as one fd, a deadline on
- * every call, retries of 429 (Retry-After), 5xx and transport errors within
- * it, the bearer token re-read when its file changes, and completed calls
- * handed to their callbacks only from kube_dispatch.  It owns its calls,
- * its informers' registration and the stage timer of kube_attach.
+ * kube - the Kubernetes API client's calls: a deadline on every call,
+ * retries of 429 (Retry-After), 5xx and transport errors within it, the
+ * bearer token re-read when its file changes, and completed calls handed
+ * to their callbacks only from kube_dispatch.  The client itself (its curl
+ * multi handle, epoll set and stage glue) is in kube_client.c.
  */
 #include "config.h"
 
@@ -29,13 +28,11 @@
 #include "common/stage.h"
 #include "common/util.h"
 
-#define KUBE_DEF_TIMEOUT_MS	30000
 #define KUBE_CONNECT_MS		10000
 #define KUBE_BACKOFF_MIN_MS	200
 #define KUBE_BACKOFF_MAX_MS	5000
 #define KUBE_TOKEN_CHECK_MS	1000
 #define KUBE_MAX_RESP		(64u << 20)
-#define KUBE_MAX_CONNS		16	/* per API server */
 
 struct kube_call {
 	struct kube *k;
@@ -63,49 +60,7 @@ struct kube_call {
 
 const char kube_user_agent[] = "decod/" PACKAGE_VERSION;
 
-struct kube {
-	struct kube_config cfg;
-	int64_t timeout_ms;
-	CURLM *multi;
-	int epfd;
-	int64_t curl_due;
-	struct kube_call *calls;
-	int pending;			/* finished calls or buffered events wait */
-	/* the bearer token: static, or from token_file (re-read on change) */
-	char *token;
-	int64_t token_checked;
-	struct stat token_st;
-	struct kube_stats stats;
-	struct kube_informer **infs;
-	size_t ninfs;
-	struct stage *st;
-	int64_t timer;
-};
 
-static int curl_ready;
-
-/* ---- loop plumbing ---- */
-
-static int
-on_socket(CURL *easy, curl_socket_t s, int what, void *userp, void *socketp)
-{
-	struct kube *k = userp;
-
-	(void)easy;
-	return curl_epoll_socket(k->multi, k->epfd, s, what, socketp, k);
-}
-
-static int
-on_timer(CURLM *multi, long timeout_ms, void *userp)
-{
-	struct kube *k = userp;
-
-	(void)multi;
-	k->curl_due = timeout_ms < 0 ? -1 : now_ms() + timeout_ms;
-	return 0;
-}
-
-static void rearm(struct kube *k);
 
 void
 kube_mark_pending(struct kube *k)
@@ -115,9 +70,8 @@ kube_mark_pending(struct kube *k)
 
 /* ---- token ---- */
 
-/* token_refresh - re-read the token file when it changed (or force) */
-static void
-token_refresh(struct kube *k, int force)
+void
+kube_token_refresh(struct kube *k, int force)
 {
 	struct stat st;
 	char *t;
@@ -290,7 +244,7 @@ call_start(struct kube_call *c)
 	c->stream_status = 0;
 	c->retry_after_ms = -1;
 	buf_reset(&c->resp);
-	token_refresh(k, 0);
+	kube_token_refresh(k, 0);
 	if ((h = curl_easy_init()) == NULL)
 		abort();
 	url = xasprintf("%s%s", k->cfg.server, c->path);
@@ -447,7 +401,7 @@ attempt_done(struct kube_call *c, CURLcode rc)
 	if (status == 401 && k->cfg.token_file != NULL && !c->token_retry && c->data == NULL) {
 		/* the projected token may have rotated under us: re-read, once */
 		c->token_retry = 1;
-		token_refresh(k, 1);
+		kube_token_refresh(k, 1);
 		c->start_at = now;
 		k->stats.retries++;
 		return;
@@ -471,10 +425,15 @@ attempt_done(struct kube_call *c, CURLcode rc)
 	call_finish(c, status, rc);
 }
 
+/*
+ * call_new - the one way a call is made: queued now, or started after
+ * delay_ms; timeout_ms 0 is the client's timeout; data, when set, takes
+ * the body as it streams (a watch)
+ */
 static struct kube_call *
 call_new(struct kube *k, const char *method, const char *path, const char *ctype,
     const char *body, size_t len, int64_t timeout_ms, int64_t delay_ms,
-    const char *accept, kube_done_fn done, void *arg)
+    const char *accept, kube_data_fn data, kube_done_fn done, void *arg)
 {
 	struct kube_call *c = xcalloc(1, sizeof(*c));
 	int64_t now = now_ms();
@@ -494,6 +453,7 @@ call_new(struct kube *k, const char *method, const char *path, const char *ctype
 	c->deadline = now + delay_ms + (timeout_ms > 0 ? timeout_ms : k->timeout_ms);
 	c->done = done;
 	c->arg = arg;
+	c->data = data;
 	c->r.reason = "";
 	buf_init(&c->resp);
 	c->next = k->calls;
@@ -512,9 +472,9 @@ kube_send(struct kube *k, const char *method, const char *path, const char *ctyp
     const char *body, size_t len, int64_t timeout_ms, kube_done_fn done, void *arg)
 {
 	struct kube_call *c = call_new(k, method, path, ctype, body, len, timeout_ms,
-	    0, NULL, done, arg);
+	    0, NULL, NULL, done, arg);
 
-	rearm(k);
+	kube_rearm(k);
 	return c;
 }
 
@@ -523,9 +483,9 @@ kube_send_later(struct kube *k, const char *method, const char *path,
     const char *accept, int64_t delay_ms, kube_done_fn done, void *arg)
 {
 	struct kube_call *c = call_new(k, method, path, NULL, NULL, 0, 0, delay_ms,
-	    accept, done, arg);
+	    accept, NULL, done, arg);
 
-	rearm(k);
+	kube_rearm(k);
 	return c;
 }
 
@@ -533,29 +493,10 @@ struct kube_call *
 kube_send_stream(struct kube *k, const char *path, const char *accept, int64_t delay_ms,
     int64_t timeout_ms, kube_data_fn data, kube_done_fn done, void *arg)
 {
-	struct kube_call *c;
+	struct kube_call *c = call_new(k, "GET", path, NULL, NULL, 0, timeout_ms, delay_ms,
+	    accept, data, done, arg);
 
-	c = xcalloc(1, sizeof(*c));
-	c->k = k;
-	c->method = xstrdup("GET");
-	c->path = xstrdup(path);
-	c->accept = accept != NULL ? xstrdup(accept) : NULL;
-	c->start = now_ms();
-	c->deadline = c->start + delay_ms + timeout_ms;
-	c->done = done;
-	c->arg = arg;
-	c->data = data;
-	c->r.reason = "";
-	buf_init(&c->resp);
-	c->next = k->calls;
-	if (k->calls != NULL)
-		k->calls->prev = c;
-	k->calls = c;
-	if (delay_ms > 0)
-		c->start_at = c->start + delay_ms;
-	else
-		call_start(c);
-	rearm(k);
+	kube_rearm(k);
 	return c;
 }
 
@@ -642,7 +583,7 @@ kube_dispatch(struct kube *k)
 		call_free(c);
 		next = k->calls;	/* the callback may have cancelled others */
 	}
-	rearm(k);
+	kube_rearm(k);
 }
 
 int
@@ -694,7 +635,7 @@ kube_do(struct kube *k, const char *method, const char *path, const char *ctype,
     const char *body, size_t len, int64_t timeout_ms)
 {
 	struct kube_call *c = call_new(k, method, path, ctype, body, len, timeout_ms,
-	    0, NULL, NULL, NULL);
+	    0, NULL, NULL, NULL, NULL);
 	struct kube_resp *r;
 
 	c->sync = 1;
@@ -715,7 +656,7 @@ kube_do(struct kube *k, const char *method, const char *path, const char *ctype,
 	*r = c->r;
 	memset(&c->r, 0, sizeof(c->r));
 	call_free(c);
-	rearm(k);	/* others may have finished meanwhile */
+	kube_rearm(k);	/* others may have finished meanwhile */
 	return r;
 }
 
@@ -726,189 +667,4 @@ kube_resp_free(struct kube_resp *r)
 		return;
 	resp_clear(r);
 	free(r);
-}
-
-/* ---- client ---- */
-
-static char *
-dup_bytes(const char *p, size_t n)
-{
-	char *d;
-
-	if (p == NULL)
-		return NULL;
-	d = xmalloc(n + 1);
-	memcpy(d, p, n);
-	d[n] = '\0';
-	return d;
-}
-
-struct kube *
-kube_new(const struct kube_config *c, int64_t timeout_ms, char *err, size_t errlen)
-{
-	struct kube *k;
-
-	if (c->server == NULL || *c->server == '\0') {
-		snprintf(err, errlen, "no API server URL");
-		return NULL;
-	}
-	if (!curl_ready) {
-		if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
-			snprintf(err, errlen, "curl_global_init failed");
-			return NULL;
-		}
-		curl_ready = 1;
-	}
-	k = xcalloc(1, sizeof(*k));
-	k->cfg.server = xstrdup(c->server);
-	k->cfg.ca_file = c->ca_file != NULL ? xstrdup(c->ca_file) : NULL;
-	k->cfg.ca_data = dup_bytes(c->ca_data, c->ca_len);
-	k->cfg.ca_len = c->ca_len;
-	k->cfg.cert_file = c->cert_file != NULL ? xstrdup(c->cert_file) : NULL;
-	k->cfg.cert_data = dup_bytes(c->cert_data, c->cert_len);
-	k->cfg.cert_len = c->cert_len;
-	k->cfg.key_file = c->key_file != NULL ? xstrdup(c->key_file) : NULL;
-	k->cfg.key_data = dup_bytes(c->key_data, c->key_len);
-	k->cfg.key_len = c->key_len;
-	k->cfg.token_file = c->token_file != NULL ? xstrdup(c->token_file) : NULL;
-	k->cfg.namespace = xstrdup(c->namespace != NULL ? c->namespace : "default");
-	k->cfg.insecure = c->insecure;
-	if (c->token != NULL)
-		k->token = xstrdup(c->token);
-	k->timeout_ms = timeout_ms > 0 ? timeout_ms : KUBE_DEF_TIMEOUT_MS;
-	token_refresh(k, 1);
-	if (k->cfg.token_file != NULL && k->token == NULL) {
-		snprintf(err, errlen, "token file %s: unreadable", k->cfg.token_file);
-		kube_free(k);
-		return NULL;
-	}
-	if ((k->epfd = epoll_create1(EPOLL_CLOEXEC)) < 0) {
-		snprintf(err, errlen, "epoll_create1: %s", strerror(errno));
-		k->epfd = -1;
-		kube_free(k);
-		return NULL;
-	}
-	if ((k->multi = curl_multi_init()) == NULL)
-		abort();
-	k->curl_due = -1;
-	curl_multi_setopt(k->multi, CURLMOPT_SOCKETFUNCTION, on_socket);
-	curl_multi_setopt(k->multi, CURLMOPT_SOCKETDATA, k);
-	curl_multi_setopt(k->multi, CURLMOPT_TIMERFUNCTION, on_timer);
-	curl_multi_setopt(k->multi, CURLMOPT_TIMERDATA, k);
-	curl_multi_setopt(k->multi, CURLMOPT_MAXCONNECTS, 64L);
-	/*
-	 * A burst of thousands of calls queues in curl instead of opening a
-	 * connection each: at most KUBE_MAX_CONNS calls (watches included) are
-	 * in flight to one API server.
-	 */
-	curl_multi_setopt(k->multi, CURLMOPT_MAX_HOST_CONNECTIONS, (long)KUBE_MAX_CONNS);
-	return k;
-}
-
-void
-kube_free(struct kube *k)
-{
-	if (k == NULL)
-		return;
-	while (k->ninfs > 0)
-		kube_informer_free(k->infs[k->ninfs - 1]);
-	free(k->infs);
-	while (k->calls != NULL)
-		kube_cancel(k->calls);
-	if (k->st != NULL) {
-		stage_del_fd(k->st, k->epfd);
-		if (k->timer > 0)
-			stage_cancel_timer(k->st, k->timer);
-	}
-	if (k->multi != NULL)
-		curl_multi_cleanup(k->multi);
-	if (k->epfd >= 0)
-		close(k->epfd);
-	if (k->token != NULL)
-		explicit_bzero(k->token, strlen(k->token));
-	free(k->token);
-	kube_config_free(&k->cfg);
-	free(k);
-}
-
-const char *
-kube_namespace(const struct kube *k)
-{
-	return k->cfg.namespace;
-}
-
-const char *
-kube_server(const struct kube *k)
-{
-	return k->cfg.server;
-}
-
-void
-kube_get_stats(const struct kube *k, struct kube_stats *s)
-{
-	*s = k->stats;
-}
-
-void
-kube_informer_register(struct kube *k, struct kube_informer *inf)
-{
-	k->infs = xrealloc(k->infs, (k->ninfs + 1) * sizeof(*k->infs));
-	k->infs[k->ninfs++] = inf;
-}
-
-void
-kube_informer_unregister(struct kube *k, struct kube_informer *inf)
-{
-	for (size_t i = 0; i < k->ninfs; i++)
-		if (k->infs[i] == inf) {
-			memmove(&k->infs[i], &k->infs[i + 1], (k->ninfs - i - 1) * sizeof(*k->infs));
-			k->ninfs--;
-			return;
-		}
-}
-
-/* ---- stage glue ---- */
-
-static void
-on_stage_timer(struct stage *st, void *arg)
-{
-	struct kube *k = arg;
-
-	(void)st;
-	k->timer = 0;
-	kube_dispatch(k);
-}
-
-static void
-on_stage_fd(struct stage *st, int fd, short revents, void *arg)
-{
-	(void)st;
-	(void)fd;
-	(void)revents;
-	kube_dispatch(arg);
-}
-
-/* rearm - keep one stage timer at the client's next deadline */
-static void
-rearm(struct kube *k)
-{
-	int64_t t;
-
-	if (k->st == NULL)
-		return;
-	t = kube_timeout(k);
-	if (k->timer > 0)
-		stage_cancel_timer(k->st, k->timer);
-	k->timer = 0;
-	if (t >= 0)
-		k->timer = stage_add_timer(k->st, t, on_stage_timer, k);
-}
-
-void
-kube_attach(struct kube *k, struct stage *st)
-{
-	k->st = st;
-	if (stage_add_fd(st, k->epfd, POLLIN, on_stage_fd, k) < 0)
-		fatal("kube: cannot add its fd to the loop");
-	rearm(k);
 }

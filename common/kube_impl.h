@@ -1,12 +1,40 @@
 /*
- * kube_impl - what kube.c shares with kube_informer.c and nobody else:
- * streaming calls (a watch delivers bytes as they come and has no retries)
- * and the informer list the dispatcher pumps.
+ * kube_impl - what kube.c, kube_client.c and kube_informer.c share and
+ * nobody else: the client's state, streaming calls (a watch delivers bytes
+ * as they come and has no retries) and the informer list the dispatcher
+ * pumps.
  */
 #ifndef DECOD_KUBE_IMPL_H
 #define DECOD_KUBE_IMPL_H
 
+#include <curl/curl.h>
+#include <sys/stat.h>
+
 #include "common/kube.h"
+
+struct kube {
+	struct kube_config cfg;
+	int64_t timeout_ms;
+	CURLM *multi;
+	int epfd;
+	int64_t curl_due;
+	struct kube_call *calls;
+	int pending;			/* finished calls or buffered events wait */
+	/* the bearer token: static, or from token_file (re-read on change) */
+	char *token;
+	int64_t token_checked;
+	struct stat token_st;
+	struct kube_stats stats;
+	struct kube_informer **infs;
+	size_t ninfs;
+	struct stage *st;
+	int64_t timer;
+};
+
+/* kube_token_refresh - re-read the token file when it changed (or force) */
+void kube_token_refresh(struct kube *k, int force);
+/* kube_rearm - keep one stage timer at the client's next deadline */
+void kube_rearm(struct kube *k);
 
 /* kube_data_fn - bytes of a streaming answer, as they arrive (inside curl) */
 typedef void (*kube_data_fn)(void *arg, const char *p, size_t n);

@@ -22,7 +22,7 @@ libdecod_a_SOURCES = \
 	common/resource.c common/resource.h common/resource_hold.c common/condition.c common/condition.h \
 	common/s3key.c common/s3key.h \
 	common/curl_epoll.c common/curl_epoll.h \
-	common/kube.c common/kube.h common/kube_impl.h common/kube_objects.c \
+	common/kube.c common/kube_client.c common/kube.h common/kube_impl.h common/kube_objects.c \
 	common/kube_config.c common/kube_informer.c common/kube_lease.c \
 	common/metrics.c common/metrics.h \
 	proto/proto.c proto/proto.h proto/proto_detail.c proto/proto_tree.c
