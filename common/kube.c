@@ -522,6 +522,23 @@ kube_apply(struct kube *k, const struct kube_kind *kd, const char *ns,
 	return c;
 }
 
+struct kube_call *
+kube_merge_patch(struct kube *k, const struct kube_kind *kd, const char *ns,
+    const char *name, const char *manager, const char *body, size_t len,
+    kube_done_fn done, void *arg)
+{
+	char *q = manager != NULL ? kube_escape(manager) : NULL;
+	char *qs = q != NULL ? xasprintf("fieldManager=%s", q) : NULL;
+	char *p = kube_path(kd, ns, name, NULL, qs);
+	struct kube_call *c = kube_send(k, "PATCH", p, KUBE_MERGE_PATCH_CTYPE, body, len, 0,
+	    done, arg);
+
+	free(p);
+	free(qs);
+	free(q);
+	return c;
+}
+
 /* ---- the engine ---- */
 
 /* progress - sockets, curl timers, finished attempts, due restarts; no callbacks */

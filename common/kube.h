@@ -221,6 +221,15 @@ char *kube_apply_path(const struct kube_kind *kd, const char *ns,
 struct kube_call *kube_apply(struct kube *k, const struct kube_kind *kd,
     const char *ns, const char *name, const char *sub, const char *manager,
     int force, const char *body, size_t len, kube_done_fn done, void *arg);
+#define KUBE_MERGE_PATCH_CTYPE "application/merge-patch+json"
+/*
+ * kube_merge_patch - kube_send of a JSON merge patch (RFC 7386: a null
+ * removes the field) of object ns/name, under field manager `manager`
+ * (NULL: the server's default); the client's timeout
+ */
+struct kube_call *kube_merge_patch(struct kube *k, const struct kube_kind *kd,
+    const char *ns, const char *name, const char *manager, const char *body, size_t len,
+    kube_done_fn done, void *arg);
 
 /*
  * kube_list_all - every object of a kind (optionally in namespace ns and

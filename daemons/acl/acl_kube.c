@@ -166,7 +166,7 @@ annotation_remove(struct ksrc *s, const char *ns)
 	buf_init(&b);
 	buf_printf(&b, "{\"metadata\":{\"annotations\":{\"" ANN "\":null}}}");
 	send_write(s, ns, "annotation removal", "PATCH",
-	    kube_path(&kube_namespaces, NULL, ns, NULL, NULL), "application/merge-patch+json",
+	    kube_path(&kube_namespaces, NULL, ns, NULL, NULL), KUBE_MERGE_PATCH_CTYPE,
 	    &b, NULL);
 	buf_free(&b);
 }

@@ -81,14 +81,10 @@ int
 fetch_kube_patch(struct fetch_kube *fk, const char *ns, const char *name,
     const char *body, void (*done)(void *arg, const struct kube_resp *r), void *arg)
 {
-	char *path;
-
 	if (fk == NULL)
 		return -1;
-	path = kube_path(fk_kinds[0].kd, ns, name, NULL, NULL);
-	(void)kube_send(fk->k, "PATCH", path, "application/merge-patch+json", body,
-	    strlen(body), kube_timeout(fk->k), done, arg);
-	free(path);
+	(void)kube_merge_patch(fk->k, fk_kinds[0].kd, ns, name, NULL, body, strlen(body), done,
+	    arg);
 	return 0;
 }
 

@@ -504,7 +504,7 @@ static void
 job_apply(struct job *j)
 {
 	struct pcm *c = j->c;
-	char cm[300], *path;
+	char cm[300];
 	yajl_val cur, data;
 	struct buf b;
 	struct jw w;
@@ -536,22 +536,12 @@ job_apply(struct job *j)
 		extra++;
 	}
 	jw_end_obj(&w);
-	if (extra > 0) {
-		char *q = kube_escape(PUBLISH_CONFIGMAP_MANAGER), *qs = xasprintf("fieldManager=%s", q);
-
-		path = kube_path(&kube_configmaps, j->ns, cm, NULL, qs);
-		kube_send(c->k, "PATCH", path, "application/merge-patch+json", b.data, b.len, 0,
-		    on_stripped, j);
-		free(path);
-		free(qs);
-		free(q);
-	} else {
-		path = kube_apply_path(&kube_configmaps, j->ns, cm, NULL,
-		    PUBLISH_CONFIGMAP_MANAGER, 1);
-		kube_send(c->k, "PATCH", path, KUBE_APPLY_CTYPE, j->body, j->len, 0,
-		    on_applied, j);
-		free(path);
-	}
+	if (extra > 0)
+		kube_merge_patch(c->k, &kube_configmaps, j->ns, cm, PUBLISH_CONFIGMAP_MANAGER,
+		    b.data, b.len, on_stripped, j);
+	else
+		kube_apply(c->k, &kube_configmaps, j->ns, cm, NULL, PUBLISH_CONFIGMAP_MANAGER, 1,
+		    j->body, j->len, on_applied, j);
 	buf_free(&b);
 }
 
