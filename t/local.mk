@@ -3,7 +3,7 @@
 # processes in a temporary folder and cleaning up by PID.
 TEST_LIBS = $(DECOD_LIBS)
 
-EXTRA_DIST += t/tap.h t/lib/common.sh t/summary.sh
+EXTRA_DIST += t/tap.h t/lib/common.sh t/lib/pipeline.sh t/summary.sh
 
 # unit tests: add the program to check_PROGRAMS and TESTS
 check_PROGRAMS += t/unit/util_test t/unit/log_test t/unit/hash_test t/unit/json_test

@@ -12,11 +12,7 @@
 . "$top_srcdir/t/lib/valkey.sh"
 . "$top_srcdir/t/lib/acl.sh"
 
-ACL=$(bin acl)
-CTL=$(bin decoctl)
-[ -x "$ACL" ] || bail "acl not built"
-[ -x "$CTL" ] || bail "decoctl not built"
-vk_require
+acl_require
 command -v curl >/dev/null || skip_all "curl not installed"
 
 vk_start_one

@@ -11,11 +11,7 @@
 . "$top_srcdir/t/lib/valkey.sh"
 . "$top_srcdir/t/lib/acl.sh"
 
-ACL=$(bin acl)
-CTL=$(bin decoctl)
-[ -x "$ACL" ] || bail "acl not built"
-[ -x "$CTL" ] || bail "decoctl not built"
-vk_require
+acl_require
 
 vk_start_one
 python3 "$top_srcdir/t/stand-in/bignode.py" --port-file "$T/big.port" --log "$T/big.log" &

@@ -12,13 +12,9 @@
 . "$top_srcdir/t/lib/valkey.sh"
 . "$top_srcdir/t/lib/acl.sh"
 
-ACL=$(bin acl)
-CTL=$(bin decoctl)
+acl_require
 TT="$top_builddir/t/stage/testtool"
-[ -x "$ACL" ] || bail "acl not built"
-[ -x "$CTL" ] || bail "decoctl not built"
 [ -x "$TT" ] || bail "testtool not built"
-vk_require
 
 vk_start_one
 acl_conf "$VK_ADMIN" "valkey_url = redis://127.0.0.1:$VK_P1" 2s

@@ -15,11 +15,7 @@
 . "$top_srcdir/t/lib/valkey.sh"
 . "$top_srcdir/t/lib/acl.sh"
 
-ACL=$(bin acl)
-CTL=$(bin decoctl)
-[ -x "$ACL" ] || bail "acl not built"
-[ -x "$CTL" ] || bail "decoctl not built"
-vk_require
+acl_require
 command -v sqlite3 >/dev/null || skip_all "sqlite3 command not installed"
 command -v curl >/dev/null || skip_all "curl not installed"
 

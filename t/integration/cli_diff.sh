@@ -10,31 +10,10 @@
 # store's files and the journal's row counts are the same after it); the
 # real apply that follows does write.
 . "$top_srcdir/t/lib/common.sh"
+. "$top_srcdir/t/lib/pipeline.sh"
 
-DECOD=$(bin decod)
-DECOCTL=$(bin decoctl)
-SITE=$(bin decod-site)
-for p in "$DECOD" "$DECOCTL" "$SITE"; do [ -x "$p" ] || bail "$p not built"; done
 command -v diff >/dev/null || skip_all "diff(1) not installed"
-mkdir -p "$T/libexec"
-for s in fetcher renderer publisher notifier; do
-	[ -x "$top_builddir/daemons/$s/$s" ] || bail "$s not built"
-	ln -s "$top_builddir/daemons/$s/$s" "$T/libexec/$s"
-done
-cat >"$T/decod.conf" <<CONF
-state_dir = $T/state
-runtime_dir = $T/run
-libexec_dir = $T/libexec
-store = local:$T/store
-rescan_interval = 300ms
-poll_period = 1h
-notify_timeout = 2s
-notify_attempts = 2
-CONF
-export DECOD_CONFIG="$T/decod.conf"
-NS="loja-sao-paulo"
-ctl() { "$DECOCTL" -n "$NS" "$@"; }
-ready4() { [ "$("$DECOCTL" stages 2>/dev/null | grep -c READY)" -eq 4 ]; }
+pipeline_setup "fetcher renderer publisher notifier" "notify_timeout = 2s" "notify_attempts = 2"
 # the store's keys with their content; left out: the heartbeats decod and
 # the replica write on their own (instances, endpoints) and the revision
 # counter every write of theirs bumps
@@ -67,29 +46,10 @@ printf '{"links": ["/ajuda", "/trocas"]}\n' >"$BLOCKS/Rodapé%20da%20Loja.json"
 printf '{"path": "/", "sections": [1, 2]}\n' >"$BLOCKS/páginas/Página+Inicial.json"
 printf '{"até": "domingo", "desconto": 30}\n' >"$BLOCKS/Promoção Relâmpago.json"
 
-"$DECOD" 2>"$T/decod.log" &
-track_pid $!
-wait_for "$(scaled 20)" ready4
-ok $? "decod: four stages READY"
+pipeline_start
+replica_start r1
 
-DECO_RELEASE_RELOAD_TOKEN=tok-r1 "$SITE" --port 0 --register "local:$T/store" \
-    --namespace "$NS" --deployment loja --id r1 --ttl 60 >"$T/r1.out" 2>"$T/r1.err" &
-track_pid $!
-wait_for "$(scaled 10)" grep -q '^listening on' "$T/r1.out" || bail "replica did not start"
-
-cat >"$T/loja.yaml" <<YAML
-apiVersion: deco.sites/v1alpha1
-kind: Decofile
-metadata:
-  name: loja
-  namespace: $NS
-spec:
-  source: dir
-  dir:
-    path: "$BLOCKS"
-YAML
-ctl apply -f "$T/loja.yaml" >/dev/null
-ok $? "apply the Decofile"
+apply_dir loja "$BLOCKS"
 ctl wait loja --for ready --timeout "$(scaled 60)s" >"$T/w0.out" 2>&1
 ok $? "wait --for ready: the first version is live"
 

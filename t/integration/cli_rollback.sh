@@ -8,34 +8,9 @@
 # names and hashes exit 1, bad options 2; each action is a journal row
 # with who and why.
 . "$top_srcdir/t/lib/common.sh"
+. "$top_srcdir/t/lib/pipeline.sh"
 
-DECOD=$(bin decod)
-DECOCTL=$(bin decoctl)
-for p in "$DECOD" "$DECOCTL"; do [ -x "$p" ] || bail "$p not built"; done
-mkdir -p "$T/libexec"
-for s in fetcher renderer publisher; do
-	[ -x "$top_builddir/daemons/$s/$s" ] || bail "$s not built"
-	ln -s "$top_builddir/daemons/$s/$s" "$T/libexec/$s"
-done
-cat >"$T/decod.conf" <<CONF
-state_dir = $T/state
-runtime_dir = $T/run
-libexec_dir = $T/libexec
-store = local:$T/store
-stages = fetcher renderer publisher
-rescan_interval = 300ms
-poll_period = 1h
-history_keep = 5
-CONF
-export DECOD_CONFIG="$T/decod.conf"
-NS="loja-sao-paulo"
-ctl() { "$DECOCTL" -n "$NS" "$@"; }
-ready3() { [ "$("$DECOCTL" stages 2>/dev/null | grep -c READY)" -eq 3 ]; }
-status_json() { # status_json FIELD: a field of `decoctl status loja -o json`
-	ctl status loja -o json | python3 -c '
-import json, sys
-print(json.load(sys.stdin)[0].get(sys.argv[1], ""))' "$1"
-}
+pipeline_setup "fetcher renderer publisher" "history_keep = 5"
 published() { # published: the published document of loja
 	loc=$(status_json location)
 	cat "${loc#file://}" 2>/dev/null
@@ -50,24 +25,9 @@ mkdir -p "$BLOCKS"
 printf '{"title": "Loja São Paulo v1"}\n' >"$BLOCKS/Header.json"
 printf '{"path": "/", "sections": [1, 2]}\n' >"$BLOCKS/Página%20Inicial.json"
 
-"$DECOD" 2>"$T/decod.log" &
-track_pid $!
-wait_for "$(scaled 20)" ready3
-ok $? "decod: three stages READY"
+pipeline_start
 
-cat >"$T/loja.yaml" <<YAML
-apiVersion: deco.sites/v1alpha1
-kind: Decofile
-metadata:
-  name: loja
-  namespace: $NS
-spec:
-  source: dir
-  dir:
-    path: "$BLOCKS"
-YAML
-ctl apply -f "$T/loja.yaml" >/dev/null
-ok $? "apply the Decofile"
+apply_dir loja "$BLOCKS"
 wait_for "$(scaled 30)" holds "São Paulo v1"
 ok $? "v1 is published"
 V1=$(status_json contentHash)

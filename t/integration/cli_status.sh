@@ -8,35 +8,9 @@
 # unchanged source is observable as done (`wait --for synced`, and
 # `--for timestamp:N` for N up to the sync request).
 . "$top_srcdir/t/lib/common.sh"
+. "$top_srcdir/t/lib/pipeline.sh"
 
-DECOD=$(bin decod)
-DECOCTL=$(bin decoctl)
-SITE=$(bin decod-site)
-for p in "$DECOD" "$DECOCTL" "$SITE"; do [ -x "$p" ] || bail "$p not built"; done
-mkdir -p "$T/libexec"
-for s in fetcher renderer publisher notifier; do
-	[ -x "$top_builddir/daemons/$s/$s" ] || bail "$s not built"
-	ln -s "$top_builddir/daemons/$s/$s" "$T/libexec/$s"
-done
-cat >"$T/decod.conf" <<CONF
-state_dir = $T/state
-runtime_dir = $T/run
-libexec_dir = $T/libexec
-store = local:$T/store
-rescan_interval = 300ms
-poll_period = 1h
-notify_timeout = 2s
-notify_attempts = 2
-CONF
-export DECOD_CONFIG="$T/decod.conf"
-NS="loja-sao-paulo"
-ctl() { "$DECOCTL" -n "$NS" "$@"; }
-ready4() { [ "$("$DECOCTL" stages 2>/dev/null | grep -c READY)" -eq 4 ]; }
-status_json() { # status_json FIELD: a field of `decoctl status loja -o json`
-	ctl status loja -o json | python3 -c '
-import json, sys
-print(json.load(sys.stdin)[0].get(sys.argv[1], ""))' "$1"
-}
+pipeline_setup "fetcher renderer publisher notifier" "notify_timeout = 2s" "notify_attempts = 2"
 # col HEADERFILE COLUMN: the value under COLUMN in a two-line table
 col() {
 	python3 - "$1" "$2" <<'PY'
@@ -57,30 +31,11 @@ printf '{"title": "Loja São Paulo"}\n' >"$BLOCKS/Header.json"
 printf '{"links": ["/ajuda", "/trocas%%20e%%20devoluções"]}\n' >"$BLOCKS/Footer.json"
 printf '{"path": "/", "sections": [1, 2]}\n' >"$BLOCKS/Página%20Inicial.json"
 
-"$DECOD" 2>"$T/decod.log" &
-track_pid $!
-wait_for "$(scaled 20)" ready4
-ok $? "decod: four stages READY"
-
-DECO_RELEASE_RELOAD_TOKEN=tok-r1 "$SITE" --port 0 --register "local:$T/store" \
-    --namespace "$NS" --deployment loja --id r1 --ttl 60 >"$T/r1.out" 2>"$T/r1.err" &
-track_pid $!
-wait_for "$(scaled 10)" grep -q '^listening on' "$T/r1.out" || bail "replica did not start"
+pipeline_start
+replica_start r1
 
 # a long period: only `decoctl sync` makes the fetcher look again
-cat >"$T/loja.yaml" <<YAML
-apiVersion: deco.sites/v1alpha1
-kind: Decofile
-metadata:
-  name: loja
-  namespace: $NS
-spec:
-  source: dir
-  dir:
-    path: "$BLOCKS"
-YAML
-ctl apply -f "$T/loja.yaml" >/dev/null
-ok $? "apply the Decofile"
+apply_dir loja "$BLOCKS"
 ctl wait loja --for ready --timeout "$(scaled 60)s" >"$T/w0.out" 2>&1
 ok $? "wait --for ready: the first version is live"
 GOOD=$(status_json contentHash)

@@ -2,6 +2,7 @@
 # They use $CTL (decoctl), $C ("-c CONF"), $MPORT (the stage's metrics_port)
 # and $T; start_acl sets APID.
 #
+#   acl_require                  ACL and CTL built, redis/valkey installed
 #   acl_conf PW NODES TIMEOUT    write the stage's config ($C, $MPORT)
 #   start_acl LOG [FLAGS...]     start the stage on $C, wait for msg=ready
 #   tenant NS NAME SITE          apply a Tenant (valkeyAcl true) for SITE
@@ -10,6 +11,15 @@
 #   cond_is NS NAME STATUS       the condition's status is STATUS
 #   metric NAME[{labels}]        its value on the metrics port
 #   metric_ge NAME[{labels}] N   it is at least N
+
+# acl_require: $ACL (the stage) and $CTL (decoctl) built, Valkey installed
+acl_require() {
+	ACL=$(bin acl)
+	CTL=$(bin decoctl)
+	[ -x "$ACL" ] || bail "acl not built"
+	[ -x "$CTL" ] || bail "decoctl not built"
+	vk_require
+}
 
 # acl_conf PASSWORD NODES TIMEOUT: the stage's config in $T/conf ($C): the
 # admin password file (0600) holding PASSWORD, NODES a line naming the nodes
