@@ -23,7 +23,7 @@ static struct {
 	int header_done;
 	size_t ncols;
 	size_t *widths;
-	char **seen;		/* the last listing's row keys */
+	char **seen;		/* the last listing's row keys, sorted */
 	size_t nseen;
 } shown;
 
@@ -64,6 +64,12 @@ row_key(const struct table *t, size_t r)
 	return buf_steal(&b, NULL);
 }
 
+static int
+key_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
 static void
 print_row(const struct table *t, size_t r)
 {
@@ -102,14 +108,14 @@ cli_watch_table(struct cli *c, struct table *t)
 	}
 	for (size_t r = 1; r < t->nrows; r++) {
 		char *k = row_key(t, r);
-		int old = 0;
 
-		for (size_t i = 0; i < shown.nseen && !old; i++)
-			old = strcmp(shown.seen[i], k) == 0;
-		if (!old)
+		/* a listing of n rows costs n log n, not n times the last one's */
+		if (shown.nseen == 0 ||
+		    bsearch(&k, shown.seen, shown.nseen, sizeof(char *), key_cmp) == NULL)
 			print_row(t, r);
 		keys[nkeys++] = k;
 	}
+	qsort(keys, nkeys, sizeof(char *), key_cmp);
 	for (size_t i = 0; i < shown.nseen; i++)
 		free(shown.seen[i]);
 	free(shown.seen);
