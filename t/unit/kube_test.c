@@ -152,6 +152,11 @@ test_kubeconfig(void)
 	    "a list is not a kubeconfig");
 	ok(kube_config_parse(&c, "a: [\n", 5, NULL, NULL, err, sizeof(err)) == -1 &&
 	    strstr(err, "line") != NULL, "YAML errors name the line: %s", err);
+	ok(kube_config_parse(&c, "current-context: a\n---\ncurrent-context: b\n", 42,
+	    NULL, NULL, err, sizeof(err)) == -1 && strstr(err, "2 YAML documents") != NULL,
+	    "two YAML documents are refused: %s", err);
+	ok(kube_config_parse(&c, "# nothing\n", 10, NULL, NULL, err, sizeof(err)) == -1 &&
+	    strstr(err, "0 YAML documents") != NULL, "an empty kubeconfig is refused: %s", err);
 	free(path);
 	free(text);
 	free(b64);
