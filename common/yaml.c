@@ -271,6 +271,25 @@ anchor_find(struct yconv *c, const yaml_char_t *name)
 	return NULL;
 }
 
+/* alias_json - the JSON an alias event stands for, counted against the cap; NULL with c->e set */
+static const char *
+alias_json(struct yconv *c, const yaml_event_t *ev)
+{
+	const char *a = anchor_find(c, ev->data.alias.anchor);
+
+	if (a == NULL) {
+		set_error(c->e, &ev->start_mark, "unknown alias *%s",
+		    (const char *)ev->data.alias.anchor);
+		return NULL;
+	}
+	if (++c->aliases > YAML_MAX_ALIASES) {
+		set_error(c->e, &ev->start_mark, "more than %d aliases in one document",
+		    YAML_MAX_ALIASES);
+		return NULL;
+	}
+	return a;
+}
+
 static void
 anchors_clear(struct yconv *c)
 {
@@ -336,17 +355,8 @@ key_text(struct yconv *c, yaml_event_t *ev, struct buf *key)
 		return 0;
 	}
 	if (ev->type == YAML_ALIAS_EVENT) {
-		a = anchor_find(c, ev->data.alias.anchor);
-		if (a == NULL) {
-			set_error(c->e, &ev->start_mark, "unknown alias *%s",
-			    (const char *)ev->data.alias.anchor);
+		if ((a = alias_json(c, ev)) == NULL)
 			return -1;
-		}
-		if (++c->aliases > YAML_MAX_ALIASES) {
-			set_error(c->e, &ev->start_mark, "more than %d aliases in one document",
-			    YAML_MAX_ALIASES);
-			return -1;
-		}
 		if (a[0] == '"')
 			buf_adds(key, a);
 		else if (a[0] != '{' && a[0] != '[')
@@ -526,16 +536,8 @@ convert_node(struct yconv *c, yaml_event_t *ev, struct buf *out)
 	case YAML_SCALAR_EVENT:
 		return scalar_json(c, ev, out);
 	case YAML_ALIAS_EVENT:
-		if ((a = anchor_find(c, ev->data.alias.anchor)) == NULL) {
-			set_error(c->e, &ev->start_mark, "unknown alias *%s",
-			    (const char *)ev->data.alias.anchor);
+		if ((a = alias_json(c, ev)) == NULL)
 			return -1;
-		}
-		if (++c->aliases > YAML_MAX_ALIASES) {
-			set_error(c->e, &ev->start_mark, "more than %d aliases in one document",
-			    YAML_MAX_ALIASES);
-			return -1;
-		}
 		if (out->len + strlen(a) > YAML_MAX_DOC) {
 			set_error(c->e, &ev->start_mark, "document larger than %u MiB once "
 			    "aliases are expanded", YAML_MAX_DOC >> 20);

@@ -126,6 +126,18 @@ docs_nul_refused(const struct yaml_docs *raw, struct yaml_error *e)
 	return 0;
 }
 
+/* docs_finish - raw's documents into docs, one per List item; raw is used up */
+static int
+docs_finish(struct yaml_docs *raw, struct yaml_docs *docs, struct yaml_error *e)
+{
+	if (docs_nul_refused(raw, e) < 0) {
+		yaml_docs_free(raw);
+		return -1;
+	}
+	expand_lists(raw, docs);
+	return 0;
+}
+
 int
 yaml_read_docs(const char *name, const char *text, size_t len,
     struct yaml_docs *docs, struct yaml_error *e)
@@ -162,21 +174,11 @@ yaml_read_docs(const char *name, const char *text, size_t len,
 			}
 			return -1;
 		}
-		if (docs_nul_refused(&raw, e) < 0) {
-			yaml_docs_free(&raw);
-			return -1;
-		}
-		expand_lists(&raw, docs);
-		return 0;
+		return docs_finish(&raw, docs, e);
 	}
 	if (yaml_to_json_docs(text, len, &raw, e) < 0) {
 		yaml_docs_free(&raw);
 		return -1;
 	}
-	if (docs_nul_refused(&raw, e) < 0) {
-		yaml_docs_free(&raw);
-		return -1;
-	}
-	expand_lists(&raw, docs);
-	return 0;
+	return docs_finish(&raw, docs, e);
 }
