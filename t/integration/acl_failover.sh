@@ -2,7 +2,8 @@
 # acl_failover.sh - a failover while a round is stuck: one replica is paused
 # (CLIENT PAUSE) in the middle of a resync, then the master is killed.  The
 # failover supersedes the stuck round, and every tenant's user is on the new
-# master within a second of the stage hearing +switch-master (every user was
+# master long before the stuck round's deadline, once the stage hears
+# +switch-master (every user was
 # deleted by hand from the replicas first, so only that round can put them
 # there); the paused replica gets them too once it answers again.
 . "$top_srcdir/t/lib/common.sh"
@@ -73,8 +74,11 @@ ev=$(grep 'sentinel failover' "$T/acl.log" | head -1 | sed 's/^ts=\([^ ]*\) .*/\
 t_ev=$(date -d "$ev" +%s%3N)
 lat=$((t_ok - t_ev))
 diag "+switch-master heard -> every user seen on the new master: $lat ms (an upper bound: polled)"
-b=$(latency_bound 1000)
-check "within a second of +switch-master (bound: $b ms)" test "$lat" -le "$b"
+# the stuck round would hold the users back for its 30 s deadline: a bound
+# far below that proves the failover superseded it; the figure itself (about
+# 50 ms) is a benchmark's (doc/acl.md), not this test's on a busy machine
+b=$(latency_bound 5000)
+check "well before the stuck round's 30 s deadline (bound: $b ms)" test "$lat" -le "$b"
 check "the paused replica gets them once it answers again" wait_for $((PAUSE_MS / 1000 + 20)) all_on "$VK_P3"
 check "the failover round ends" wait_for 10 grep -q 'trigger=failover' "$T/acl.log"
 done_testing

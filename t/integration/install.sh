@@ -285,7 +285,7 @@ for k in ("Decofile", "DecofileTemplate"):
     assert v["name"] == "v1alpha1" and v["served"] and v["storage"], k
     assert "status" in v["subresources"], k + ": no status subresource"
     cols = [p["name"] for p in v.get("additionalPrinterColumns", [])]
-    want = ["Source", "Commit", "Ready", "PodsNotified", "Age"] if k == "Decofile" else \
+    want = ["Source", "Commit", "Suspended", "Ready", "PodsNotified", "Age"] if k == "Decofile" else \
         ["Source", "Commit", "Ready", "Age"]
     assert cols == want, k + ": columns " + str(cols)
     props = v["schema"]["openAPIV3Schema"]["properties"]
