@@ -209,6 +209,8 @@ out:
 int
 cli_load_docs(struct cli *c, struct yaml_docs *docs, const char **fname)
 {
+	/* no resource is over 1 MiB: neither is a document */
+	static const struct yaml_opts opts = { RESOURCE_MAX_SIZE, 0 };
 	struct yaml_error e;
 	char *text;
 	size_t len = 0;
@@ -222,7 +224,7 @@ cli_load_docs(struct cli *c, struct yaml_docs *docs, const char **fname)
 	if ((text = read_input(c->file, &len)) == NULL)
 		return CLI_FAIL;
 	memset(&e, 0, sizeof(e));
-	if (yaml_read_docs(c->file, text, len, docs, &e) < 0) {
+	if (yaml_read_docs(c->file, text, len, &opts, docs, &e) < 0) {
 		free(text);
 		if (e.column > 0)
 			return cli_error("%s:%d:%d: %s", *fname, e.line, e.column, e.msg);

@@ -57,18 +57,28 @@ kube_config_free(struct kube_config *c)
 }
 
 /*
- * kube_config_json - the kubeconfig's one YAML document as JSON (the common
- * reader: core-schema scalars, so insecure-skip-tls-verify: true is a
- * boolean).  0, or -1 with err naming the line and column or the count.
+ * kube_config_json - the kubeconfig's one YAML document as JSON, by the
+ * common reader with the kubeconfig's own cap (inline certificates make
+ * kubeconfigs larger than any resource).  Core-schema scalars, so
+ * insecure-skip-tls-verify: true is a boolean, but plain numbers stay the
+ * text they were written as: every other field read here is a string, and
+ * `namespace: 123` or a token of digits (kubectl would quote them; people
+ * and other tools do not) is that string, not a number to drop, and
+ * "0123" or "0x1F" not 123 or 31.  0, or -1 with err naming the line and
+ * column, the size or the count.
  */
 static int
 kube_config_json(const char *text, size_t len, char **json, char *err, size_t errlen)
 {
+	static const struct yaml_opts opts = { KUBECONFIG_MAX, 1 };
 	struct yaml_docs docs = { 0 };
 	struct yaml_error e;
 	int rc = -1;
 
-	if (yaml_to_json_docs(text, len, &docs, &e) < 0)
+	if (len > KUBECONFIG_MAX)
+		seterr(err, errlen, "%zu bytes, larger than the %u MiB a kubeconfig may be",
+		    len, KUBECONFIG_MAX >> 20);
+	else if (yaml_to_json_docs(text, len, &opts, &docs, &e) < 0)
 		seterr(err, errlen, "line %d column %d: %s", e.line, e.column, e.msg);
 	else if (docs.n != 1)
 		seterr(err, errlen, "not a kubeconfig (%zu YAML documents, want one)", docs.n);
@@ -230,7 +240,11 @@ kube_config_load(struct kube_config *c, const char *path, const char *context,
 
 	memset(c, 0, sizeof(*c));
 	if ((text = read_file(path, &len, KUBECONFIG_MAX)) == NULL) {
-		seterr(err, errlen, "kubeconfig %s: %s", path, strerror(errno));
+		if (errno == EFBIG)
+			seterr(err, errlen, "kubeconfig %s: larger than the %u MiB a "
+			    "kubeconfig may be", path, KUBECONFIG_MAX >> 20);
+		else
+			seterr(err, errlen, "kubeconfig %s: %s", path, strerror(errno));
 		return -1;
 	}
 	dir = xstrdup(path);

@@ -16,18 +16,16 @@
 
 #include "common/hash.h"
 #include "common/json.h"
-#include "common/resource.h"
 #include "common/yaml.h"
 
 /*
  * Alias expansion is capped three ways, so a few hundred bytes of nested
- * aliases cannot become gigabytes: the JSON of one document (a resource
- * over 1 MiB is refused anyway), the aliases one document expands, and the
- * bytes kept for anchors.
+ * aliases cannot become gigabytes: the JSON of one document (the caller's
+ * max_doc: decoctl's 1 MiB, as a resource over it is refused anyway; a
+ * kubeconfig's 4 MiB), the aliases one document expands, and the bytes
+ * kept for anchors (four documents' worth).
  */
-#define YAML_MAX_DOC RESOURCE_MAX_SIZE
 #define YAML_MAX_ALIASES 10000
-#define YAML_MAX_ANCHOR_BYTES (4u * RESOURCE_MAX_SIZE)
 #define TAG_PREFIX "tag:yaml.org,2002:"
 
 struct anchor {
@@ -41,6 +39,8 @@ struct yconv {
 	size_t nanchors;
 	size_t anchor_bytes;	/* JSON kept for anchors */
 	size_t aliases;		/* aliases expanded in this document */
+	size_t max_doc;		/* JSON bytes one document may become */
+	int numbers_as_text;	/* plain numbers stay strings, as written */
 	int depth;
 	struct yaml_error *e;
 };
@@ -209,10 +209,14 @@ number_json(const char *s, size_t len, struct buf *out)
 	return 1;
 }
 
-/* resolve_plain - append the JSON of a plain scalar by the core schema */
+/*
+ * resolve_plain - append the JSON of a plain scalar by the core schema; a
+ * number as the string it was written when numbers_as_text
+ */
 static void
-resolve_plain(const char *s, size_t len, struct buf *out)
+resolve_plain(const char *s, size_t len, int numbers_as_text, struct buf *out)
 {
+	size_t before = out->len;
 	int b;
 
 	if (is_null(s, len))
@@ -221,6 +225,10 @@ resolve_plain(const char *s, size_t len, struct buf *out)
 		buf_adds(out, b ? "true" : "false");
 	else if (!number_json(s, len, out))
 		json_escape(out, s, len);
+	else if (numbers_as_text) {
+		out->len = before;	/* "0123", "0x1F", "1e3": the text, not 123, 31, 1e3 */
+		json_escape(out, s, len);
+	}
 }
 
 char *
@@ -230,7 +238,7 @@ yaml_scalar_json(const char *s, size_t len)
 
 	buf_init(&b);
 	buf_adds(&b, "");
-	resolve_plain(s, len, &b);
+	resolve_plain(s, len, 0, &b);
 	return buf_steal(&b, NULL);
 }
 
@@ -333,7 +341,7 @@ scalar_json(struct yconv *c, const yaml_event_t *ev, struct buf *out)
 			return -1;
 		}
 	} else if (tag == NULL && ev->data.scalar.style == YAML_PLAIN_SCALAR_STYLE) {
-		resolve_plain(s, len, out);
+		resolve_plain(s, len, c->numbers_as_text, out);
 	} else {
 		json_escape(out, s, len);	/* quoted, block, or a local tag */
 	}
@@ -515,6 +523,27 @@ convert_sequence(struct yconv *c, yaml_event_t *start, struct buf *out)
 	return 0;
 }
 
+/* size_text - "1 MiB", or "1000000 bytes" when not whole MiB */
+static struct size_text {
+	char s[32];
+} size_text(size_t n)
+{
+	struct size_text t;
+
+	if (n >= (1u << 20) && n % (1u << 20) == 0)
+		snprintf(t.s, sizeof(t.s), "%zu MiB", n >> 20);
+	else
+		snprintf(t.s, sizeof(t.s), "%zu bytes", n);
+	return t;
+}
+
+static void
+doc_too_large(struct yconv *c, const yaml_event_t *ev)
+{
+	set_error(c->e, &ev->start_mark, "document larger than %s once aliases are "
+	    "expanded", size_text(c->max_doc).s);
+}
+
 /* convert_node - append the JSON of the node that ev starts; ev stays the caller's */
 static int
 convert_node(struct yconv *c, yaml_event_t *ev, struct buf *out)
@@ -522,14 +551,13 @@ convert_node(struct yconv *c, yaml_event_t *ev, struct buf *out)
 	const char *a;
 	int rc;
 
-	if (out->len > YAML_MAX_DOC) {
-		set_error(c->e, &ev->start_mark, "document larger than %u MiB once aliases "
-		    "are expanded", YAML_MAX_DOC >> 20);
+	if (out->len > c->max_doc) {
+		doc_too_large(c, ev);
 		return -1;
 	}
-	if (c->anchor_bytes > YAML_MAX_ANCHOR_BYTES) {
-		set_error(c->e, &ev->start_mark, "anchors hold more than %u MiB",
-		    YAML_MAX_ANCHOR_BYTES >> 20);
+	if (c->anchor_bytes > 4 * c->max_doc) {
+		set_error(c->e, &ev->start_mark, "anchors hold more than %s",
+		    size_text(4 * c->max_doc).s);
 		return -1;
 	}
 	switch (ev->type) {
@@ -538,9 +566,8 @@ convert_node(struct yconv *c, yaml_event_t *ev, struct buf *out)
 	case YAML_ALIAS_EVENT:
 		if ((a = alias_json(c, ev)) == NULL)
 			return -1;
-		if (out->len + strlen(a) > YAML_MAX_DOC) {
-			set_error(c->e, &ev->start_mark, "document larger than %u MiB once "
-			    "aliases are expanded", YAML_MAX_DOC >> 20);
+		if (out->len + strlen(a) > c->max_doc) {
+			doc_too_large(c, ev);
 			return -1;
 		}
 		buf_adds(out, a);
@@ -573,8 +600,8 @@ empty_document(const yaml_event_t *ev)
 }
 
 int
-yaml_to_json_docs(const char *text, size_t len, struct yaml_docs *docs,
-    struct yaml_error *e)
+yaml_to_json_docs(const char *text, size_t len, const struct yaml_opts *o,
+    struct yaml_docs *docs, struct yaml_error *e)
 {
 	struct yconv c;
 	yaml_event_t ev;
@@ -582,6 +609,8 @@ yaml_to_json_docs(const char *text, size_t len, struct yaml_docs *docs,
 
 	memset(&c, 0, sizeof(c));
 	c.e = e;
+	c.max_doc = o->max_doc;
+	c.numbers_as_text = o->numbers_as_text;
 	if (!yaml_parser_initialize(&c.p)) {
 		set_error(e, NULL, "cannot start the YAML parser");
 		return -1;

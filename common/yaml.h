@@ -25,27 +25,44 @@ struct yaml_error {
 	char msg[256];
 };
 
+/* how the reader reads: each caller says (decoctl, kubeconfigs) */
+struct yaml_opts {
+	/*
+	 * bytes of JSON one document may become, aliases expanded (anchors may
+	 * keep four times that): decoctl's RESOURCE_MAX_SIZE, a kubeconfig's
+	 * own cap
+	 */
+	size_t max_doc;
+	/*
+	 * plain scalars the core schema reads as numbers stay strings, exactly
+	 * as written ("0123", "0x1F"): for a reader whose every scalar field
+	 * is a string, such as a kubeconfig's `namespace: 123`
+	 */
+	int numbers_as_text;
+};
+
 /*
  * yaml_to_json_docs - convert every YAML document in text into JSON text,
  * appended to docs (free with yaml_docs_free).  Mappings become objects,
  * sequences arrays; plain scalars that are YAML 1.2 core-schema null,
  * booleans or numbers become JSON null/true/false/numbers (hex and octal
- * as decimal), every other scalar (and every quoted one) a string.
- * Aliases are expanded; empty documents are skipped.  Returns 0, or -1
- * with e filled (line and column of the problem).
+ * as decimal; numbers stay strings with o->numbers_as_text), every other
+ * scalar (and every quoted one) a string.  Aliases are expanded; empty
+ * documents are skipped; a document whose JSON passes o->max_doc is
+ * refused.  Returns 0, or -1 with e filled (line and column of the problem).
  */
-int yaml_to_json_docs(const char *text, size_t len, struct yaml_docs *docs,
-    struct yaml_error *e);
+int yaml_to_json_docs(const char *text, size_t len, const struct yaml_opts *o,
+    struct yaml_docs *docs, struct yaml_error *e);
 
 /*
  * yaml_read_docs - read YAML or JSON: JSON when the name ends in ".json",
  * YAML when it ends in ".yaml"/".yml", else JSON when the text starts with
- * '{' or '[' and parses as JSON, else YAML.  A top-level JSON array, or an
- * object of kind "List" with "items", gives one document per element.
- * Returns 0 or -1 with e filled.
+ * '{' or '[' and parses as JSON, else YAML (read by o, as yaml_to_json_docs).
+ * A top-level JSON array, or an object of kind "List" with "items", gives
+ * one document per element.  Returns 0 or -1 with e filled.
  */
 int yaml_read_docs(const char *name, const char *text, size_t len,
-    struct yaml_docs *docs, struct yaml_error *e);
+    const struct yaml_opts *o, struct yaml_docs *docs, struct yaml_error *e);
 
 void yaml_docs_free(struct yaml_docs *docs);
 

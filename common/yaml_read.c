@@ -140,7 +140,7 @@ docs_finish(struct yaml_docs *raw, struct yaml_docs *docs, struct yaml_error *e)
 
 int
 yaml_read_docs(const char *name, const char *text, size_t len,
-    struct yaml_docs *docs, struct yaml_error *e)
+    const struct yaml_opts *o, struct yaml_docs *docs, struct yaml_error *e)
 {
 	struct yaml_docs raw = { NULL, 0 };
 	struct json_error je;
@@ -165,7 +165,7 @@ yaml_read_docs(const char *name, const char *text, size_t len,
 			yajl_tree_free(v);
 			return 0;
 		}
-		if (as_json || yaml_to_json_docs(text, len, &raw, NULL) < 0) {
+		if (as_json || yaml_to_json_docs(text, len, o, &raw, NULL) < 0) {
 			yaml_docs_free(&raw);
 			if (e != NULL) {
 				e->line = je.line;
@@ -176,7 +176,7 @@ yaml_read_docs(const char *name, const char *text, size_t len,
 		}
 		return docs_finish(&raw, docs, e);
 	}
-	if (yaml_to_json_docs(text, len, &raw, e) < 0) {
+	if (yaml_to_json_docs(text, len, o, &raw, e) < 0) {
 		yaml_docs_free(&raw);
 		return -1;
 	}

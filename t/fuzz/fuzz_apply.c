@@ -19,6 +19,7 @@ int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static const char *const names[] = { "x.yaml", "x.json", "-" };
+	static const struct yaml_opts opts = { RESOURCE_MAX_SIZE, 0 };	/* decoctl's */
 	static FILE *null;
 	struct yaml_docs docs = { NULL, 0 };
 	struct yaml_error e;
@@ -29,7 +30,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (null == NULL)
 		null = fopen("/dev/null", "w");
 	memset(&e, 0, sizeof(e));
-	if (yaml_read_docs(names[data[0] % 3], (const char *)data + 1, size - 1, &docs, &e) < 0) {
+	if (yaml_read_docs(names[data[0] % 3], (const char *)data + 1, size - 1, &opts,
+	    &docs, &e) < 0) {
 		fuzz_check(e.msg[0] != '\0', "a refusal says why");
 		yaml_docs_free(&docs);
 		return 0;

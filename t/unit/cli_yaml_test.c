@@ -13,6 +13,9 @@
 #include "common/json.h"
 #include "t/tap.h"
 
+/* decoctl's reading: documents up to 1 MiB, core-schema numbers */
+static const struct yaml_opts opts = { 1u << 20, 0 };
+
 static const struct {
 	const char *in;
 	const char *json;
@@ -102,7 +105,7 @@ test_docs(void)
 		int rc;
 
 		memset(&e, 0, sizeof(e));
-		rc = yaml_read_docs("in.yaml", docs_cases[i].yaml, strlen(docs_cases[i].yaml),
+		rc = yaml_read_docs("in.yaml", docs_cases[i].yaml, strlen(docs_cases[i].yaml), &opts,
 		    &d, &e);
 		is_int(rc, 0, "%s: parses", docs_cases[i].label);
 		if (rc != 0)
@@ -125,7 +128,7 @@ test_errors(void)
 		int rc;
 
 		memset(&e, 0, sizeof(e));
-		rc = yaml_read_docs("bad.yaml", errors[i].yaml, strlen(errors[i].yaml), &d, &e);
+		rc = yaml_read_docs("bad.yaml", errors[i].yaml, strlen(errors[i].yaml), &opts, &d, &e);
 		is_int(rc, -1, "%s: refused", errors[i].label);
 		is_int(e.line, errors[i].line, "%s: line", errors[i].label);
 		ok(strstr(e.msg, errors[i].msg) != NULL && e.msg[0] != '\0',
@@ -143,7 +146,7 @@ test_json_input(void)
 	const char *bad = "{\n  \"kind\": \"A\",\n  \"spec\": {\"x\": 1,}\n}\n";
 	const char *flow = "{a: 1, b: [x]}";
 
-	is_int(yaml_read_docs("-", arr, strlen(arr), &d, &e), 0, "JSON array parses");
+	is_int(yaml_read_docs("-", arr, strlen(arr), &opts, &d, &e), 0, "JSON array parses");
 	is_int((long long)d.n, 2, "JSON array: two documents");
 	if (d.n == 2) {
 		is_str(d.v[0].json, "{\"kind\":\"A\",\"n\":1.50}", "JSON numbers kept as written");
@@ -151,11 +154,11 @@ test_json_input(void)
 	}
 	yaml_docs_free(&d);
 	memset(&e, 0, sizeof(e));
-	is_int(yaml_read_docs("x.json", bad, strlen(bad), &d, &e), -1, "bad JSON refused");
+	is_int(yaml_read_docs("x.json", bad, strlen(bad), &opts, &d, &e), -1, "bad JSON refused");
 	is_int(e.line, 3, "bad JSON: line of the error");
 	ok(e.column > 0, "bad JSON: column %d", e.column);
 	yaml_docs_free(&d);
-	is_int(yaml_read_docs("-", flow, strlen(flow), &d, &e), 0,
+	is_int(yaml_read_docs("-", flow, strlen(flow), &opts, &d, &e), 0,
 	    "YAML flow mapping that is not JSON falls back to YAML");
 	if (d.n == 1)
 		is_str(d.v[0].json, "{\"a\":1,\"b\":[\"x\"]}", "flow mapping converted");
@@ -184,7 +187,7 @@ test_yaml_output(void)
 		ok(v != NULL && cli_print_yaml(f, v) == 0, "case %zu: YAML written", i + 1);
 		fclose(f);
 		ok(len > 0 && text[len - 1] == '\n', "case %zu: ends with a newline", i + 1);
-		is_int(yaml_read_docs("out.yaml", text, len, &d, &e), 0, "case %zu: reads back", i + 1);
+		is_int(yaml_read_docs("out.yaml", text, len, &opts, &d, &e), 0, "case %zu: reads back", i + 1);
 		if (d.n == 1)
 			is_str(d.v[0].json, cases[i], "case %zu: same JSON", i + 1);
 		else
@@ -215,7 +218,7 @@ test_alias_caps(void)
 		buf_adds(&b, "]\n");
 	}
 	memset(&e, 0, sizeof(e));
-	is_int(yaml_read_docs("in.yaml", b.data, b.len, &d, &e), -1, "a 7x9 alias bomb is refused");
+	is_int(yaml_read_docs("in.yaml", b.data, b.len, &opts, &d, &e), -1, "a 7x9 alias bomb is refused");
 	ok(strstr(e.msg, "larger than 1 MiB") != NULL, "by the 1 MiB cap: %s", e.msg);
 	yaml_docs_free(&d);
 
@@ -225,7 +228,7 @@ test_alias_caps(void)
 		buf_adds(&b, i ? ",*a" : "*a");
 	buf_adds(&b, "]\n");
 	memset(&e, 0, sizeof(e));
-	is_int(yaml_read_docs("in.yaml", b.data, b.len, &d, &e), -1, "10,001 aliases are refused");
+	is_int(yaml_read_docs("in.yaml", b.data, b.len, &opts, &d, &e), -1, "10,001 aliases are refused");
 	ok(strstr(e.msg, "more than 10000 aliases") != NULL, "by the alias cap: %s", e.msg);
 	yaml_docs_free(&d);
 
@@ -234,7 +237,7 @@ test_alias_caps(void)
 	for (int i = 0; i < 10001; i++)
 		buf_adds(&b, "  - {*k : 1}\n");
 	memset(&e, 0, sizeof(e));
-	is_int(yaml_read_docs("in.yaml", b.data, b.len, &d, &e), -1, "10,001 aliases as keys are refused");
+	is_int(yaml_read_docs("in.yaml", b.data, b.len, &opts, &d, &e), -1, "10,001 aliases as keys are refused");
 	ok(strstr(e.msg, "more than 10000 aliases") != NULL, "by the alias cap: %s", e.msg);
 	yaml_docs_free(&d);
 	buf_free(&b);
@@ -259,13 +262,13 @@ test_many_keys(void)
 	for (int i = 0; i < N; i++)
 		buf_printf(&b, "      \"Página %d\": %d\n", i, i);
 	before = yaml_key_compares();
-	is_int(yaml_to_json_docs(b.data, b.len, &docs, &e), 0, "%d keys in one mapping read", N);
+	is_int(yaml_to_json_docs(b.data, b.len, &opts, &docs, &e), 0, "%d keys in one mapping read", N);
 	ok(yaml_key_compares() - before < 4ULL * N,
 	    "... with %llu key comparisons (under 4 per key)", yaml_key_compares() - before);
 	yaml_docs_free(&docs);
 	buf_adds(&b, "      \"Página 31337\": 0\n");
 	memset(&e, 0, sizeof(e));
-	is_int(yaml_to_json_docs(b.data, b.len, &docs, &e), -1, "a duplicate among them refused");
+	is_int(yaml_to_json_docs(b.data, b.len, &opts, &docs, &e), -1, "a duplicate among them refused");
 	is_int(e.line, N + 5, "... at its line");
 	ok(strstr(e.msg, "duplicate key \"Página 31337\"") != NULL, "... named (%s)", e.msg);
 	yaml_docs_free(&docs);

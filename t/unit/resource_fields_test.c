@@ -76,6 +76,7 @@ schema_walk(yajl_val schema, const char *prefix, struct fields *f)
 static int
 crd_spec_fields(const char *file, struct fields *f)
 {
+	static const struct yaml_opts opts = { RESOURCE_MAX_SIZE, 0 };
 	const char *top = getenv("top_srcdir");
 	char path[1024];
 	struct yaml_docs docs = { NULL, 0 };
@@ -88,7 +89,7 @@ crd_spec_fields(const char *file, struct fields *f)
 	snprintf(path, sizeof(path), "%s/%s", top ? top : "..", file);
 	if ((text = read_file(path, &len, 1 << 20)) == NULL)
 		return -1;
-	if (yaml_to_json_docs(text, len, &docs, &e) == 0 && docs.n == 1 &&
+	if (yaml_to_json_docs(text, len, &opts, &docs, &e) == 0 && docs.n == 1 &&
 	    (crd = json_parse(docs.v[0].json, strlen(docs.v[0].json), NULL)) != NULL) {
 		versions = json_get(crd, "spec", "versions", NULL);
 		if (versions != NULL && YAJL_IS_ARRAY(versions) && versions->u.array.len > 0) {
