@@ -77,13 +77,13 @@ int cli_diff(struct cli *c);
 
 /*
  * cli_load_docs - read -f FILE (or standard input for "-") and split it
- * into documents as apply does (free with cli_docs_free); *fname is what
+ * into documents as apply does (free with yaml_docs_free); *fname is what
  * messages name.  CLI_OK, CLI_USAGE without -f, or CLI_FAIL after printing
  * why (file:line:col).
  */
-struct cli_docs;
-struct cli_doc;
-int cli_load_docs(struct cli *c, struct cli_docs *docs, const char **fname);
+struct yaml_docs;
+struct yaml_doc;
+int cli_load_docs(struct cli *c, struct yaml_docs *docs, const char **fname);
 /*
  * cli_apply_doc - document idx parsed and checked as apply checks it before
  * it writes (kind, names, namespace against -n, unknown fields: a warning,
@@ -91,7 +91,7 @@ int cli_load_docs(struct cli *c, struct cli_docs *docs, const char **fname);
  * (static), *ns and *name (into the tree, or c->ns) set; NULL after
  * printing why.
  */
-yajl_val cli_apply_doc(struct cli *c, const char *fname, const struct cli_doc *d, int idx,
+yajl_val cli_apply_doc(struct cli *c, const char *fname, const struct yaml_doc *d, int idx,
     const char **plural, const char **ns, const char **name);
 int cli_version(struct cli *c);
 int cli_completion(struct cli *c);

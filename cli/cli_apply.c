@@ -79,7 +79,7 @@ same_json(yajl_val a, yajl_val b)
 }
 
 yajl_val
-cli_apply_doc(struct cli *c, const char *fname, const struct cli_doc *d, int idx,
+cli_apply_doc(struct cli *c, const char *fname, const struct yaml_doc *d, int idx,
     const char **plural_out, const char **ns_out, const char **name_out)
 {
 	struct json_error je;
@@ -153,7 +153,7 @@ bad:
  * its outcome; CLI_OK or CLI_FAIL
  */
 static int
-apply_one(struct cli *c, const char *fname, const struct cli_doc *d, int idx)
+apply_one(struct cli *c, const char *fname, const struct yaml_doc *d, int idx)
 {
 	yajl_val doc, old = NULL;
 	const char *name, *ns, *plural, *verb, *dry = "";
@@ -207,9 +207,11 @@ out:
 }
 
 int
-cli_load_docs(struct cli *c, struct cli_docs *docs, const char **fname)
+cli_load_docs(struct cli *c, struct yaml_docs *docs, const char **fname)
 {
-	struct cli_input_error e;
+	/* no resource is over 1 MiB: neither is a document */
+	static const struct yaml_opts opts = { RESOURCE_MAX_SIZE, 0 };
+	struct yaml_error e;
 	char *text;
 	size_t len = 0;
 
@@ -222,7 +224,7 @@ cli_load_docs(struct cli *c, struct cli_docs *docs, const char **fname)
 	if ((text = read_input(c->file, &len)) == NULL)
 		return CLI_FAIL;
 	memset(&e, 0, sizeof(e));
-	if (cli_read_docs(c->file, text, len, docs, &e) < 0) {
+	if (yaml_read_docs(c->file, text, len, &opts, docs, &e) < 0) {
 		free(text);
 		if (e.column > 0)
 			return cli_error("%s:%d:%d: %s", *fname, e.line, e.column, e.msg);
@@ -230,7 +232,7 @@ cli_load_docs(struct cli *c, struct cli_docs *docs, const char **fname)
 	}
 	free(text);
 	if (docs->n == 0) {
-		cli_docs_free(docs);
+		yaml_docs_free(docs);
 		return cli_error("%s: no objects passed to %s", *fname, c->cmd);
 	}
 	return CLI_OK;
@@ -239,7 +241,7 @@ cli_load_docs(struct cli *c, struct cli_docs *docs, const char **fname)
 int
 cli_apply(struct cli *c)
 {
-	struct cli_docs docs;
+	struct yaml_docs docs;
 	const char *fname;
 	int rc;
 
@@ -253,13 +255,13 @@ cli_apply(struct cli *c)
 		return rc;
 	if ((c->dry_run == NULL || strcmp(c->dry_run, "client") != 0) &&
 	    cli_store(c) == NULL) {
-		cli_docs_free(&docs);
+		yaml_docs_free(&docs);
 		return CLI_FAIL;
 	}
 	for (size_t i = 0; i < docs.n; i++)
 		if (apply_one(c, fname, &docs.v[i], (int)i + 1) != CLI_OK)
 			rc = CLI_FAIL;
-	cli_docs_free(&docs);
+	yaml_docs_free(&docs);
 	return rc;
 }
 

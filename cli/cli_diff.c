@@ -484,7 +484,7 @@ out:
 
 /* diff_one - one document of the file; DIFF_SAME, DIFF_CHANGED or DIFF_ERROR */
 static int
-diff_one(struct diff *d, const struct cli_doc *cd, int idx)
+diff_one(struct diff *d, const struct yaml_doc *cd, int idx)
 {
 	struct cli *c = d->c;
 	const char *plural, *ns, *name;
@@ -520,7 +520,7 @@ out:
 int
 cli_diff(struct cli *c)
 {
-	struct cli_docs docs;
+	struct yaml_docs docs;
 	struct diff d;
 	const char *tmpdir = getenv("TMPDIR");
 	int rc, any = 0, failed = 0;
@@ -530,14 +530,14 @@ cli_diff(struct cli *c)
 	if ((rc = cli_load_docs(c, &docs, &d.fname)) != CLI_OK)
 		return rc == CLI_USAGE ? CLI_USAGE : DIFF_ERROR;
 	if (cli_store(c) == NULL) {
-		cli_docs_free(&docs);
+		yaml_docs_free(&docs);
 		return DIFF_ERROR;
 	}
 	d.tmp = xasprintf("%s/decoctl-diff.XXXXXX", tmpdir && *tmpdir ? tmpdir : "/tmp");
 	if (mkdtemp(d.tmp) == NULL) {
 		cli_error("cannot make a temporary folder %s: %s", d.tmp, strerror(errno));
 		free(d.tmp);
-		cli_docs_free(&docs);
+		yaml_docs_free(&docs);
 		return DIFF_ERROR;
 	}
 	for (size_t i = 0; i < docs.n; i++) {
@@ -548,6 +548,6 @@ cli_diff(struct cli *c)
 	rm_rf(d.tmp);
 	free(d.tmp);
 	spool_close(d.sp);
-	cli_docs_free(&docs);
+	yaml_docs_free(&docs);
 	return failed ? DIFF_ERROR : any ? DIFF_CHANGED : DIFF_SAME;
 }

@@ -62,7 +62,7 @@ emit_value(yaml_emitter_t *em, yajl_val v, int depth)
 		const char *s = YAJL_GET_STRING(v);
 		size_t len = strlen(s);
 
-		return emit_scalar(em, s, len, !cli_yaml_plain_is_safe(s, len));
+		return emit_scalar(em, s, len, !yaml_plain_is_safe(s, len));
 	}
 	if (YAJL_IS_ARRAY(v)) {
 		yaml_sequence_start_event_initialize(&ev, NULL, NULL, 1, YAML_BLOCK_SEQUENCE_STYLE);
@@ -80,7 +80,7 @@ emit_value(yaml_emitter_t *em, yajl_val v, int depth)
 	for (size_t i = 0; i < v->u.object.len; i++) {
 		const char *k = v->u.object.keys[i];
 
-		if (emit_scalar(em, k, strlen(k), !cli_yaml_plain_is_safe(k, strlen(k))) < 0 ||
+		if (emit_scalar(em, k, strlen(k), !yaml_plain_is_safe(k, strlen(k))) < 0 ||
 		    emit_value(em, v->u.object.values[i], depth + 1) < 0)
 			return -1;
 	}

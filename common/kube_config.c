@@ -13,13 +13,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <yaml.h>
 
 #include "common/conf.h"
 #include "common/hash.h"
 #include "common/json.h"
 #include "common/kube.h"
 #include "common/util.h"
+#include "common/yaml.h"
 
 #define KUBE_SA_DIR "/var/run/secrets/kubernetes.io/serviceaccount"
 #define KUBECONFIG_MAX (4u << 20)
@@ -57,102 +57,37 @@ kube_config_free(struct kube_config *c)
 }
 
 /*
- * yaml_to_json - libyaml events to JSON text: mappings to objects, sequences
- * to arrays, every scalar to a string (a kubeconfig's values are strings;
- * the one boolean is read as the string "true").  Aliases are refused.
+ * kube_config_json - the kubeconfig's one YAML document as JSON, by the
+ * common reader with the kubeconfig's own cap (inline certificates make
+ * kubeconfigs larger than any resource).  Core-schema scalars, so
+ * insecure-skip-tls-verify: true is a boolean, but plain numbers stay the
+ * text they were written as: every other field read here is a string, and
+ * `namespace: 123` or a token of digits (kubectl would quote them; people
+ * and other tools do not) is that string, not a number to drop, and
+ * "0123" or "0x1F" not 123 or 31.  0, or -1 with err naming the line and
+ * column, the size or the count.
  */
 static int
-yaml_to_json(const char *text, size_t len, struct buf *out, char *err, size_t errlen)
+kube_config_json(const char *text, size_t len, char **json, char *err, size_t errlen)
 {
-	yaml_parser_t p;
-	yaml_event_t ev;
-	struct jw w;
-	int done = 0, rc = -1, docs = 0;
-	/* per depth: 1 when inside a mapping and the next scalar is a key */
-	unsigned char is_map[64], want_key[64];
-	int depth = 0;
+	static const struct yaml_opts opts = { KUBECONFIG_MAX, 1 };
+	struct yaml_docs docs = { 0 };
+	struct yaml_error e;
+	int rc = -1;
 
-	if (!yaml_parser_initialize(&p))
-		abort();
-	yaml_parser_set_input_string(&p, (const unsigned char *)text, len);
-	jw_init(&w, out);
-	while (!done) {
-		if (!yaml_parser_parse(&p, &ev)) {
-			seterr(err, errlen, "line %zu: %s", p.problem_mark.line + 1,
-			    p.problem != NULL ? p.problem : "YAML error");
-			goto out;
-		}
-		switch (ev.type) {
-		case YAML_STREAM_END_EVENT:
-			done = 1;
-			break;
-		case YAML_DOCUMENT_START_EVENT:
-			if (++docs > 1) {
-				seterr(err, errlen, "more than one YAML document");
-				yaml_event_delete(&ev);
-				goto out;
-			}
-			break;
-		case YAML_ALIAS_EVENT:
-			seterr(err, errlen, "line %zu: YAML aliases are not supported",
-			    ev.start_mark.line + 1);
-			yaml_event_delete(&ev);
-			goto out;
-		case YAML_MAPPING_START_EVENT:
-		case YAML_SEQUENCE_START_EVENT:
-			if (depth > 0 && is_map[depth - 1])
-				want_key[depth - 1] = 1;
-			if (depth >= 63) {
-				seterr(err, errlen, "nested too deep");
-				yaml_event_delete(&ev);
-				goto out;
-			}
-			is_map[depth] = ev.type == YAML_MAPPING_START_EVENT;
-			want_key[depth] = 1;
-			depth++;
-			if (ev.type == YAML_MAPPING_START_EVENT)
-				jw_obj(&w);
-			else
-				jw_arr(&w);
-			break;
-		case YAML_MAPPING_END_EVENT:
-			depth--;
-			jw_end_obj(&w);
-			break;
-		case YAML_SEQUENCE_END_EVENT:
-			depth--;
-			jw_end_arr(&w);
-			break;
-		case YAML_SCALAR_EVENT: {
-			const char *v = (const char *)ev.data.scalar.value;
-			size_t n = ev.data.scalar.length;
-			int plain = ev.data.scalar.style == YAML_PLAIN_SCALAR_STYLE;
-
-			if (depth > 0 && is_map[depth - 1] && want_key[depth - 1]) {
-				char *k = xstrndup(v, n);
-
-				jw_key(&w, k);
-				free(k);
-				want_key[depth - 1] = 0;
-			} else {
-				if (plain && (n == 0 || (n == 4 && memcmp(v, "null", 4) == 0) ||
-				    (n == 1 && *v == '~')))
-					jw_null(&w);
-				else
-					jw_strn(&w, v, n);
-				if (depth > 0 && is_map[depth - 1])
-					want_key[depth - 1] = 1;
-			}
-			break;
-		}
-		default:
-			break;
-		}
-		yaml_event_delete(&ev);
+	if (len > KUBECONFIG_MAX)
+		seterr(err, errlen, "%zu bytes, larger than the %u MiB a kubeconfig may be",
+		    len, KUBECONFIG_MAX >> 20);
+	else if (yaml_to_json_docs(text, len, &opts, &docs, &e) < 0)
+		seterr(err, errlen, "line %d column %d: %s", e.line, e.column, e.msg);
+	else if (docs.n != 1)
+		seterr(err, errlen, "not a kubeconfig (%zu YAML documents, want one)", docs.n);
+	else {
+		*json = docs.v[0].json;
+		docs.v[0].json = NULL;
+		rc = 0;
 	}
-	rc = 0;
-out:
-	yaml_parser_delete(&p);
+	yaml_docs_free(&docs);
 	return rc;
 }
 
@@ -212,17 +147,16 @@ int
 kube_config_parse(struct kube_config *c, const char *text, size_t len,
     const char *base_dir, const char *context, char *err, size_t errlen)
 {
-	struct buf js;
+	char *js = NULL;
 	struct json_error je;
 	yajl_val root = NULL, ctx, cl, us;
 	const char *cur, *cname, *uname, *v;
 	int rc = -1;
 
 	memset(c, 0, sizeof(*c));
-	buf_init(&js);
-	if (yaml_to_json(text, len, &js, err, errlen) < 0)
+	if (kube_config_json(text, len, &js, err, errlen) < 0)
 		goto out;
-	if ((root = json_parse(js.data, js.len, &je)) == NULL || !YAJL_IS_OBJECT(root)) {
+	if ((root = json_parse(js, strlen(js), &je)) == NULL || !YAJL_IS_OBJECT(root)) {
 		seterr(err, errlen, "not a kubeconfig (no mapping at the top)");
 		goto out;
 	}
@@ -258,7 +192,8 @@ kube_config_parse(struct kube_config *c, const char *text, size_t len,
 	    base_dir, &c->ca_data, &c->ca_len, &c->ca_file, err, errlen) < 0)
 		goto out;
 	v = json_get_str(cl, "insecure-skip-tls-verify", NULL);
-	c->insecure = v != NULL && strcmp(v, "true") == 0;
+	c->insecure = json_get_bool(cl, 0, "insecure-skip-tls-verify", NULL) ||
+	    (v != NULL && strcmp(v, "true") == 0);
 	if (uname != NULL && *uname != '\0') {
 		if ((us = named(root, "users", uname, "user")) == NULL) {
 			seterr(err, errlen, "context \"%s\": user \"%s\" not found", cur, uname);
@@ -291,7 +226,7 @@ out:
 	if (rc < 0)
 		kube_config_free(c);
 	yajl_tree_free(root);
-	buf_free(&js);
+	free(js);
 	return rc;
 }
 
@@ -305,7 +240,11 @@ kube_config_load(struct kube_config *c, const char *path, const char *context,
 
 	memset(c, 0, sizeof(*c));
 	if ((text = read_file(path, &len, KUBECONFIG_MAX)) == NULL) {
-		seterr(err, errlen, "kubeconfig %s: %s", path, strerror(errno));
+		if (errno == EFBIG)
+			seterr(err, errlen, "kubeconfig %s: larger than the %u MiB a "
+			    "kubeconfig may be", path, KUBECONFIG_MAX >> 20);
+		else
+			seterr(err, errlen, "kubeconfig %s: %s", path, strerror(errno));
 		return -1;
 	}
 	dir = xstrdup(path);

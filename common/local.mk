@@ -24,5 +24,6 @@ libdecod_a_SOURCES = \
 	common/curl_epoll.c common/curl_epoll.h \
 	common/kube.c common/kube_client.c common/kube.h common/kube_impl.h common/kube_objects.c \
 	common/kube_config.c common/kube_informer.c common/kube_lease.c \
+	common/yaml.c common/yaml.h common/yaml_read.c \
 	common/metrics.c common/metrics.h \
 	proto/proto.c proto/proto.h proto/proto_detail.c proto/proto_tree.c

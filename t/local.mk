@@ -47,8 +47,7 @@ t_unit_resource_test_LDADD = $(TEST_LIBS)
 TESTS += t/unit/resource_test
 # resource.c's spec fields against deploy/'s CRDs and doc/sources.md
 check_PROGRAMS += t/unit/resource_fields_test
-t_unit_resource_fields_test_SOURCES = t/unit/resource_fields_test.c cli/cli_yaml.c \
-	cli/cli_yaml.h
+t_unit_resource_fields_test_SOURCES = t/unit/resource_fields_test.c
 t_unit_resource_fields_test_LDADD = $(TEST_LIBS) $(YAML_LIBS)
 TESTS += t/unit/resource_fields_test
 EXTRA_DIST += doc/sources.md

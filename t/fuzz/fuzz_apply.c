@@ -19,9 +19,10 @@ int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static const char *const names[] = { "x.yaml", "x.json", "-" };
+	static const struct yaml_opts opts = { RESOURCE_MAX_SIZE, 0 };	/* decoctl's */
 	static FILE *null;
-	struct cli_docs docs = { NULL, 0 };
-	struct cli_input_error e;
+	struct yaml_docs docs = { NULL, 0 };
+	struct yaml_error e;
 	char err[512];
 
 	if (size == 0)
@@ -29,9 +30,10 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (null == NULL)
 		null = fopen("/dev/null", "w");
 	memset(&e, 0, sizeof(e));
-	if (cli_read_docs(names[data[0] % 3], (const char *)data + 1, size - 1, &docs, &e) < 0) {
+	if (yaml_read_docs(names[data[0] % 3], (const char *)data + 1, size - 1, &opts,
+	    &docs, &e) < 0) {
 		fuzz_check(e.msg[0] != '\0', "a refusal says why");
-		cli_docs_free(&docs);
+		yaml_docs_free(&docs);
 		return 0;
 	}
 	for (size_t i = 0; i < docs.n; i++) {
@@ -58,6 +60,6 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		(void)cli_print_json(null, v);
 		yajl_tree_free(v);
 	}
-	cli_docs_free(&docs);
+	yaml_docs_free(&docs);
 	return 0;
 }

@@ -13,6 +13,9 @@
 #include "common/json.h"
 #include "t/tap.h"
 
+/* decoctl's reading: documents up to 1 MiB, core-schema numbers */
+static const struct yaml_opts opts = { 1u << 20, 0 };
+
 static const struct {
 	const char *in;
 	const char *json;
@@ -86,7 +89,7 @@ static void
 test_scalars(void)
 {
 	for (size_t i = 0; i < sizeof(scalars) / sizeof(scalars[0]); i++) {
-		char *j = cli_yaml_scalar_json(scalars[i].in, strlen(scalars[i].in));
+		char *j = yaml_scalar_json(scalars[i].in, strlen(scalars[i].in));
 
 		is_str(j, scalars[i].json, "plain scalar '%s'", scalars[i].in);
 		free(j);
@@ -97,12 +100,12 @@ static void
 test_docs(void)
 {
 	for (size_t i = 0; i < sizeof(docs_cases) / sizeof(docs_cases[0]); i++) {
-		struct cli_docs d = { NULL, 0 };
-		struct cli_input_error e;
+		struct yaml_docs d = { NULL, 0 };
+		struct yaml_error e;
 		int rc;
 
 		memset(&e, 0, sizeof(e));
-		rc = cli_read_docs("in.yaml", docs_cases[i].yaml, strlen(docs_cases[i].yaml),
+		rc = yaml_read_docs("in.yaml", docs_cases[i].yaml, strlen(docs_cases[i].yaml), &opts,
 		    &d, &e);
 		is_int(rc, 0, "%s: parses", docs_cases[i].label);
 		if (rc != 0)
@@ -112,7 +115,7 @@ test_docs(void)
 		for (int k = 0; k < docs_cases[i].ndocs && k < 3 && (size_t)k < d.n; k++)
 			is_str(d.v[k].json, docs_cases[i].json[k], "%s: document %d",
 			    docs_cases[i].label, k + 1);
-		cli_docs_free(&d);
+		yaml_docs_free(&d);
 	}
 }
 
@@ -120,46 +123,46 @@ static void
 test_errors(void)
 {
 	for (size_t i = 0; i < sizeof(errors) / sizeof(errors[0]); i++) {
-		struct cli_docs d = { NULL, 0 };
-		struct cli_input_error e;
+		struct yaml_docs d = { NULL, 0 };
+		struct yaml_error e;
 		int rc;
 
 		memset(&e, 0, sizeof(e));
-		rc = cli_read_docs("bad.yaml", errors[i].yaml, strlen(errors[i].yaml), &d, &e);
+		rc = yaml_read_docs("bad.yaml", errors[i].yaml, strlen(errors[i].yaml), &opts, &d, &e);
 		is_int(rc, -1, "%s: refused", errors[i].label);
 		is_int(e.line, errors[i].line, "%s: line", errors[i].label);
 		ok(strstr(e.msg, errors[i].msg) != NULL && e.msg[0] != '\0',
 		    "%s: message '%s'", errors[i].label, e.msg);
-		cli_docs_free(&d);
+		yaml_docs_free(&d);
 	}
 }
 
 static void
 test_json_input(void)
 {
-	struct cli_docs d = { NULL, 0 };
-	struct cli_input_error e;
+	struct yaml_docs d = { NULL, 0 };
+	struct yaml_error e;
 	const char *arr = "[\n {\"kind\": \"A\", \"n\": 1.50},\n {\"kind\": \"B\"}\n]\n";
 	const char *bad = "{\n  \"kind\": \"A\",\n  \"spec\": {\"x\": 1,}\n}\n";
 	const char *flow = "{a: 1, b: [x]}";
 
-	is_int(cli_read_docs("-", arr, strlen(arr), &d, &e), 0, "JSON array parses");
+	is_int(yaml_read_docs("-", arr, strlen(arr), &opts, &d, &e), 0, "JSON array parses");
 	is_int((long long)d.n, 2, "JSON array: two documents");
 	if (d.n == 2) {
 		is_str(d.v[0].json, "{\"kind\":\"A\",\"n\":1.50}", "JSON numbers kept as written");
 		is_str(d.v[1].json, "{\"kind\":\"B\"}", "JSON second document");
 	}
-	cli_docs_free(&d);
+	yaml_docs_free(&d);
 	memset(&e, 0, sizeof(e));
-	is_int(cli_read_docs("x.json", bad, strlen(bad), &d, &e), -1, "bad JSON refused");
+	is_int(yaml_read_docs("x.json", bad, strlen(bad), &opts, &d, &e), -1, "bad JSON refused");
 	is_int(e.line, 3, "bad JSON: line of the error");
 	ok(e.column > 0, "bad JSON: column %d", e.column);
-	cli_docs_free(&d);
-	is_int(cli_read_docs("-", flow, strlen(flow), &d, &e), 0,
+	yaml_docs_free(&d);
+	is_int(yaml_read_docs("-", flow, strlen(flow), &opts, &d, &e), 0,
 	    "YAML flow mapping that is not JSON falls back to YAML");
 	if (d.n == 1)
 		is_str(d.v[0].json, "{\"a\":1,\"b\":[\"x\"]}", "flow mapping converted");
-	cli_docs_free(&d);
+	yaml_docs_free(&d);
 }
 
 /* round trip: JSON -> YAML text -> JSON must give the same JSON */
@@ -175,8 +178,8 @@ test_yaml_output(void)
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		yajl_val v = json_parse(cases[i], strlen(cases[i]), NULL);
-		struct cli_docs d = { NULL, 0 };
-		struct cli_input_error e;
+		struct yaml_docs d = { NULL, 0 };
+		struct yaml_error e;
 		char *text = NULL;
 		size_t len = 0;
 		FILE *f = open_memstream(&text, &len);
@@ -184,12 +187,12 @@ test_yaml_output(void)
 		ok(v != NULL && cli_print_yaml(f, v) == 0, "case %zu: YAML written", i + 1);
 		fclose(f);
 		ok(len > 0 && text[len - 1] == '\n', "case %zu: ends with a newline", i + 1);
-		is_int(cli_read_docs("out.yaml", text, len, &d, &e), 0, "case %zu: reads back", i + 1);
+		is_int(yaml_read_docs("out.yaml", text, len, &opts, &d, &e), 0, "case %zu: reads back", i + 1);
 		if (d.n == 1)
 			is_str(d.v[0].json, cases[i], "case %zu: same JSON", i + 1);
 		else
 			ok(0, "case %zu: one document (%s)", i + 1, text);
-		cli_docs_free(&d);
+		yaml_docs_free(&d);
 		free(text);
 		yajl_tree_free(v);
 	}
@@ -202,8 +205,8 @@ test_yaml_output(void)
 static void
 test_alias_caps(void)
 {
-	struct cli_docs d = { NULL, 0 };
-	struct cli_input_error e;
+	struct yaml_docs d = { NULL, 0 };
+	struct yaml_error e;
 	struct buf b;
 
 	buf_init(&b);
@@ -215,9 +218,9 @@ test_alias_caps(void)
 		buf_adds(&b, "]\n");
 	}
 	memset(&e, 0, sizeof(e));
-	is_int(cli_read_docs("in.yaml", b.data, b.len, &d, &e), -1, "a 7x9 alias bomb is refused");
+	is_int(yaml_read_docs("in.yaml", b.data, b.len, &opts, &d, &e), -1, "a 7x9 alias bomb is refused");
 	ok(strstr(e.msg, "larger than 1 MiB") != NULL, "by the 1 MiB cap: %s", e.msg);
-	cli_docs_free(&d);
+	yaml_docs_free(&d);
 
 	buf_reset(&b);
 	buf_adds(&b, "a: &a x\nb: [");
@@ -225,18 +228,18 @@ test_alias_caps(void)
 		buf_adds(&b, i ? ",*a" : "*a");
 	buf_adds(&b, "]\n");
 	memset(&e, 0, sizeof(e));
-	is_int(cli_read_docs("in.yaml", b.data, b.len, &d, &e), -1, "10,001 aliases are refused");
+	is_int(yaml_read_docs("in.yaml", b.data, b.len, &opts, &d, &e), -1, "10,001 aliases are refused");
 	ok(strstr(e.msg, "more than 10000 aliases") != NULL, "by the alias cap: %s", e.msg);
-	cli_docs_free(&d);
+	yaml_docs_free(&d);
 
 	buf_reset(&b);
 	buf_adds(&b, "k: &k x\nm:\n");
 	for (int i = 0; i < 10001; i++)
 		buf_adds(&b, "  - {*k : 1}\n");
 	memset(&e, 0, sizeof(e));
-	is_int(cli_read_docs("in.yaml", b.data, b.len, &d, &e), -1, "10,001 aliases as keys are refused");
+	is_int(yaml_read_docs("in.yaml", b.data, b.len, &opts, &d, &e), -1, "10,001 aliases as keys are refused");
 	ok(strstr(e.msg, "more than 10000 aliases") != NULL, "by the alias cap: %s", e.msg);
-	cli_docs_free(&d);
+	yaml_docs_free(&d);
 	buf_free(&b);
 }
 
@@ -249,8 +252,8 @@ static void
 test_many_keys(void)
 {
 	enum { N = 40000 };
-	struct cli_input_error e;
-	struct cli_docs docs = { 0 };
+	struct yaml_error e;
+	struct yaml_docs docs = { 0 };
 	struct buf b;
 	unsigned long long before;
 
@@ -258,17 +261,17 @@ test_many_keys(void)
 	buf_adds(&b, "kind: Decofile\nspec:\n  inline:\n    value:\n");
 	for (int i = 0; i < N; i++)
 		buf_printf(&b, "      \"Página %d\": %d\n", i, i);
-	before = cli_yaml_key_compares();
-	is_int(cli_yaml_to_json(b.data, b.len, &docs, &e), 0, "%d keys in one mapping read", N);
-	ok(cli_yaml_key_compares() - before < 4ULL * N,
-	    "... with %llu key comparisons (under 4 per key)", cli_yaml_key_compares() - before);
-	cli_docs_free(&docs);
+	before = yaml_key_compares();
+	is_int(yaml_to_json_docs(b.data, b.len, &opts, &docs, &e), 0, "%d keys in one mapping read", N);
+	ok(yaml_key_compares() - before < 4ULL * N,
+	    "... with %llu key comparisons (under 4 per key)", yaml_key_compares() - before);
+	yaml_docs_free(&docs);
 	buf_adds(&b, "      \"Página 31337\": 0\n");
 	memset(&e, 0, sizeof(e));
-	is_int(cli_yaml_to_json(b.data, b.len, &docs, &e), -1, "a duplicate among them refused");
+	is_int(yaml_to_json_docs(b.data, b.len, &opts, &docs, &e), -1, "a duplicate among them refused");
 	is_int(e.line, N + 5, "... at its line");
 	ok(strstr(e.msg, "duplicate key \"Página 31337\"") != NULL, "... named (%s)", e.msg);
-	cli_docs_free(&docs);
+	yaml_docs_free(&docs);
 	buf_free(&b);
 }
 

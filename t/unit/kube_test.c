@@ -1,8 +1,9 @@
 /*
  * kube_test - the Kubernetes client without a cluster: kubeconfig and
- * in-cluster configuration (table), paths, and answers from a scripted HTTP
- * server on loopback (Status errors, 429 with Retry-After, 5xx, list pages,
- * a watch stream split anywhere, bookmarks, 410 Gone and the re-list).
+ * in-cluster configuration (table), kubeconfig size (up to 4 MiB) and
+ * plain-number scalars read as strings, paths, and answers from a scripted
+ * HTTP server on loopback (Status errors, 429 with Retry-After, 5xx, list
+ * pages, a watch stream split anywhere, bookmarks, 410 Gone and the re-list).
  */
 #include "config.h"
 
@@ -152,9 +153,112 @@ test_kubeconfig(void)
 	    "a list is not a kubeconfig");
 	ok(kube_config_parse(&c, "a: [\n", 5, NULL, NULL, err, sizeof(err)) == -1 &&
 	    strstr(err, "line") != NULL, "YAML errors name the line: %s", err);
+	ok(kube_config_parse(&c, "current-context: a\n---\ncurrent-context: b\n", 42,
+	    NULL, NULL, err, sizeof(err)) == -1 && strstr(err, "2 YAML documents") != NULL,
+	    "two YAML documents are refused: %s", err);
+	ok(kube_config_parse(&c, "# nothing\n", 10, NULL, NULL, err, sizeof(err)) == -1 &&
+	    strstr(err, "0 YAML documents") != NULL, "an empty kubeconfig is refused: %s", err);
 	free(path);
 	free(text);
 	free(b64);
+}
+
+/* big_kubeconfig - one cluster whose certificate-authority-data is n bytes decoded */
+static char *
+big_kubeconfig(size_t n)
+{
+	char *raw = xmalloc(n), *b64, *text;
+
+	for (size_t i = 0; i < n; i++)
+		raw[i] = (char)(i * 131 + 7);
+	b64 = base64_encode(raw, n, 0);
+	text = xasprintf("current-context: x\ncontexts:\n- name: x\n  context: {cluster: x}\n"
+	    "clusters:\n- name: x\n  cluster:\n    server: https://h:1\n"
+	    "    certificate-authority-data: %s\n", b64);
+	free(raw);
+	free(b64);
+	return text;
+}
+
+/*
+ * test_kubeconfig_size - a kubeconfig may be 4 MiB (inline certificates),
+ * not the 1 MiB of a decoctl document; over 4 MiB it is refused, saying so
+ */
+static void
+test_kubeconfig_size(void)
+{
+	struct kube_config c;
+	char err[512], *text, *path = xasprintf("%s/big", dir);
+	struct buf b;
+
+	text = big_kubeconfig(1536u << 10);	/* 2 MiB of base64 */
+	ok(strlen(text) > (2u << 20), "a %zu-byte kubeconfig", strlen(text));
+	err[0] = '\0';
+	ok(kube_config_parse(&c, text, strlen(text), NULL, NULL, err, sizeof(err)) == 0,
+	    "over 1 MiB but under 4 MiB parses: %s", err);
+	is_int(c.ca_len, 1536u << 10, "its 1.5 MiB CA is all there");
+	kube_config_free(&c);
+	put("big", text);
+	ok(kube_config_load(&c, path, NULL, err, sizeof(err)) == 0, "and loads from a file: %s", err);
+	kube_config_free(&c);
+	free(text);
+
+	text = big_kubeconfig(3300u << 10);	/* 4.3 MiB of base64 */
+	ok(kube_config_parse(&c, text, strlen(text), NULL, NULL, err, sizeof(err)) == -1 &&
+	    strstr(err, "larger than the 4 MiB a kubeconfig may be") != NULL,
+	    "over 4 MiB is refused: %s", err);
+	ok(c.server == NULL, "nothing kept");
+	put("big", text);
+	ok(kube_config_load(&c, path, NULL, err, sizeof(err)) == -1 &&
+	    strstr(err, "larger than the 4 MiB a kubeconfig may be") != NULL &&
+	    strstr(err, path) != NULL, "a file over 4 MiB is refused: %s", err);
+	free(text);
+
+	/* under 4 MiB as text, over it once aliases are expanded */
+	buf_init(&b);
+	buf_adds(&b, "a: &a \"");
+	for (size_t i = 0; i < (1u << 20); i++)
+		buf_addc(&b, 'x');
+	buf_adds(&b, "\"\nb: [*a, *a, *a, *a]\n");
+	ok(kube_config_parse(&c, b.data, b.len, NULL, NULL, err, sizeof(err)) == -1 &&
+	    strstr(err, "larger than 4 MiB once aliases are expanded") != NULL,
+	    "aliases past 4 MiB are refused: %s", err);
+	buf_free(&b);
+	free(path);
+}
+
+/*
+ * test_kubeconfig_plain_numbers - every field read is a string: a plain
+ * scalar that YAML would read as a number is read as the text written
+ */
+static void
+test_kubeconfig_plain_numbers(void)
+{
+	static const char text[] =
+	    "current-context: 2024\n"
+	    "contexts:\n- name: 2024\n  context: {cluster: 1, user: 0123, namespace: 123}\n"
+	    "- name: hex\n  context: {cluster: 1, user: 0123, namespace: 0x1F}\n"
+	    "- name: float\n  context: {cluster: 1, namespace: 1e3}\n"
+	    "clusters:\n- name: 1\n  cluster: {server: \"https://h:1\", insecure-skip-tls-verify: True}\n"
+	    "users:\n- name: 0123\n  user: {token: 00123456789}\n";
+	struct kube_config c;
+	char err[512];
+
+	err[0] = '\0';
+	if (!ok(kube_config_parse(&c, text, strlen(text), NULL, NULL, err, sizeof(err)) == 0,
+	    "numeric names, namespace and token: %s", err))
+		return;
+	is_str(c.server, "https://h:1", "cluster named 1 found for context 2024");
+	is_str(c.namespace, "123", "namespace: 123 is \"123\"");
+	is_str(c.token, "00123456789", "a token of digits keeps its leading zeros");
+	is_int(c.insecure, 1, "insecure-skip-tls-verify: True is still a boolean");
+	kube_config_free(&c);
+	ok(kube_config_parse(&c, text, strlen(text), NULL, "hex", err, sizeof(err)) == 0 &&
+	    strcmp(c.namespace, "0x1F") == 0, "namespace: 0x1F is \"0x1F\", not 31");
+	kube_config_free(&c);
+	ok(kube_config_parse(&c, text, strlen(text), NULL, "float", err, sizeof(err)) == 0 &&
+	    strcmp(c.namespace, "1e3") == 0, "namespace: 1e3 is \"1e3\"");
+	kube_config_free(&c);
 }
 
 static void
@@ -622,6 +726,8 @@ main(void)
 	if (mkdtemp(dir) == NULL)
 		return 1;
 	test_kubeconfig();
+	test_kubeconfig_size();
+	test_kubeconfig_plain_numbers();
 	test_in_cluster();
 	test_paths();
 	test_answers();

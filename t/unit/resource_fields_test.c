@@ -10,10 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/cli_yaml.h"
 #include "common/json.h"
 #include "common/resource.h"
 #include "common/util.h"
+#include "common/yaml.h"
 #include "t/tap.h"
 
 #define MAXF 128
@@ -76,10 +76,11 @@ schema_walk(yajl_val schema, const char *prefix, struct fields *f)
 static int
 crd_spec_fields(const char *file, struct fields *f)
 {
+	static const struct yaml_opts opts = { RESOURCE_MAX_SIZE, 0 };
 	const char *top = getenv("top_srcdir");
 	char path[1024];
-	struct cli_docs docs = { NULL, 0 };
-	struct cli_input_error e;
+	struct yaml_docs docs = { NULL, 0 };
+	struct yaml_error e;
 	yajl_val crd, versions, spec;
 	char *text;
 	size_t len;
@@ -88,7 +89,7 @@ crd_spec_fields(const char *file, struct fields *f)
 	snprintf(path, sizeof(path), "%s/%s", top ? top : "..", file);
 	if ((text = read_file(path, &len, 1 << 20)) == NULL)
 		return -1;
-	if (cli_yaml_to_json(text, len, &docs, &e) == 0 && docs.n == 1 &&
+	if (yaml_to_json_docs(text, len, &opts, &docs, &e) == 0 && docs.n == 1 &&
 	    (crd = json_parse(docs.v[0].json, strlen(docs.v[0].json), NULL)) != NULL) {
 		versions = json_get(crd, "spec", "versions", NULL);
 		if (versions != NULL && YAJL_IS_ARRAY(versions) && versions->u.array.len > 0) {
@@ -101,7 +102,7 @@ crd_spec_fields(const char *file, struct fields *f)
 		}
 		yajl_tree_free(crd);
 	}
-	cli_docs_free(&docs);
+	yaml_docs_free(&docs);
 	free(text);
 	return rc;
 }

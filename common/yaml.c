@@ -1,9 +1,8 @@
 /*
- * cli_yaml - YAML and JSON in and out for decoctl.  Input runs libyaml's
- * event parser (not its loader, which forgets whether a tag was written)
- * and writes JSON text as it goes, so quoting decides between string and
- * number exactly as YAML 1.2's core schema says.  Output walks a yajl tree
- * through libyaml's emitter or yajl's beautifying generator.
+ * yaml - the one YAML reader.  It runs libyaml's event parser (not its
+ * loader, which forgets whether a tag was written) and writes JSON text as
+ * it goes, so quoting decides between string and number exactly as YAML
+ * 1.2's core schema says.  Choosing YAML or JSON for a file is yaml_read.c.
  */
 #include "config.h"
 
@@ -13,23 +12,20 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <yajl/yajl_gen.h>
 #include <yaml.h>
 
-#include "cli/cli_yaml.h"
 #include "common/hash.h"
 #include "common/json.h"
-#include "common/resource.h"
+#include "common/yaml.h"
 
 /*
  * Alias expansion is capped three ways, so a few hundred bytes of nested
- * aliases cannot become gigabytes: the JSON of one document (a resource
- * over 1 MiB is refused anyway), the aliases one document expands, and the
- * bytes kept for anchors.
+ * aliases cannot become gigabytes: the JSON of one document (the caller's
+ * max_doc: decoctl's 1 MiB, as a resource over it is refused anyway; a
+ * kubeconfig's 4 MiB), the aliases one document expands, and the bytes
+ * kept for anchors (four documents' worth).
  */
-#define YAML_MAX_DOC RESOURCE_MAX_SIZE
 #define YAML_MAX_ALIASES 10000
-#define YAML_MAX_ANCHOR_BYTES (4u * RESOURCE_MAX_SIZE)
 #define TAG_PREFIX "tag:yaml.org,2002:"
 
 struct anchor {
@@ -43,16 +39,18 @@ struct yconv {
 	size_t nanchors;
 	size_t anchor_bytes;	/* JSON kept for anchors */
 	size_t aliases;		/* aliases expanded in this document */
+	size_t max_doc;		/* JSON bytes one document may become */
+	int numbers_as_text;	/* plain numbers stay strings, as written */
 	int depth;
-	struct cli_input_error *e;
+	struct yaml_error *e;
 };
 
 static void
-set_error(struct cli_input_error *e, const yaml_mark_t *m, const char *fmt, ...)
+set_error(struct yaml_error *e, const yaml_mark_t *m, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
 static void
-set_error(struct cli_input_error *e, const yaml_mark_t *m, const char *fmt, ...)
+set_error(struct yaml_error *e, const yaml_mark_t *m, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -66,7 +64,7 @@ set_error(struct cli_input_error *e, const yaml_mark_t *m, const char *fmt, ...)
 }
 
 void
-cli_docs_free(struct cli_docs *docs)
+yaml_docs_free(struct yaml_docs *docs)
 {
 	for (size_t i = 0; i < docs->n; i++)
 		free(docs->v[i].json);
@@ -75,8 +73,8 @@ cli_docs_free(struct cli_docs *docs)
 	docs->n = 0;
 }
 
-static void
-docs_add(struct cli_docs *docs, char *json, int line)
+void
+yaml_docs_add(struct yaml_docs *docs, char *json, int line)
 {
 	docs->v = xrealloc(docs->v, (docs->n + 1) * sizeof(*docs->v));
 	docs->v[docs->n].json = json;
@@ -211,10 +209,14 @@ number_json(const char *s, size_t len, struct buf *out)
 	return 1;
 }
 
-/* resolve_plain - append the JSON of a plain scalar by the core schema */
+/*
+ * resolve_plain - append the JSON of a plain scalar by the core schema; a
+ * number as the string it was written when numbers_as_text
+ */
 static void
-resolve_plain(const char *s, size_t len, struct buf *out)
+resolve_plain(const char *s, size_t len, int numbers_as_text, struct buf *out)
 {
+	size_t before = out->len;
 	int b;
 
 	if (is_null(s, len))
@@ -223,16 +225,20 @@ resolve_plain(const char *s, size_t len, struct buf *out)
 		buf_adds(out, b ? "true" : "false");
 	else if (!number_json(s, len, out))
 		json_escape(out, s, len);
+	else if (numbers_as_text) {
+		out->len = before;	/* "0123", "0x1F", "1e3": the text, not 123, 31, 1e3 */
+		json_escape(out, s, len);
+	}
 }
 
 char *
-cli_yaml_scalar_json(const char *s, size_t len)
+yaml_scalar_json(const char *s, size_t len)
 {
 	struct buf b;
 
 	buf_init(&b);
 	buf_adds(&b, "");
-	resolve_plain(s, len, &b);
+	resolve_plain(s, len, 0, &b);
 	return buf_steal(&b, NULL);
 }
 
@@ -271,6 +277,25 @@ anchor_find(struct yconv *c, const yaml_char_t *name)
 		if (strcmp(c->anchors[i].name, (const char *)name) == 0)
 			return c->anchors[i].json;
 	return NULL;
+}
+
+/* alias_json - the JSON an alias event stands for, counted against the cap; NULL with c->e set */
+static const char *
+alias_json(struct yconv *c, const yaml_event_t *ev)
+{
+	const char *a = anchor_find(c, ev->data.alias.anchor);
+
+	if (a == NULL) {
+		set_error(c->e, &ev->start_mark, "unknown alias *%s",
+		    (const char *)ev->data.alias.anchor);
+		return NULL;
+	}
+	if (++c->aliases > YAML_MAX_ALIASES) {
+		set_error(c->e, &ev->start_mark, "more than %d aliases in one document",
+		    YAML_MAX_ALIASES);
+		return NULL;
+	}
+	return a;
 }
 
 static void
@@ -316,7 +341,7 @@ scalar_json(struct yconv *c, const yaml_event_t *ev, struct buf *out)
 			return -1;
 		}
 	} else if (tag == NULL && ev->data.scalar.style == YAML_PLAIN_SCALAR_STYLE) {
-		resolve_plain(s, len, out);
+		resolve_plain(s, len, c->numbers_as_text, out);
 	} else {
 		json_escape(out, s, len);	/* quoted, block, or a local tag */
 	}
@@ -338,17 +363,8 @@ key_text(struct yconv *c, yaml_event_t *ev, struct buf *key)
 		return 0;
 	}
 	if (ev->type == YAML_ALIAS_EVENT) {
-		a = anchor_find(c, ev->data.alias.anchor);
-		if (a == NULL) {
-			set_error(c->e, &ev->start_mark, "unknown alias *%s",
-			    (const char *)ev->data.alias.anchor);
+		if ((a = alias_json(c, ev)) == NULL)
 			return -1;
-		}
-		if (++c->aliases > YAML_MAX_ALIASES) {
-			set_error(c->e, &ev->start_mark, "more than %d aliases in one document",
-			    YAML_MAX_ALIASES);
-			return -1;
-		}
 		if (a[0] == '"')
 			buf_adds(key, a);
 		else if (a[0] != '{' && a[0] != '[')
@@ -377,7 +393,7 @@ struct keyset {
 static unsigned long long key_compares;
 
 unsigned long long
-cli_yaml_key_compares(void)
+yaml_key_compares(void)
 {
 	return key_compares;
 }
@@ -507,6 +523,27 @@ convert_sequence(struct yconv *c, yaml_event_t *start, struct buf *out)
 	return 0;
 }
 
+/* size_text - "1 MiB", or "1000000 bytes" when not whole MiB */
+static struct size_text {
+	char s[32];
+} size_text(size_t n)
+{
+	struct size_text t;
+
+	if (n >= (1u << 20) && n % (1u << 20) == 0)
+		snprintf(t.s, sizeof(t.s), "%zu MiB", n >> 20);
+	else
+		snprintf(t.s, sizeof(t.s), "%zu bytes", n);
+	return t;
+}
+
+static void
+doc_too_large(struct yconv *c, const yaml_event_t *ev)
+{
+	set_error(c->e, &ev->start_mark, "document larger than %s once aliases are "
+	    "expanded", size_text(c->max_doc).s);
+}
+
 /* convert_node - append the JSON of the node that ev starts; ev stays the caller's */
 static int
 convert_node(struct yconv *c, yaml_event_t *ev, struct buf *out)
@@ -514,33 +551,23 @@ convert_node(struct yconv *c, yaml_event_t *ev, struct buf *out)
 	const char *a;
 	int rc;
 
-	if (out->len > YAML_MAX_DOC) {
-		set_error(c->e, &ev->start_mark, "document larger than %u MiB once aliases "
-		    "are expanded", YAML_MAX_DOC >> 20);
+	if (out->len > c->max_doc) {
+		doc_too_large(c, ev);
 		return -1;
 	}
-	if (c->anchor_bytes > YAML_MAX_ANCHOR_BYTES) {
-		set_error(c->e, &ev->start_mark, "anchors hold more than %u MiB",
-		    YAML_MAX_ANCHOR_BYTES >> 20);
+	if (c->anchor_bytes > 4 * c->max_doc) {
+		set_error(c->e, &ev->start_mark, "anchors hold more than %s",
+		    size_text(4 * c->max_doc).s);
 		return -1;
 	}
 	switch (ev->type) {
 	case YAML_SCALAR_EVENT:
 		return scalar_json(c, ev, out);
 	case YAML_ALIAS_EVENT:
-		if ((a = anchor_find(c, ev->data.alias.anchor)) == NULL) {
-			set_error(c->e, &ev->start_mark, "unknown alias *%s",
-			    (const char *)ev->data.alias.anchor);
+		if ((a = alias_json(c, ev)) == NULL)
 			return -1;
-		}
-		if (++c->aliases > YAML_MAX_ALIASES) {
-			set_error(c->e, &ev->start_mark, "more than %d aliases in one document",
-			    YAML_MAX_ALIASES);
-			return -1;
-		}
-		if (out->len + strlen(a) > YAML_MAX_DOC) {
-			set_error(c->e, &ev->start_mark, "document larger than %u MiB once "
-			    "aliases are expanded", YAML_MAX_DOC >> 20);
+		if (out->len + strlen(a) > c->max_doc) {
+			doc_too_large(c, ev);
 			return -1;
 		}
 		buf_adds(out, a);
@@ -573,8 +600,8 @@ empty_document(const yaml_event_t *ev)
 }
 
 int
-cli_yaml_to_json(const char *text, size_t len, struct cli_docs *docs,
-    struct cli_input_error *e)
+yaml_to_json_docs(const char *text, size_t len, const struct yaml_opts *o,
+    struct yaml_docs *docs, struct yaml_error *e)
 {
 	struct yconv c;
 	yaml_event_t ev;
@@ -582,6 +609,8 @@ cli_yaml_to_json(const char *text, size_t len, struct cli_docs *docs,
 
 	memset(&c, 0, sizeof(c));
 	c.e = e;
+	c.max_doc = o->max_doc;
+	c.numbers_as_text = o->numbers_as_text;
 	if (!yaml_parser_initialize(&c.p)) {
 		set_error(e, NULL, "cannot start the YAML parser");
 		return -1;
@@ -618,7 +647,7 @@ cli_yaml_to_json(const char *text, size_t len, struct cli_docs *docs,
 		}
 		yaml_event_delete(&ev);
 		anchors_clear(&c);
-		docs_add(docs, buf_steal(&out, NULL), line);
+		yaml_docs_add(docs, buf_steal(&out, NULL), line);
 	}
 	rc = 0;
 out:
@@ -627,178 +656,10 @@ out:
 	return rc;
 }
 
-/* --- choosing the input format ---------------------------------------- */
-
-static int
-ends_with(const char *s, const char *suffix)
-{
-	size_t n = strlen(s), m = strlen(suffix);
-
-	return n >= m && strcmp(s + n - m, suffix) == 0;
-}
-
-/* line_of - 1-based line of byte offset off */
-static int
-line_of(const char *text, size_t off)
-{
-	int line = 1;
-
-	for (size_t i = 0; i < off; i++)
-		if (text[i] == '\n')
-			line++;
-	return line;
-}
-
-/* add_json_value - one document, or one per item of an array or a List */
-static void
-add_json_value(struct cli_docs *docs, yajl_val v, int line)
-{
-	yajl_val items;
-	const char *kind;
-	struct buf b;
-	struct jw w;
-
-	if (YAJL_IS_ARRAY(v)) {
-		for (size_t i = 0; i < v->u.array.len; i++)
-			add_json_value(docs, v->u.array.values[i], line);
-		return;
-	}
-	kind = json_get_str(v, "kind", NULL);
-	items = json_get(v, "items", NULL);
-	if (kind != NULL && strcmp(kind, "List") == 0 && YAJL_IS_ARRAY(items)) {
-		add_json_value(docs, items, line);
-		return;
-	}
-	buf_init(&b);
-	jw_init(&w, &b);
-	jw_value(&w, v);
-	docs_add(docs, buf_steal(&b, NULL), line);
-}
-
-/* expand_lists - replace each List or array document by its items */
-static void
-expand_lists(struct cli_docs *in, struct cli_docs *out)
-{
-	for (size_t i = 0; i < in->n; i++) {
-		yajl_val v = json_parse(in->v[i].json, strlen(in->v[i].json), NULL);
-
-		if (v == NULL) {	/* cannot happen: we wrote it */
-			docs_add(out, in->v[i].json, in->v[i].line);
-			in->v[i].json = NULL;
-			continue;
-		}
-		add_json_value(out, v, in->v[i].line);
-		yajl_tree_free(v);
-	}
-	cli_docs_free(in);
-}
-
-/*
- * nul_refused - JSON text (valid) has a string holding \u0000: -1 with e
- * filled (line counted from line0), else 0.  yajl's tree, which every
- * reader of a resource uses, ends a string at its first NUL, so "a\u0000b"
- * would be stored as "a": refused rather than cut short.
- */
-static int
-nul_refused(const char *json, size_t len, int line0, struct cli_input_error *e)
-{
-	int in_str = 0, line = line0, col = 1;
-
-	for (size_t i = 0; i < len; i++, col++) {
-		if (json[i] == '\n') {
-			line++;
-			col = 0;
-		} else if (json[i] == '"') {
-			in_str = !in_str;
-		} else if (in_str && json[i] == '\\' && i + 1 < len) {
-			if (json[i + 1] == 'u' && i + 5 < len && memcmp(json + i + 2, "0000", 4) == 0) {
-				if (e != NULL) {
-					e->line = line;
-					e->column = col;
-					snprintf(e->msg, sizeof(e->msg), "a string holds \\u0000 (a "
-					    "NUL byte): refused, it would be cut short there");
-				}
-				return -1;
-			}
-			i++;	/* the escaped character, a quote too */
-			col++;
-		}
-	}
-	return 0;
-}
-
-/* docs_nul_refused - nul_refused for every document YAML gave */
-static int
-docs_nul_refused(const struct cli_docs *raw, struct cli_input_error *e)
-{
-	for (size_t k = 0; k < raw->n; k++) {
-		/* one line of compact JSON: the document's line says where */
-		if (nul_refused(raw->v[k].json, strlen(raw->v[k].json), raw->v[k].line, e) < 0) {
-			if (e != NULL)
-				e->column = 0;
-			return -1;
-		}
-	}
-	return 0;
-}
+/* --- writing: what stays a string when written plain ------------------- */
 
 int
-cli_read_docs(const char *name, const char *text, size_t len,
-    struct cli_docs *docs, struct cli_input_error *e)
-{
-	struct cli_docs raw = { NULL, 0 };
-	struct json_error je;
-	size_t i = 0;
-	int as_json, as_yaml;
-	yajl_val v;
-
-	while (i < len && (text[i] == ' ' || text[i] == '\t' || text[i] == '\n' ||
-	    text[i] == '\r'))
-		i++;
-	as_json = ends_with(name, ".json");
-	as_yaml = ends_with(name, ".yaml") || ends_with(name, ".yml");
-	if (!as_yaml && (as_json || (i < len && (text[i] == '{' || text[i] == '[')))) {
-		memset(&je, 0, sizeof(je));
-		v = json_parse(text, len, &je);
-		if (v != NULL && nul_refused(text, len, 1, e) < 0) {
-			yajl_tree_free(v);
-			return -1;
-		}
-		if (v != NULL) {
-			add_json_value(docs, v, line_of(text, i));
-			yajl_tree_free(v);
-			return 0;
-		}
-		if (as_json || cli_yaml_to_json(text, len, &raw, NULL) < 0) {
-			cli_docs_free(&raw);
-			if (e != NULL) {
-				e->line = je.line;
-				e->column = je.column;
-				snprintf(e->msg, sizeof(e->msg), "%s", je.msg);
-			}
-			return -1;
-		}
-		if (docs_nul_refused(&raw, e) < 0) {
-			cli_docs_free(&raw);
-			return -1;
-		}
-		expand_lists(&raw, docs);
-		return 0;
-	}
-	if (cli_yaml_to_json(text, len, &raw, e) < 0) {
-		cli_docs_free(&raw);
-		return -1;
-	}
-	if (docs_nul_refused(&raw, e) < 0) {
-		cli_docs_free(&raw);
-		return -1;
-	}
-	expand_lists(&raw, docs);
-	return 0;
-}
-
-int
-cli_yaml_plain_is_safe(const char *s, size_t len)
+yaml_plain_is_safe(const char *s, size_t len)
 {
 	static const char *const v11[] = { "y", "Y", "yes", "Yes", "YES", "n", "N",
 		"no", "No", "NO", "on", "On", "ON", "off", "Off", "OFF", NULL };
