@@ -3,16 +3,16 @@
  * driven from the stage's own poll loop by webhook_conn, so every request
  * is answered on the loop's thread) that injects Decofiles into
  * Knative Services and guards Decofiles in use.  It answers only from the
- * in-memory index that a store list + watch keeps level; the records of
- * injected Services go to the store from a writer thread with its own
- * store handle, so a slow store never delays an answer.
+ * in-memory index that webhook_store keeps level with the store (and that
+ * writes the records of injected Services from a thread of its own, so a
+ * slow store never delays an answer).  This file holds the HTTP side: the
+ * routes, /metrics, the certificate timer, and the stage's life.
  */
 #include "config.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netdb.h>
-#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,21 +23,17 @@
 #include <openssl/rand.h>
 
 #include "common/conf.h"
-#include "common/json.h"
 #include "common/log.h"
 #include "common/stage.h"
-#include "common/stage_watch.h"
-#include "common/store.h"
-#include "common/store_keys.h"
 #include "common/util.h"
 #include "daemons/webhook/webhook_admit.h"
 #include "daemons/webhook/webhook_conn.h"
 #include "daemons/webhook/webhook_index.h"
+#include "daemons/webhook/webhook_store.h"
 #include "daemons/webhook/webhook_tls.h"
 
 #define STAGE		"webhook"
 #define CERT_CHECK_MS	1000
-#define WATCH_TICK_MS	1000
 #define PATH_MUTATE	"/mutate-serving-knative-dev-v1-service"
 #define PATH_VALIDATE	"/validate-deco-sites-v1alpha1-decofile"
 #define PATH_TRACK	"/validate-serving-knative-dev-v1-service"
@@ -59,24 +55,6 @@ static const double buckets[] = { 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.0
 	0.25, 1 };
 #define NBUCKETS (sizeof(buckets) / sizeof(buckets[0]))
 
-/* one store write of the writer thread; val NULL: delete */
-struct wop {
-	char *key, *val;
-	struct wop *next;
-};
-
-struct writer {
-	pthread_t th;
-	int up;
-	pthread_mutex_t mu;
-	pthread_cond_t cv;
-	struct wop *head, **tail;
-	size_t pending;		/* (mu) */
-	unsigned long errors;	/* (mu) */
-	int stop;		/* (mu) */
-	struct store *s;	/* the thread's own handle */
-};
-
 /* one HTTP request being read */
 struct req {
 	int64_t start;		/* now_ms() at the headers */
@@ -86,19 +64,15 @@ struct req {
 
 struct webhook {
 	struct stage *st;
-	struct wh_index *ix;
 	struct wh_tls *tls;
 	struct MHD_Daemon *mhd;
 	struct wh_conns *conns;
 	int64_t cert_timer;
-	struct store_watch *df_watch, *svc_watch;
-	struct stage_watch *df_sw, *svc_sw;
-	char *df_prefix, *svc_prefix;
-	char *def_target, *s3_host, *s3_prefix, *managers;
+	struct wh_store *store;		/* the index and the records' writer */
+	char *s3_host, *s3_prefix, *managers;
 	uint64_t max_request;
 	int64_t request_ms, idle_ms;
 	struct wh_env env;
-	struct writer w;
 	/* metrics */
 	unsigned long requests[NROUTES][NOUTCOMES];
 	unsigned long hist[NBUCKETS + 1];
@@ -114,209 +88,20 @@ W(struct stage *st)
 	return stage_data(st);
 }
 
-/* ---- the writer thread: records of injected Services to the store ---- */
-
-static void *
-writer_main(void *arg)
-{
-	struct writer *w = arg;
-
-	pthread_mutex_lock(&w->mu);
-	for (;;) {
-		struct wop *o;
-		int rc;
-
-		while (w->head == NULL && !w->stop)
-			pthread_cond_wait(&w->cv, &w->mu);
-		if (w->head == NULL)
-			break;
-		o = w->head;
-		pthread_mutex_unlock(&w->mu);
-		rc = o->val != NULL ? store_put(w->s, o->key, o->val, strlen(o->val)) :
-		    store_delete(w->s, o->key);
-		pthread_mutex_lock(&w->mu);
-		if (rc < 0) {
-			struct timespec ts;
-
-			w->errors++;
-			log_kv(LOG_WARN, "cannot record an injected Service; will retry", "key",
-			    o->key, "error", store_error(w->s), NULL);
-			if (w->stop)
-				break;
-			clock_gettime(CLOCK_REALTIME, &ts);
-			ts.tv_sec += 1;
-			pthread_cond_timedwait(&w->cv, &w->mu, &ts);
-			continue;
-		}
-		w->head = o->next;
-		if (w->head == NULL)
-			w->tail = &w->head;
-		w->pending--;
-		free(o->key);
-		free(o->val);
-		free(o);
-	}
-	pthread_mutex_unlock(&w->mu);
-	return NULL;
-}
-
-/* writer_push - queue a put (val) or delete (val NULL) of key; takes both */
-static void
-writer_push(struct writer *w, char *key, char *val)
-{
-	struct wop *o = xcalloc(1, sizeof(*o));
-
-	o->key = key;
-	o->val = val;
-	pthread_mutex_lock(&w->mu);
-	*w->tail = o;
-	w->tail = &o->next;
-	w->pending++;
-	pthread_cond_signal(&w->cv);
-	pthread_mutex_unlock(&w->mu);
-}
-
-/* apply_track - remember (or forget) which Decofile a Service uses */
-static void
-apply_track(struct webhook *wh, const struct wh_result *r)
-{
-	char at[40];
-	struct buf b;
-	struct jw j;
-
-	if (r->track == WH_TRACK_SET) {
-		if (!wh_index_set_service(wh->ix, r->ns, r->service, r->decofile))
-			return;
-		rfc3339_now(at, sizeof(at));
-		buf_init(&b);
-		jw_init(&j, &b);
-		jw_obj(&j);
-		jw_key(&j, "decofile");
-		jw_str(&j, r->decofile);
-		jw_key(&j, "injectedAt");
-		jw_str(&j, at);
-		jw_end_obj(&j);
-		writer_push(&wh->w, key_injected(r->ns, r->service), buf_steal(&b, NULL));
-	} else if (r->track == WH_TRACK_DROP) {
-		if (wh_index_drop_service(wh->ix, r->ns, r->service))
-			writer_push(&wh->w, key_injected(r->ns, r->service), NULL);
-	}
-}
-
-/* ---- the store: list, then watch ---- */
-
-static void
-df_event(struct webhook *wh, int put, const char *key, const char *val, size_t len)
-{
-	char kind[254], ns[254], name[254];
-
-	if (key_parse_resource(key, kind, ns, name) < 0 || strcmp(kind, "decofiles") != 0)
-		return;
-	if (!put)
-		wh_index_del_decofile(wh->ix, ns, name);
-	else if (wh_index_put_decofile(wh->ix, ns, name, val, len, wh->def_target) < 0)
-		log_kv(LOG_WARN, "a stored Decofile does not parse; ignored", "ns", ns, "name",
-		    name, NULL);
-}
-
-static void
-svc_event(struct webhook *wh, int put, const char *key, const char *val, size_t len)
-{
-	char ns[254], svc[254];
-	yajl_val v;
-
-	if (strncmp(key, wh->svc_prefix, strlen(wh->svc_prefix)) != 0 ||
-	    sscanf(key + strlen(wh->svc_prefix), "%253[^/]/%253[^/]", ns, svc) != 2)
-		return;
-	if (!put) {
-		wh_index_drop_service(wh->ix, ns, svc);
-		return;
-	}
-	if ((v = json_parse(val, len, NULL)) != NULL &&
-	    json_get_str(v, "decofile", NULL) != NULL)
-		wh_index_set_service(wh->ix, ns, svc, json_get_str(v, "decofile", NULL));
-	yajl_tree_free(v);
-}
-
-/*
- * rebuild - a new index from a listing of both prefixes (at start, and when
- * a watch lost history), swapped in only when both listings succeeded
- */
-static int
-rebuild(struct webhook *wh)
-{
-	struct store *s = stage_store(wh->st);
-	struct store_list dl, sl;
-	struct wh_index *old = wh->ix;
-
-	if (store_list(s, wh->df_prefix, &dl) < 0) {
-		log_kv(LOG_ERROR, "cannot list Decofiles", "error", store_error(s), NULL);
-		return -1;
-	}
-	if (store_list(s, wh->svc_prefix, &sl) < 0) {
-		log_kv(LOG_ERROR, "cannot list injected Services", "error", store_error(s), NULL);
-		store_list_free(&dl);
-		return -1;
-	}
-	wh->ix = wh_index_new();
-	for (size_t i = 0; i < dl.n; i++)
-		df_event(wh, 1, dl.kvs[i].key, dl.kvs[i].value, dl.kvs[i].vlen);
-	for (size_t i = 0; i < sl.n; i++)
-		svc_event(wh, 1, sl.kvs[i].key, sl.kvs[i].value, sl.kvs[i].vlen);
-	store_list_free(&dl);
-	store_list_free(&sl);
-	wh_index_free(old);
-	return 0;
-}
-
-static void
-on_df_watch(void *arg, const struct store_event *ev)
-{
-	struct webhook *wh = arg;
-
-	if (ev->type == STORE_EV_RELIST)
-		rebuild(wh);
-	else
-		df_event(wh, ev->type == STORE_EV_PUT, ev->key, ev->value, ev->vlen);
-}
-
-static void
-on_svc_watch(void *arg, const struct store_event *ev)
-{
-	struct webhook *wh = arg;
-
-	if (ev->type == STORE_EV_RELIST)
-		rebuild(wh);
-	else
-		svc_event(wh, ev->type == STORE_EV_PUT, ev->key, ev->value, ev->vlen);
-}
-
-static struct store_watch *
-watch(struct webhook *wh, const char *prefix, store_watch_cb cb, struct stage_watch **sw)
-{
-	struct store_watch *w = store_watch_new(stage_store(wh->st), prefix, 0, cb, wh);
-
-	if (w == NULL) {
-		log_kv(LOG_ERROR, "cannot watch the store", "prefix", prefix, "error",
-		    store_error(stage_store(wh->st)), NULL);
-		return NULL;
-	}
-	*sw = store_watch_attach(w, wh->st, WATCH_TICK_MS);
-	return w;
-}
 
 /* ---- what the index tells the admission code ---- */
 
 static const struct wh_decofile *
 env_find(void *arg, const char *ns, const char *dep)
 {
-	return wh_index_find(((struct webhook *)arg)->ix, ns, dep);
+	return wh_index_find(wh_store_index(((struct webhook *)arg)->store), ns, dep);
 }
 
 static size_t
 env_users(void *arg, const char *ns, const char *name, struct buf *out, size_t max)
 {
-	return wh_index_users(((struct webhook *)arg)->ix, ns, name, out, max);
+	return wh_index_users(wh_store_index(((struct webhook *)arg)->store), ns, name, out,
+	    max);
 }
 
 /* env_token - 32 random bytes from openssl, hex */
@@ -376,11 +161,8 @@ metrics(struct webhook *wh, struct buf *b)
 	buf_printf(b, "decod_webhook_admission_seconds_count %lu\n", wh->hist_count);
 	wh_tls_counts(wh->tls, &loads, &held);
 	wh_conns_counts(wh->conns, &k);
-	wh_index_counts(wh->ix, &ndf, &nsvc);
-	pthread_mutex_lock(&wh->w.mu);
-	pending = wh->w.pending;
-	errors = wh->w.errors;
-	pthread_mutex_unlock(&wh->w.mu);
+	wh_index_counts(wh_store_index(wh->store), &ndf, &nsvc);
+	wh_store_counts(wh->store, &pending, &errors);
 	buf_printf(b, "# HELP decod_webhook_tls_sessions TLS sessions holding a certificate "
 	    "pair (old pairs are freed with their last session).\n"
 	    "# TYPE decod_webhook_tls_sessions gauge\ndecod_webhook_tls_sessions %zu\n", held);
@@ -493,7 +275,7 @@ admit(struct webhook *wh, struct MHD_Connection *c, enum route rt, struct req *q
 		    r.outcome == WH_INVALID ? "malformed review" : "request allowed",
 		    "path", route_names[rt], "ns", r.ns, "service", r.service,
 		    "detail", r.message, NULL);
-	apply_track(wh, &r);
+	wh_store_track(wh->store, &r);
 	rc = reply(c, (unsigned int)r.http_status, r.http_status == 200 ?
 	    "application/json" : "text/plain; charset=utf-8", &r.body);
 	observe(wh, now_ms() - q->start);
@@ -683,11 +465,9 @@ webhook_init(struct stage *st)
 	const union MHD_DaemonInfo *di;
 	unsigned int flags;
 	char err[512], fp[65], addr[300], portstr[16];
-	int rv;
 
 	stage_set_data(st, wh);
 	wh->st = st;
-	wh->def_target = xstrdup(conf_get(cf, "default_target"));
 	wh->s3_host = xstrdup(conf_get(cf, "s3_public_host"));
 	wh->s3_prefix = xstrdup(conf_get(cf, "s3_prefix"));
 	wh->max_conns = (unsigned long)conf_get_int(cf, "webhook_max_connections");
@@ -699,10 +479,6 @@ webhook_init(struct stage *st)
 	wh->env.users = env_users;
 	wh->env.token = env_token;
 	wh->env.arg = wh;
-	wh->ix = wh_index_new();
-	pthread_mutex_init(&wh->w.mu, NULL);
-	pthread_cond_init(&wh->w.cv, NULL);
-	wh->w.tail = &wh->w.head;
 
 	if (*cert == '\0' || *key == '\0') {
 		log_kv(LOG_ERROR, "webhook_cert_file and webhook_key_file must be set: the "
@@ -732,25 +508,9 @@ webhook_init(struct stage *st)
 		return -1;
 	}
 
-	/* the index first, so the first request already has answers: watch, then list */
-	wh->df_prefix = key_resource_prefix("decofiles", NULL);
-	wh->svc_prefix = key_injected_prefix();
-	if ((wh->df_watch = watch(wh, wh->df_prefix, on_df_watch, &wh->df_sw)) == NULL ||
-	    (wh->svc_watch = watch(wh, wh->svc_prefix, on_svc_watch, &wh->svc_sw)) == NULL)
+	/* the index first, so the first request already has answers */
+	if ((wh->store = wh_store_new(st, conf_get(cf, "default_target"))) == NULL)
 		return -1;
-	if (rebuild(wh) < 0)
-		return -1;
-
-	/* the records' writer: its own store handle, used by its thread only */
-	if ((wh->w.s = store_open(conf_get(cf, "store"), cf, err, sizeof(err))) == NULL) {
-		log_kv(LOG_ERROR, "cannot open the store for the writer", "error", err, NULL);
-		return -1;
-	}
-	if ((rv = pthread_create(&wh->w.th, NULL, writer_main, &wh->w)) != 0) {
-		log_kv(LOG_ERROR, "cannot start the writer thread", "error", strerror(rv), NULL);
-		return -1;
-	}
-	wh->w.up = 1;
 
 	/* external select mode: webhook_conn hands it only sockets that are ready */
 	flags = MHD_USE_TLS | MHD_USE_ERROR_LOG;
@@ -786,7 +546,7 @@ webhook_init(struct stage *st)
 		size_t ndf, nsvc;
 		char a[32], b[32];
 
-		wh_index_counts(wh->ix, &ndf, &nsvc);
+		wh_index_counts(wh_store_index(wh->store), &ndf, &nsvc);
 		snprintf(a, sizeof(a), "%zu", ndf);
 		snprintf(b, sizeof(b), "%zu", nsvc);
 		log_kv(LOG_INFO, "webhook listening", "addr", addr, "port", portstr, "sha256", fp,
@@ -799,40 +559,14 @@ static void
 webhook_shutdown(struct stage *st)
 {
 	struct webhook *wh = W(st);
-	struct wop *o;
 
 	if (wh == NULL)
 		return;
 	if (wh->mhd != NULL)
 		MHD_stop_daemon(wh->mhd);
 	wh_conns_free(wh->conns);
-	if (wh->w.up) {
-		pthread_mutex_lock(&wh->w.mu);
-		wh->w.stop = 1;
-		pthread_cond_signal(&wh->w.cv);
-		pthread_mutex_unlock(&wh->w.mu);
-		pthread_join(wh->w.th, NULL);
-	}
-	while ((o = wh->w.head) != NULL) {
-		wh->w.head = o->next;
-		log_kv(LOG_WARN, "record of an injected Service not written", "key", o->key,
-		    NULL);
-		free(o->key);
-		free(o->val);
-		free(o);
-	}
-	store_close(wh->w.s);
-	store_watch_detach(wh->df_sw);
-	store_watch_detach(wh->svc_sw);
-	store_watch_free(wh->df_watch);
-	store_watch_free(wh->svc_watch);
+	wh_store_free(wh->store);
 	wh_tls_free(wh->tls);
-	wh_index_free(wh->ix);
-	pthread_mutex_destroy(&wh->w.mu);
-	pthread_cond_destroy(&wh->w.cv);
-	free(wh->df_prefix);
-	free(wh->svc_prefix);
-	free(wh->def_target);
 	free(wh->s3_host);
 	free(wh->s3_prefix);
 	free(wh->managers);

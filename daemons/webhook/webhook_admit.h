@@ -3,6 +3,8 @@
  * body in, the answer body out.  The caller supplies what decod knows (the
  * Decofile of a deploymentId, the Services that use a Decofile) through
  * callbacks, so the same code runs in the stage and in table tests.
+ * webhook_admit.c reads the review and answers the validating paths;
+ * webhook_mutate.c writes the mutating path's JSONPatch.
  */
 #ifndef DECOD_WEBHOOK_ADMIT_H
 #define DECOD_WEBHOOK_ADMIT_H

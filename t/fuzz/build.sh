@@ -19,7 +19,8 @@ CFLAGS="-g -O1 $SAN -I$src -I$bld $FUZZ_DEFS $FUZZ_CFLAGS -w"
 # admission code and the JSONPatch checker its harness applies patches with,
 # the fetcher's archive reader and the name rule it applies
 lib_src=$(cd "$src" && ls common/*.c proto/*.c daemons/renderer/render_*.c cli/cli_print.c \
-    daemons/webhook/webhook_admit.c daemons/webhook/webhook_index.c t/unit/jsonpatch.c \
+    daemons/webhook/webhook_admit.c daemons/webhook/webhook_mutate.c \
+    daemons/webhook/webhook_index.c t/unit/jsonpatch.c \
     daemons/fetcher/fetch_archive.c daemons/fetcher/fetch_tree.c \
     daemons/fetcher/fetch_keys.c 2>/dev/null)
 objs=""

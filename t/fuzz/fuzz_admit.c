@@ -1,7 +1,7 @@
 /*
- * fuzz_admit - the webhook's admission code (daemons/webhook/webhook_admit.c)
- * on arbitrary bodies: the first byte picks the path, the rest is the
- * AdmissionReview.  Invariants: the answer is HTTP 200 (a JSON review with
+ * fuzz_admit - the webhook's admission code (daemons/webhook/webhook_admit.c
+ * and webhook_mutate.c) on arbitrary bodies: the first byte picks the path,
+ * the rest is the AdmissionReview.  Invariants: the answer is HTTP 200 (a JSON review with
  * the request's uid and a boolean allowed) or 400 (text); a patch is a JSON
  * array that applies to the object sent (t/unit/jsonpatch.c); and the
  * patched object, admitted again as an UPDATE, gets no patch.
