@@ -1,6 +1,7 @@
 /*
  * fetcher.h - the fetcher stage's own state, shared by fetcher.c (the
- * stage: schedules, loop polls, journal), fetch_worker.c (the pool),
+ * stage: schedules, journal), fetch_schedule.c (timers, jobs, loop polls),
+ * fetch_worker.c (the pool),
  * fetch_watch.c (Decofiles from the store) and fetch_status.c (its status
  * fragment, written in batches).  Only daemons/fetcher/ includes this.
  */
@@ -133,11 +134,18 @@ struct src *fetcher_src_find(struct fetcher *f, const char *ns, const char *name
 struct src *fetcher_src_new(struct fetcher *f, const char *ns, const char *name);
 /* fetcher_src_free - unlink s, cancel its timer, free it (fetcher.c) */
 void fetcher_src_free(struct stage *st, struct src *s);
+
+/* ---- fetch_schedule.c ---- */
+
 /*
  * fetcher_schedule - fetch s after after_ms (jitter is the caller's);
- * force reads the tree even if the remote id did not move (fetcher.c)
+ * force reads the tree even if the remote id did not move
  */
 void fetcher_schedule(struct stage *st, struct src *s, int64_t after_ms, int force);
+/* fetch_schedule_backoff - the wait after failures failed fetches in a row */
+int64_t fetch_schedule_backoff(int failures);
+/* fetch_schedule_jitter - ms, give or take a tenth at random (a period's spread) */
+int64_t fetch_schedule_jitter(int64_t ms);
 
 /* ---- fetch_worker.c ---- */
 

@@ -9,7 +9,8 @@ daemons_publisher_libpublish_a_SOURCES = \
 	daemons/publisher/s3.c daemons/publisher/s3.h \
 	daemons/publisher/publish_s3.c daemons/publisher/publish_s3.h \
 	daemons/publisher/publish_s3_obj.c daemons/publisher/publish_target.h \
-	daemons/publisher/publish_configmap.c daemons/publisher/publish_configmap.h
+	daemons/publisher/publish_configmap.c daemons/publisher/publish_configmap.h \
+	daemons/publisher/publish_configmap_write.c daemons/publisher/publish_configmap_int.h
 PUBLISH_LIBS = daemons/publisher/libpublish.a
 
 decodlibexec_PROGRAMS += daemons/publisher/publisher

@@ -6,6 +6,9 @@
  * manager decod-publisher with force (decod owns decofile-<name> whole); a
  * key someone else added is removed with a merge patch, since SSA alone
  * would keep it.  The journal records publish, inventory, drift and audit.
+ * This file decides: the pure helpers, the cache of published objects, drift
+ * found and the restore after start-up, and the stage's calls; a write once
+ * decided (the job: strip, apply, record) is publish_configmap_write.c's.
  */
 #include "config.h"
 
@@ -29,52 +32,11 @@
 #include "common/store_keys.h"
 #include "common/util.h"
 #include "daemons/publisher/publish_configmap.h"
-#include "proto/proto.h"
+#include "daemons/publisher/publish_configmap_int.h"
 
-#define STAGE "publisher"
-#define TARGET "configmap"
 #define DELETION_ANNOTATION "deco.sites/deletion"
 #define REPAIR_DEBOUNCE_MS 20
 #define MAX_JSON (256u << 20)
-
-struct cmobj {
-	char ns[254];
-	char name[254];
-	char hash[65];		/* content hash published */
-	char bin[65];		/* spool blob: the base64 text */
-	char source[32];
-	int64_t ts;
-	int detach;
-	int busy;		/* a write in flight */
-	int again;		/* check again once it lands */
-	int64_t timer;
-	long repairs;
-	struct cmobj *next;
-};
-
-struct pcm {
-	struct stage *st;
-	struct kube *k;
-	struct kube_informer *cms, *dfs;
-	struct cmobj *objs;
-	int restored;		/* objects rebuilt from the journal after sync */
-	long repairs;
-};
-
-enum job_kind { JOB_PUBLISH, JOB_ADOPT, JOB_REPAIR, JOB_POLICY };
-
-struct job {
-	struct pcm *c;
-	enum job_kind kind;
-	struct journal_item it;	/* JOB_PUBLISH/ADOPT: the item (id 0: none) */
-	char ns[254], name[254];
-	char hash[65], bin[65], commit[200], source[32];
-	int64_t ts;
-	int detach;
-	char *body;		/* the apply body */
-	size_t len;
-	char detail[256];	/* drift: what was wrong */
-};
 
 /* ---- pure helpers (unit-tested) ---- */
 
@@ -205,8 +167,9 @@ publish_configmap_content(yajl_val cm, char *out)
 
 /* ---- objects ---- */
 
-static struct cmobj *
-obj_find(struct pcm *c, const char *ns, const char *name)
+/* pcm_obj_find - the object of ns/name, or NULL */
+struct cmobj *
+pcm_obj_find(struct pcm *c, const char *ns, const char *name)
 {
 	for (struct cmobj *o = c->objs; o != NULL; o = o->next)
 		if (strcmp(o->ns, ns) == 0 && strcmp(o->name, name) == 0)
@@ -214,10 +177,11 @@ obj_find(struct pcm *c, const char *ns, const char *name)
 	return NULL;
 }
 
-static struct cmobj *
-obj_get(struct pcm *c, const char *ns, const char *name)
+/* pcm_obj_get - the object of ns/name, made (empty) and linked in if new */
+struct cmobj *
+pcm_obj_get(struct pcm *c, const char *ns, const char *name)
 {
-	struct cmobj *o = obj_find(c, ns, name);
+	struct cmobj *o = pcm_obj_find(c, ns, name);
 
 	if (o != NULL)
 		return o;
@@ -242,14 +206,16 @@ obj_free(struct pcm *c, struct cmobj *o)
 	free(o);
 }
 
-static void
-location(const char *ns, const char *name, char *out, size_t len)
+/* pcm_location - "configmap/<ns>/decofile-<name>", as inventory and status say */
+void
+pcm_location(const char *ns, const char *name, char *out, size_t len)
 {
 	snprintf(out, len, "configmap/%s/" DECOFILE_CM_PREFIX "%s", ns, name);
 }
 
-static const char *
-owner_uid(struct pcm *c, const char *ns, const char *name)
+/* pcm_owner_uid - the uid of Decofile CR ns/name in the cache, or "" */
+const char *
+pcm_owner_uid(struct pcm *c, const char *ns, const char *name)
 {
 	yajl_val df = kube_informer_get(c->dfs, ns, name);
 
@@ -277,303 +243,6 @@ doc_detach(yajl_val doc)
 	return v != NULL && strcmp(v, "detach") == 0;
 }
 
-/* ---- status ---- */
-
-/*
- * set_ready - Ready, the published fields and Drifted=InSync in one status
- * write (one store put, one status apply on the CR)
- */
-static void
-set_ready(struct pcm *c, const struct cmobj *o)
-{
-	struct store *s = stage_store(c->st);
-	char msg[600], when[40], loc[600], cm[300];
-	struct status_cond conds[2] = {
-		{ "Ready", "True", "ConfigMapCreated", msg },
-		{ "Drifted", "False", "InSync", "The ConfigMap holds the published version" },
-	};
-	struct buf b;
-	struct jw w;
-
-	snprintf(cm, sizeof(cm), DECOFILE_CM_PREFIX "%s", o->name);
-	snprintf(msg, sizeof(msg), "ConfigMap %s created successfully from %s source", cm,
-	    o->source);
-	rfc3339_from(o->ts, when, sizeof(when));
-	location(o->ns, o->name, loc, sizeof(loc));
-	buf_init(&b);
-	jw_init(&w, &b);
-	jw_obj(&w);
-	jw_key(&w, "configMapName");
-	jw_str(&w, cm);
-	jw_key(&w, "sourceType");
-	jw_str(&w, o->source);
-	jw_key(&w, "contentHash");
-	jw_str(&w, o->hash);
-	jw_key(&w, "timestamp");
-	jw_int(&w, o->ts);
-	jw_key(&w, "lastUpdated");
-	jw_str(&w, when);
-	jw_key(&w, "location");
-	jw_str(&w, loc);
-	jw_key(&w, "format");
-	jw_str(&w, "bin");
-	jw_end_obj(&w);
-	if (status_set(s, stage_journal(c->st), "decofiles", o->ns, o->name, STAGE, b.data,
-	    conds, 2) < 0)
-		log_kv(LOG_WARN, "cannot write status", "ns", o->ns, "name", o->name,
-		    "error", store_error(s), NULL);
-	buf_free(&b);
-}
-
-/* ---- writes ---- */
-
-static void job_apply(struct job *j);
-static void check_obj(struct pcm *c, struct cmobj *o);
-
-static void
-job_free(struct job *j)
-{
-	free(j->body);
-	free(j);
-}
-
-/* job_settle - the item (if any) ends with r and why */
-static void
-job_settle(struct job *j, enum stage_result r, const char *why)
-{
-	if (j->it.id > 0)
-		stage_finish(j->c->st, j->it.id, r, why);
-}
-
-/* job_recorded - the write landed: journal, status, notifier; 0 or -1 (journal) */
-static int
-job_recorded(struct job *j)
-{
-	struct pcm *c = j->c;
-	struct stage *st = c->st;
-	struct journal *jr = stage_journal(st);
-	struct cmobj *o = obj_get(c, j->ns, j->name);
-	char loc[600], obj[600], detail[1024], why[300];
-	int ok = 1;
-
-	location(j->ns, j->name, loc, sizeof(loc));
-	journal_obj(obj, sizeof(obj), "decofile", j->ns, j->name);
-	o->busy = 0;
-	if (j->kind == JOB_PUBLISH || j->kind == JOB_ADOPT) {
-		snprintf(detail, sizeof(detail), "hash=%s location=%s timestamp=%lld deletion=%s%s",
-		    j->hash, loc, (long long)j->ts, j->detach ? "detach" : "delete",
-		    j->kind == JOB_ADOPT ? " (already held the content; adopted)" : "");
-		{
-			/* the notifier's item detail (proto.h); a commit it cannot carry is left out */
-			struct proto_notify_detail nd;
-
-			memset(&nd, 0, sizeof(nd));
-			nd.timestamp = j->ts;
-			if (strcmp(j->commit, "-") != 0 && strlen(j->commit) < sizeof(nd.commit))
-				memcpy(nd.commit, j->commit, strlen(j->commit) + 1);
-			if (proto_notify_detail_encode(&nd, why, sizeof(why)) < 0) {
-				nd.commit[0] = '\0';
-				(void)proto_notify_detail_encode(&nd, why, sizeof(why));
-			}
-		}
-		if (stage_begin(st) < 0)
-			ok = 0;
-		else if ((j->kind == JOB_PUBLISH && journal_record_publish(jr, j->ns, j->name,
-		    TARGET, loc, j->hash, j->ts) < 0) ||
-		    journal_inventory_put(jr, j->ns, j->name, TARGET, loc, j->hash) < 0 ||
-		    journal_audit(jr, STAGE, obj, j->kind == JOB_ADOPT ? "adopt" : "publish",
-		    detail) < 0 ||
-		    (j->kind == JOB_PUBLISH && stage_push(st, "notifier", "decofile", j->ns,
-		    j->name, j->hash, why) < 0)) {
-			stage_rollback(st);
-			ok = 0;
-		} else if (stage_commit(st, j->it.id > 0 ? &j->it : NULL,
-		    j->kind == JOB_ADOPT ? "adopted" : "published") < 0)
-			ok = 0;
-		if (!ok) {
-			snprintf(why, sizeof(why), "journal: %s", journal_error(jr));
-			job_settle(j, STAGE_RETRY, why);
-			return -1;
-		}
-		snprintf(o->hash, sizeof(o->hash), "%s", j->hash);
-		snprintf(o->bin, sizeof(o->bin), "%s", j->bin);
-		snprintf(o->source, sizeof(o->source), "%s", j->source);
-		o->ts = j->ts;
-		o->detach = j->detach;
-		log_kv(LOG_INFO, j->kind == JOB_ADOPT ? "ConfigMap adopted" : "published",
-		    "ns", j->ns, "name", j->name, "location", loc, "hash", j->hash, NULL);
-		set_ready(c, o);
-		job_settle(j, STAGE_DONE, j->kind == JOB_ADOPT ? "adopted" : "published");
-	} else if (j->kind == JOB_REPAIR) {
-		char n[32], msg[600];
-
-		o->repairs++;
-		c->repairs++;
-		snprintf(n, sizeof(n), "%ld", o->repairs);
-		log_kv(LOG_WARN, "drift repaired", "ns", j->ns, "name", j->name, "location",
-		    loc, "detail", j->detail, "repairs", n, NULL);
-		if (journal_record_drift(jr, j->ns, j->name, loc, j->detail) < 0 ||
-		    journal_audit(jr, STAGE, obj, "drift-repaired", j->detail) < 0)
-			log_kv(LOG_ERROR, "journal: cannot record drift", "error",
-			    journal_error(jr), NULL);
-		snprintf(msg, sizeof(msg), "Put back the published version (%s); %ld repair%s"
-		    " since start", j->detail, o->repairs, o->repairs == 1 ? "" : "s");
-		status_set_condition(stage_store(st), jr, "decofiles", j->ns, j->name, STAGE,
-		    "Drifted", "True", "Repaired", msg);
-	} else {
-		o->detach = j->detach;
-		journal_audit(jr, STAGE, obj, "deletion-policy",
-		    j->detach ? "deletion=detach (owner reference removed)" :
-		    "deletion=delete (owner reference set)");
-	}
-	if (o->again) {
-		o->again = 0;
-		check_obj(c, o);
-	}
-	return 0;
-}
-
-static void
-on_applied(void *arg, const struct kube_resp *r)
-{
-	struct job *j = arg;
-	struct cmobj *o = obj_find(j->c, j->ns, j->name);
-
-	if (kube_ok(r)) {
-		int extra = 0;
-
-		/* SSA keeps keys other managers set: the data map must be ours alone */
-		publish_configmap_holds(r->json, j->bin, j->ts, &extra);
-		if (extra > 0) {
-			job_apply(j);	/* strips them first, then applies again */
-			return;
-		}
-		job_recorded(j);
-	} else {
-		enum stage_result res = r->status == 0 || r->status == 409 || r->status == 429 ||
-		    r->status >= 500 || r->status == 401 || r->status == 403 ||
-		    r->status == 404 ? STAGE_RETRY : STAGE_FAIL;
-
-		if (o != NULL)
-			o->busy = 0;
-		log_kv(LOG_WARN, "ConfigMap write failed", "ns", j->ns, "name", j->name,
-		    "error", r->err, NULL);
-		if (j->kind == JOB_PUBLISH) {
-			/* the status says why the new version is not out (the old one stays) */
-			char msg[1100];
-
-			snprintf(msg, sizeof(msg), "Cannot write ConfigMap " DECOFILE_CM_PREFIX "%s: %s",
-			    j->name, r->err);
-			status_set_condition(stage_store(j->c->st), stage_journal(j->c->st),
-			    "decofiles", j->ns, j->name, STAGE, "Ready", "False",
-			    "ConfigMapFailed", msg);
-		}
-		if (j->kind != JOB_PUBLISH && j->kind != JOB_ADOPT && o != NULL)
-			o->again = 0;
-		job_settle(j, res, r->err);
-	}
-	job_free(j);
-}
-
-static void
-on_stripped(void *arg, const struct kube_resp *r)
-{
-	struct job *j = arg;
-	struct kube *k = j->c->k;
-	char cm[300];
-
-	if (!kube_ok(r) && r->status != 404) {
-		struct cmobj *o = obj_find(j->c, j->ns, j->name);
-
-		if (o != NULL)
-			o->busy = 0;
-		job_settle(j, STAGE_RETRY, r->err);
-		job_free(j);
-		return;
-	}
-	snprintf(cm, sizeof(cm), DECOFILE_CM_PREFIX "%s", j->name);
-	kube_apply(k, &kube_configmaps, j->ns, cm, NULL, PUBLISH_CONFIGMAP_MANAGER, 1,
-	    j->body, j->len, on_applied, j);
-}
-
-/*
- * job_apply - write j's ConfigMap: keys other than ours (in the cache) are
- * removed first by a merge patch, then the server-side apply.
- */
-static void
-job_apply(struct job *j)
-{
-	struct pcm *c = j->c;
-	char cm[300];
-	yajl_val cur, data;
-	struct buf b;
-	struct jw w;
-	int extra = 0;
-
-	snprintf(cm, sizeof(cm), DECOFILE_CM_PREFIX "%s", j->name);
-	obj_get(c, j->ns, j->name)->busy = 1;
-	cur = kube_informer_get(c->cms, j->ns, cm);
-	data = cur != NULL ? json_get(cur, "data", NULL) : NULL;
-	buf_init(&b);
-	jw_init(&w, &b);
-	jw_obj(&w);
-	jw_key(&w, "data");
-	jw_obj(&w);
-	if (data != NULL && YAJL_IS_OBJECT(data))
-		for (size_t i = 0; i < data->u.object.len; i++) {
-			const char *key = data->u.object.keys[i];
-
-			if (strcmp(key, "decofile.bin") != 0 && strcmp(key, "timestamp.txt") != 0) {
-				jw_key(&w, key);
-				jw_null(&w);
-				extra++;
-			}
-		}
-	jw_end_obj(&w);
-	if (cur != NULL && json_get(cur, "binaryData", NULL) != NULL) {
-		jw_key(&w, "binaryData");
-		jw_null(&w);
-		extra++;
-	}
-	jw_end_obj(&w);
-	if (extra > 0)
-		kube_merge_patch(c->k, &kube_configmaps, j->ns, cm, PUBLISH_CONFIGMAP_MANAGER,
-		    b.data, b.len, on_stripped, j);
-	else
-		kube_apply(c->k, &kube_configmaps, j->ns, cm, NULL, PUBLISH_CONFIGMAP_MANAGER, 1,
-		    j->body, j->len, on_applied, j);
-	buf_free(&b);
-}
-
-/* job_new - a write of o's (or the item's) document; reads the bin from the spool */
-static struct job *
-job_new(struct pcm *c, enum job_kind kind, const char *ns, const char *name,
-    const char *hash, const char *bin, int64_t ts, int detach, char *why, size_t whylen)
-{
-	struct job *j;
-	size_t len;
-	char *data = spool_get(stage_spool(c->st), bin, &len);
-
-	if (data == NULL) {
-		snprintf(why, whylen, "rendered document %s not in the spool: %s", bin,
-		    strerror(errno));
-		return NULL;
-	}
-	j = xcalloc(1, sizeof(*j));
-	j->c = c;
-	j->kind = kind;
-	snprintf(j->ns, sizeof(j->ns), "%s", ns);
-	snprintf(j->name, sizeof(j->name), "%s", name);
-	snprintf(j->hash, sizeof(j->hash), "%s", hash);
-	snprintf(j->bin, sizeof(j->bin), "%s", bin);
-	j->ts = ts;
-	j->detach = detach;
-	j->body = publish_configmap_body(ns, name, detach ? NULL : owner_uid(c, ns, name),
-	    data, len, ts, &j->len);
-	free(data);
-	return j;
-}
-
 /* ---- drift ---- */
 
 static void
@@ -584,17 +253,17 @@ repair_cb(struct stage *st, void *arg)
 	(void)st;
 	o->timer = 0;
 	o->again = 0;
-	check_obj(NULL, o);
+	pcm_check_obj(NULL, o);
 }
 
 static struct pcm *the_pcm;	/* for repair_cb: one target per process */
 
 /*
- * check_obj - make the ConfigMap hold what we published: compare the cache
+ * pcm_check_obj - make the ConfigMap hold what we published: compare the cache
  * with o and, if it differs (or the ConfigMap is gone), put it back.
  */
-static void
-check_obj(struct pcm *c, struct cmobj *o)
+void
+pcm_check_obj(struct pcm *c, struct cmobj *o)
 {
 	char cm[300], why[512];
 	yajl_val cur;
@@ -612,18 +281,18 @@ check_obj(struct pcm *c, struct cmobj *o)
 	}
 	snprintf(cm, sizeof(cm), DECOFILE_CM_PREFIX "%s", o->name);
 	cur = kube_informer_get(c->cms, o->ns, cm);
-	want = o->detach ? "" : owner_uid(c, o->ns, o->name);
+	want = o->detach ? "" : pcm_owner_uid(c, o->ns, o->name);
 	uid = cur != NULL ? cm_owner(cur) : "";
 	if (cur != NULL && publish_configmap_holds(cur, o->bin, o->ts, &extra)) {
 		if (strcmp(uid, want) == 0)
 			return;
 		/* only the owner reference differs: a policy change, not drift */
-		if ((j = job_new(c, JOB_POLICY, o->ns, o->name, o->hash, o->bin, o->ts,
+		if ((j = pcm_job_new(c, JOB_POLICY, o->ns, o->name, o->hash, o->bin, o->ts,
 		    o->detach, why, sizeof(why))) != NULL)
-			job_apply(j);
+			pcm_job_apply(j);
 		return;
 	}
-	if ((j = job_new(c, JOB_REPAIR, o->ns, o->name, o->hash, o->bin, o->ts, o->detach,
+	if ((j = pcm_job_new(c, JOB_REPAIR, o->ns, o->name, o->hash, o->bin, o->ts, o->detach,
 	    why, sizeof(why))) == NULL) {
 		log_kv(LOG_ERROR, "cannot repair the ConfigMap", "ns", o->ns, "name", o->name,
 		    "error", why, NULL);
@@ -631,7 +300,7 @@ check_obj(struct pcm *c, struct cmobj *o)
 	}
 	snprintf(j->detail, sizeof(j->detail), "%s", cur == NULL ? "ConfigMap deleted" :
 	    extra > 0 ? "keys added to the ConfigMap" : "ConfigMap data changed");
-	job_apply(j);
+	pcm_job_apply(j);
 }
 
 static void
@@ -659,7 +328,7 @@ restore_one(void *arg, yajl_val cm)
 	yajl_val doc = NULL;
 	char err[256];
 
-	if (strncmp(n, DECOFILE_CM_PREFIX, strlen(DECOFILE_CM_PREFIX)) != 0 || obj_find(c, ns, n + strlen(DECOFILE_CM_PREFIX)))
+	if (strncmp(n, DECOFILE_CM_PREFIX, strlen(DECOFILE_CM_PREFIX)) != 0 || pcm_obj_find(c, ns, n + strlen(DECOFILE_CM_PREFIX)))
 		return;
 	n += strlen(DECOFILE_CM_PREFIX);
 	{
@@ -669,7 +338,7 @@ restore_one(void *arg, yajl_val cm)
 		const char *loc = json_get_str(f, "location", NULL);
 		char want[600];
 
-		location(ns, n, want, sizeof(want));
+		pcm_location(ns, n, want, sizeof(want));
 		if (h != NULL && is_sha256_hex(h) && loc != NULL && strcmp(loc, want) == 0) {
 			snprintf(hash, sizeof(hash), "%s", h);
 			ts = json_get_int(f, 0, "timestamp", NULL);
@@ -691,14 +360,14 @@ restore_one(void *arg, yajl_val cm)
 		return;		/* nothing to put back from */
 	if (resource_get(stage_store(c->st), "decofiles", ns, n, &doc, err, sizeof(err)) != 0)
 		return;
-	o = obj_get(c, ns, n);
+	o = pcm_obj_get(c, ns, n);
 	snprintf(o->hash, sizeof(o->hash), "%s", hash);
 	snprintf(o->bin, sizeof(o->bin), "%s", bin);
 	snprintf(o->source, sizeof(o->source), "%s", decofile_source(doc));
 	o->ts = ts;
 	o->detach = doc_detach(doc);
 	yajl_tree_free(doc);
-	check_obj(c, o);
+	pcm_check_obj(c, o);
 }
 
 /* restore - once both caches are listed: take back what we published before */
@@ -732,7 +401,7 @@ on_cm(void *arg, enum kube_event ev, yajl_val obj, yajl_val old)
 	n = kube_obj_name(obj);
 	if (strncmp(n, DECOFILE_CM_PREFIX, strlen(DECOFILE_CM_PREFIX)) != 0)
 		return;
-	if ((o = obj_find(c, kube_obj_ns(obj), n + strlen(DECOFILE_CM_PREFIX))) == NULL || o->busy)
+	if ((o = pcm_obj_find(c, kube_obj_ns(obj), n + strlen(DECOFILE_CM_PREFIX))) == NULL || o->busy)
 		return;
 	if (ev == KUBE_DELETED || !publish_configmap_holds(obj, o->bin, o->ts, NULL))
 		schedule_check(c, o);
@@ -749,7 +418,7 @@ on_df(void *arg, enum kube_event ev, yajl_val obj, yajl_val old)
 		restore(c);
 	/* a new CR uid (re-created Decofile): its ConfigMap must point at it */
 	if (ev == KUBE_ADDED && c->restored) {
-		struct cmobj *o = obj_find(c, kube_obj_ns(obj), kube_obj_name(obj));
+		struct cmobj *o = pcm_obj_find(c, kube_obj_ns(obj), kube_obj_name(obj));
 
 		if (o != NULL)
 			schedule_check(c, o);
@@ -813,7 +482,7 @@ publish_configmap_item(struct pcm *c, const struct journal_item *it, yajl_val do
 		snprintf(why, whylen, "the configmap target needs the bin form (format=bin bin=<sha256>)");
 		return STAGE_FAIL;
 	}
-	o = obj_find(c, it->ns, it->name);
+	o = pcm_obj_find(c, it->ns, it->name);
 	if (o != NULL && o->busy) {
 		snprintf(why, whylen, "a write of this ConfigMap is in flight");
 		return STAGE_RETRY;
@@ -852,7 +521,7 @@ publish_configmap_item(struct pcm *c, const struct journal_item *it, yajl_val do
 		if (o != NULL && strcmp(o->hash, it->hash) == 0 &&
 		    publish_configmap_holds(cur, o->bin, o->ts, NULL)) {
 			o->detach = doc_detach(doc);
-			check_obj(c, o);	/* at most the owner reference */
+			pcm_check_obj(c, o);	/* at most the owner reference */
 			return STAGE_DONE;
 		}
 		/* adopt: keep the bytes and timestamp the replicas already read */
@@ -872,26 +541,26 @@ publish_configmap_item(struct pcm *c, const struct journal_item *it, yajl_val do
 			j->ts = tstxt != NULL ? strtoll(tstxt, NULL, 10) : ts;
 			j->detach = doc_detach(doc);
 			j->body = publish_configmap_body(it->ns, it->name, j->detach ? NULL :
-			    owner_uid(c, it->ns, it->name), b64, strlen(b64), j->ts, &j->len);
+			    pcm_owner_uid(c, it->ns, it->name), b64, strlen(b64), j->ts, &j->len);
 			if (publish_configmap_holds(cur, bsha, j->ts, NULL) &&
-			    strcmp(cm_owner(cur), j->detach ? "" : owner_uid(c, it->ns, it->name)) == 0) {
+			    strcmp(cm_owner(cur), j->detach ? "" : pcm_owner_uid(c, it->ns, it->name)) == 0) {
 				/* nothing to write at all: record the adoption now */
-				int rc = job_recorded(j);
+				int rc = pcm_job_recorded(j);
 
-				job_free(j);
+				pcm_job_free(j);
 				return rc == 0 ? STAGE_DONE : STAGE_RETRY;
 			}
-			job_apply(j);
+			pcm_job_apply(j);
 			return STAGE_ASYNC;
 		}
 	}
-	if ((j = job_new(c, JOB_PUBLISH, it->ns, it->name, it->hash, bin, ts, doc_detach(doc),
+	if ((j = pcm_job_new(c, JOB_PUBLISH, it->ns, it->name, it->hash, bin, ts, doc_detach(doc),
 	    why, whylen)) == NULL)
 		return STAGE_RETRY;
 	j->it = *it;
 	snprintf(j->commit, sizeof(j->commit), "%s", commit);
 	snprintf(j->source, sizeof(j->source), "%s", decofile_source(doc));
-	job_apply(j);
+	pcm_job_apply(j);
 	return STAGE_ASYNC;
 }
 
@@ -899,7 +568,7 @@ void
 publish_configmap_decofile(struct pcm *c, const char *ns, const char *name, yajl_val doc)
 {
 	struct journal *jr = stage_journal(c->st);
-	struct cmobj *o = obj_find(c, ns, name);
+	struct cmobj *o = pcm_obj_find(c, ns, name);
 	char cm[300], loc[600], obj[600], *path;
 
 	if (o == NULL)
@@ -909,12 +578,12 @@ publish_configmap_decofile(struct pcm *c, const char *ns, const char *name, yajl
 
 		if (d != o->detach) {
 			o->detach = d;
-			check_obj(c, o);	/* sets or removes the owner reference */
+			pcm_check_obj(c, o);	/* sets or removes the owner reference */
 		}
 		return;
 	}
 	snprintf(cm, sizeof(cm), DECOFILE_CM_PREFIX "%s", name);
-	location(ns, name, loc, sizeof(loc));
+	pcm_location(ns, name, loc, sizeof(loc));
 	journal_obj(obj, sizeof(obj), "decofile", ns, name);
 	if (!o->detach) {
 		path = kube_path(&kube_configmaps, ns, cm, NULL, NULL);
