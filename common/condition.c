@@ -1,6 +1,7 @@
 /*
  * condition - the table of condition types and reasons (condition.h) as
- * data: what the status writers in resource.c check each reason against.
+ * data: what the status writers in resource_status.c check each reason
+ * against.
  */
 #include "config.h"
 

@@ -4,7 +4,9 @@
  * sockets, the stage's init, readiness; then one poll() loop owns
  * everything.  Work comes from the journal: a doorbell on the PULL socket
  * or the rescan timer makes the loop read due items, so a lost message
- * costs at most one rescan interval.  The supervisor's status socket (fd in
+ * costs at most one rescan interval; the items, their transactions and
+ * doorbells are stage_items.c's.  This file holds start-up, signals, the
+ * fds and timers, and the loop.  The supervisor's status socket (fd in
  * DECOD_STATUS_FD) carries "READY"; its EOF means the supervisor is gone
  * and the stage exits.
  *
@@ -30,8 +32,6 @@
 #include <unistd.h>
 
 #include <nng/nng.h>
-#include <nng/protocol/pipeline0/pull.h>
-#include <nng/protocol/pipeline0/push.h>
 
 #include "common/conf.h"
 #include "common/housekeeping.h"
@@ -42,14 +42,11 @@
 #include "common/stage.h"
 #include "common/stage_ctl.h"
 #include "common/stage_health.h"
+#include "common/stage_impl.h"
 #include "common/store.h"
 #include "common/store_keys.h"
 #include "common/util.h"
-#include "proto/proto.h"
 
-#define MAX_PUSHERS 8
-#define MAX_RINGS 64
-#define BATCH 64
 #define HEARTBEAT_MS 2000
 #define TIMER_SLICE_MS 20	/* due timers run this long per loop turn at most */
 
@@ -65,50 +62,6 @@ struct timer {
 	int64_t at;		/* monotonic ms */
 	stage_timer_cb cb;
 	void *arg;
-};
-
-struct pusher {
-	char to[32];
-	nng_socket sock;
-};
-
-struct stage {
-	const struct stage_ops *ops;
-	struct conf *cf;
-	int argc;
-	char **argv;
-	struct journal *j;
-	struct spool *sp;
-	struct store *store;
-	nng_socket pull;
-	int pull_fd;
-	struct pusher pushers[MAX_PUSHERS];
-	int npushers;
-	int status_fd;
-	struct stage_ctl *ctl;	/* own control socket, when unsupervised */
-	struct fdent *fds;
-	size_t nfds;
-	struct timer *timers;
-	size_t ntimers;
-	int64_t timer_seq;
-	int64_t *inflight;
-	size_t ninflight;
-	struct { char to[32]; struct proto_msg m; } rings[MAX_RINGS];
-	int nrings;
-	int in_txn;
-	int64_t cur_id;		/* item being handled by on_item, 0 if none */
-	int cur_closed;		/* on_item committed it itself */
-	char cur_error[512];	/* stage_item_error() for the current item */
-	int kick;
-	int64_t next_rescan;
-	int64_t next_ops_timer;
-	int64_t next_due_wall;
-	void *data;
-	void (*wake_cb)(struct stage *, void *);
-	void *wake_arg;
-	int64_t hk_timer;	/* housekeeping's next run (timer id), 0: none */
-	int64_t hk_interval;	/* ... and the interval it was scheduled with */
-	char alive_path[4096];	/* heartbeat file, "" until ready */
 };
 
 static void housekeeping_timer(struct stage *st, void *arg);
@@ -205,13 +158,6 @@ stage_stopping(struct stage *st)
 	(void)st;
 	return sig_term != 0;
 }
-
-void
-stage_item_error(struct stage *st, const char *why)
-{
-	snprintf(st->cur_error, sizeof(st->cur_error), "%s", why ? why : "");
-}
-
 void
 stage_kick(struct stage *st)
 {
@@ -298,226 +244,13 @@ stage_cancel_timer(struct stage *st, int64_t id)
 	}
 }
 
-/* pusher_for - the PUSH socket dialled to stage `to`, made on first use */
-static struct pusher *
-pusher_for(struct stage *st, const char *to)
-{
-	struct pusher *p;
-	int rv;
-
-	for (int i = 0; i < st->npushers; i++)
-		if (strcmp(st->pushers[i].to, to) == 0)
-			return &st->pushers[i];
-	if (st->npushers == MAX_PUSHERS)
-		return NULL;
-	p = &st->pushers[st->npushers];
-	if ((rv = nng_push0_open(&p->sock)) != 0) {
-		log_kv(LOG_ERROR, "cannot open push socket", "to", to, "error",
-		    nng_strerror(rv), NULL);
-		return NULL;
-	}
-	nng_socket_set_ms(p->sock, NNG_OPT_SENDTIMEO, 0);
-	nng_socket_set_ms(p->sock, NNG_OPT_RECONNMINT, 50);
-	nng_socket_set_ms(p->sock, NNG_OPT_RECONNMAXT, 1000);
-	if ((rv = nng_dial(p->sock, stage_addr(st->cf, to), NULL, NNG_FLAG_NONBLOCK)) != 0) {
-		log_kv(LOG_ERROR, "cannot dial", "to", to, "addr", stage_addr(st->cf, to),
-		    "error", nng_strerror(rv), NULL);
-		nng_close(p->sock);
-		return NULL;
-	}
-	snprintf(p->to, sizeof(p->to), "%s", to);
-	st->npushers++;
-	return p;
-}
-
-/* ring - send a doorbell; a failure only costs latency (the peer rescans) */
-static void
-ring(struct stage *st, const char *to, const struct proto_msg *m)
-{
-	unsigned char buf[PROTO_MAX_LEN];
-	struct pusher *p;
-	int n, rv;
-
-	if ((p = pusher_for(st, to)) == NULL)
-		return;
-	if ((n = proto_encode(m, buf, sizeof(buf))) < 0)
-		return;
-	if ((rv = nng_send(p->sock, buf, (size_t)n, NNG_FLAG_NONBLOCK)) != 0)
-		log_kv(LOG_DEBUG, "doorbell not sent; the peer will rescan", "to", to,
-		    "error", nng_strerror(rv), NULL);
-}
-
-int
-stage_begin(struct stage *st)
-{
-	if (journal_begin(st->j) < 0) {
-		log_kv(LOG_ERROR, "journal begin failed", "error", journal_error(st->j), NULL);
-		return -1;
-	}
-	st->in_txn = 1;
-	st->nrings = 0;
-	return 0;
-}
-
-int64_t
-stage_push(struct stage *st, const char *to, const char *kind, const char *ns,
-    const char *name, const char *hash, const char *detail)
-{
-	int64_t id = journal_item_add(st->j, to, kind, ns, name, hash ? hash : "",
-	    detail ? detail : "");
-
-	if (id < 0) {
-		log_kv(LOG_ERROR, "journal: cannot add item", "to", to, "error",
-		    journal_error(st->j), NULL);
-		return -1;
-	}
-	if (st->nrings < MAX_RINGS) {
-		struct proto_msg *m = &st->rings[st->nrings].m;
-
-		memset(m, 0, sizeof(*m));
-		m->type = PROTO_ITEM;
-		m->item_id = (uint64_t)id;
-		snprintf(m->kind, sizeof(m->kind), "%s", kind);
-		snprintf(m->ns, sizeof(m->ns), "%s", ns);
-		snprintf(m->name, sizeof(m->name), "%s", name);
-		snprintf(m->hash, sizeof(m->hash), "%s", hash ? hash : "");
-		snprintf(st->rings[st->nrings].to, sizeof(st->rings[0].to), "%s", to);
-		st->nrings++;
-	}
-	return id;
-}
-
-int
-stage_commit(struct stage *st, const struct journal_item *it, const char *result)
-{
-	if (it != NULL && journal_item_done(st->j, it->id, result ? result : "done") < 0) {
-		log_kv(LOG_ERROR, "journal: cannot mark item done", "error",
-		    journal_error(st->j), NULL);
-		stage_rollback(st);
-		return -1;
-	}
-	if (journal_commit(st->j) < 0) {
-		log_kv(LOG_ERROR, "journal commit failed", "error", journal_error(st->j), NULL);
-		st->in_txn = 0;
-		st->nrings = 0;
-		return -1;
-	}
-	st->in_txn = 0;
-	if (it != NULL && it->id == st->cur_id)
-		st->cur_closed = 1;
-	for (int i = 0; i < st->nrings; i++)
-		ring(st, st->rings[i].to, &st->rings[i].m);
-	st->nrings = 0;
-	return 0;
-}
-
-void
-stage_rollback(struct stage *st)
-{
-	journal_rollback(st->j);
-	st->in_txn = 0;
-	st->nrings = 0;
-}
-
-int64_t
-stage_enqueue(struct stage *st, const char *to, const char *kind, const char *ns,
-    const char *name, const char *hash, const char *detail)
-{
-	int64_t id;
-
-	if (stage_begin(st) < 0)
-		return -1;
-	if ((id = stage_push(st, to, kind, ns, name, hash, detail)) < 0) {
-		stage_rollback(st);
-		return -1;
-	}
-	if (stage_commit(st, NULL, NULL) < 0)
-		return -1;
-	return id;
-}
-
-static int
-inflight_has(struct stage *st, int64_t id)
-{
-	for (size_t i = 0; i < st->ninflight; i++)
-		if (st->inflight[i] == id)
-			return 1;
-	return 0;
-}
-
-static void
-inflight_del(struct stage *st, int64_t id)
-{
-	for (size_t i = 0; i < st->ninflight; i++) {
-		if (st->inflight[i] == id) {
-			st->inflight[i] = st->inflight[--st->ninflight];
-			return;
-		}
-	}
-}
-
-/* retry_delay - 1 s doubling per attempt, capped by retry_max */
-static int64_t
-retry_delay(struct stage *st, int attempts)
-{
-	int64_t d = 1000, max = conf_get_ms(st->cf, "retry_max");
-
-	for (int i = 0; i < attempts && d < max; i++)
-		d *= 2;
-	return d < max ? d : max;
-}
-
-/* settle - record what became of an item */
-static void
-settle(struct stage *st, int64_t id, int attempts, enum stage_result r, const char *why)
-{
-	char ids[32];
-	int rv = 0;
-
-	snprintf(ids, sizeof(ids), "%lld", (long long)id);
-	switch (r) {
-	case STAGE_DONE:
-		rv = journal_item_done(st->j, id, why ? why : "done");
-		break;
-	case STAGE_RETRY:
-		rv = journal_item_retry(st->j, id, retry_delay(st, attempts), why);
-		log_kv(LOG_WARN, "item will be retried", "item", ids, "error", why, NULL);
-		break;
-	case STAGE_FAIL:
-		rv = journal_item_fail(st->j, id, why);
-		log_kv(LOG_ERROR, "item failed for good", "item", ids, "error", why, NULL);
-		break;
-	case STAGE_ASYNC:
-		break;
-	}
-	if (rv < 0)
-		log_kv(LOG_ERROR, "journal: cannot record item result", "item", ids,
-		    "error", journal_error(st->j), NULL);
-}
-
-void
-stage_finish(struct stage *st, int64_t id, enum stage_result r, const char *why)
-{
-	struct journal_item it;
-
-	if (!inflight_has(st, id))
-		return;
-	inflight_del(st, id);
-	if (r == STAGE_ASYNC)
-		r = STAGE_RETRY;
-	if (journal_item_get(st->j, id, &it) != 0)
-		return;
-	if (it.state == ITEM_PENDING || it.state == ITEM_SUPERSEDED)
-		settle(st, id, it.attempts, r, why);
-	st->kick = 1;
-}
-
 /*
- * check_supervisor - between items, notice at once that the supervisor is
- * gone (EOF on the status socket), so a busy stage still exits promptly.
+ * stage_check_supervisor - between items, notice at once that the
+ * supervisor is gone (EOF on the status socket), so a busy stage still
+ * exits promptly.
  */
-static void
-check_supervisor(struct stage *st)
+void
+stage_check_supervisor(struct stage *st)
 {
 	struct pollfd p = { .fd = st->status_fd, .events = POLLIN };
 	char buf[64];
@@ -532,110 +265,6 @@ check_supervisor(struct stage *st)
 		st->status_fd = -1;
 		sig_term = 1;
 	}
-}
-
-/* process_due - hand every due item to on_item, oldest first */
-static void
-process_due(struct stage *st)
-{
-	struct journal_item *items;
-	size_t max_async = st->ops->max_async > 0 ? (size_t)st->ops->max_async : 1;
-	int n;
-
-	st->kick = 0;
-	if (st->ops->on_item == NULL)
-		return;		/* a stage nothing is addressed to (fetcher, webhook) */
-	n = journal_items_due(st->j, st->ops->name, BATCH + st->ninflight, &items,
-	    &st->next_due_wall);
-	if (n < 0) {
-		log_kv(LOG_ERROR, "journal: cannot read items", "error", journal_error(st->j),
-		    NULL);
-		return;
-	}
-	for (int i = 0; i < n && !sig_term; i++) {
-		struct journal_item *it = &items[i];
-		enum stage_result r;
-
-		if (i > 0)
-			check_supervisor(st);
-		if (sig_term)
-			break;
-		if (inflight_has(st, it->id))
-			continue;
-		if (st->ninflight >= max_async)
-			break;
-		st->cur_id = it->id;
-		st->cur_closed = 0;
-		st->cur_error[0] = '\0';
-		r = st->ops->on_item(st, it);
-		if (st->in_txn) {
-			log_kv(LOG_ERROR, "stage left a transaction open (a bug)", NULL);
-			stage_rollback(st);
-		}
-		if (r == STAGE_ASYNC) {
-			st->inflight = xrealloc(st->inflight,
-			    (st->ninflight + 1) * sizeof(*st->inflight));
-			st->inflight[st->ninflight++] = it->id;
-		} else if (!(r == STAGE_DONE && st->cur_closed)) {
-			settle(st, it->id, it->attempts, r, r == STAGE_DONE ? "done" :
-			    (st->cur_error[0] ? st->cur_error : "see log"));
-		}
-		st->cur_id = 0;
-	}
-	if (n == (int)(BATCH + st->ninflight) || (n > 0 && st->ninflight < max_async &&
-	    n > (int)st->ninflight))
-		st->kick = 1;
-	free(items);
-}
-
-static void
-recv_doorbells(struct stage *st)
-{
-	struct proto_msg m;
-	char err[256];
-	void *buf;
-	size_t len;
-	int rv;
-
-	for (;;) {
-		if ((rv = nng_recv(st->pull, &buf, &len, NNG_FLAG_NONBLOCK | NNG_FLAG_ALLOC)) != 0) {
-			if (rv != NNG_EAGAIN)
-				log_kv(LOG_WARN, "receive failed", "error", nng_strerror(rv), NULL);
-			return;
-		}
-		if (proto_decode(buf, len, &m, err, sizeof(err)) < 0) {
-			log_kv(LOG_WARN, "rejected a malformed message", "reason", err, NULL);
-		} else {
-			char ids[32];
-
-			snprintf(ids, sizeof(ids), "%llu", (unsigned long long)m.item_id);
-			log_kv(LOG_DEBUG, "doorbell", "item", ids, "ns", m.ns, "name", m.name,
-			    NULL);
-			st->kick = 1;
-		}
-		nng_free(buf, len);
-	}
-}
-
-static int
-open_pull(struct stage *st)
-{
-	const char *addr = stage_addr(st->cf, st->ops->name);
-	int rv;
-
-	if ((rv = nng_pull0_open(&st->pull)) != 0) {
-		log_kv(LOG_ERROR, "cannot open pull socket", "error", nng_strerror(rv), NULL);
-		return -1;
-	}
-	if ((rv = nng_listen(st->pull, addr, NULL, 0)) != 0) {
-		log_kv(LOG_ERROR, "cannot listen", "addr", addr, "error", nng_strerror(rv), NULL);
-		return -1;
-	}
-	if ((rv = nng_socket_get_int(st->pull, NNG_OPT_RECVFD, &st->pull_fd)) != 0) {
-		log_kv(LOG_ERROR, "cannot get receive fd", "error", nng_strerror(rv), NULL);
-		return -1;
-	}
-	return 0;
 }
 
 static void
@@ -674,7 +303,7 @@ setup(struct stage *st)
 	if (st->ops->use_store &&
 	    (st->store = store_open(conf_get(st->cf, "store"), st->cf, err, sizeof(err))) == NULL)
 		fatal("%s", err);
-	if (open_pull(st) < 0)
+	if (stage_open_pull(st) < 0)
 		fatal("cannot set up the %s pipeline socket", st->ops->name);
 	if (pipe2(sig_pipe, O_CLOEXEC | O_NONBLOCK) < 0 ||
 	    pipe2(wake_pipe, O_CLOEXEC | O_NONBLOCK) < 0)
@@ -913,7 +542,7 @@ stage_main(int argc, char **argv, const struct stage_ops *ops)
 		if (!sig_term && (st->kick || now_ms() >= st->next_rescan)) {
 			if (now_ms() >= st->next_rescan)
 				st->next_rescan = now_ms() + rescan_ms;
-			process_due(st);
+			stage_process_due(st);
 		}
 		if (ops->on_timer != NULL && now_ms() >= st->next_ops_timer) {
 			st->next_ops_timer = now_ms() + ops->timer_ms;
@@ -941,9 +570,9 @@ stage_main(int argc, char **argv, const struct stage_ops *ops)
 					st->wake_cb(st, st->wake_arg);
 			}
 			if (pfd[2].revents & POLLIN)
-				recv_doorbells(st);
+				stage_recv_doorbells(st);
 			if (st->status_fd >= 0 && (pfd[3].revents & (POLLIN | POLLHUP | POLLERR)))
-				check_supervisor(st);
+				stage_check_supervisor(st);
 			/* callbacks may add or remove fds: match by fd, not index */
 			for (size_t i = base; i < n; i++) {
 				if (pfd[i].revents == 0)

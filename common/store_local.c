@@ -1,8 +1,9 @@
 /*
  * store_local - the "local:/dir" store backend: a tree of files on one
  * machine, for single hosts and tests.  Owns the folder layout below, the
- * value file format, the revision counter and flock job locks; the watch
- * (inotify, polling as a fallback) is in store_local_watch.c.
+ * value file format and the revision counter; the flock job locks are in
+ * store_local_lock.c, the watch (inotify, polling as a fallback) in
+ * store_local_watch.c.
  *
  * Layout under the root (created 0700):
  *   kv/     values.  Key "/a/b/c" is the file kv/a.d/b.d/c.v: every folder
@@ -41,7 +42,6 @@
 #include <sys/file.h>
 #include <sys/stat.h>
 
-#include "common/hash.h"
 #include "common/store_local.h"
 #include "common/util.h"
 
@@ -100,9 +100,12 @@ local_clean_key(struct local *l, const char *what, const char *key, char *rel, i
 	return 0;
 }
 
-/* enc_path - base/rel with ".d" on folder components and suffix on the last */
-static char *
-enc_path(const char *base, const char *rel, const char *suffix)
+/*
+ * local_enc_path - base/rel with ".d" on folder components and suffix on
+ * the last (malloc'd)
+ */
+char *
+local_enc_path(const char *base, const char *rel, const char *suffix)
 {
 	struct buf b;
 	const char *p = rel, *seg;
@@ -269,7 +272,7 @@ prune_dirs(struct local *l, const char *rel)
 	snprintf(parent, sizeof(parent), "%s", rel);
 	while ((slash = strrchr(parent, '/')) != NULL) {
 		*slash = '\0';
-		dir = enc_path(l->kv, parent, ".d");
+		dir = local_enc_path(l->kv, parent, ".d");
 		if (rmdir(dir) < 0) {
 			free(dir);
 			return;
@@ -285,7 +288,7 @@ prune_dirs(struct local *l, const char *rel)
 int
 local_expire_rel(struct local *l, const char *rel)
 {
-	char *path = enc_path(l->kv, rel, ".v"), *val;
+	char *path = local_enc_path(l->kv, rel, ".v"), *val;
 	size_t vlen;
 	int64_t rev, exp;
 	int removed = 0;
@@ -353,29 +356,13 @@ local_open(struct store *s, const char *spec, const struct conf *cf)
 	return l;
 }
 
-/* held_free - let a job lock go: empty its file (no holder named) and close it */
-static void
-held_free(struct held *h)
-{
-	(void)ftruncate(h->fd, 0);
-	close(h->fd);
-	free(h->rel);
-	free(h);
-}
-
 static void
 local_close(void *be)
 {
 	struct local *l = be;
 	if (l == NULL)
 		return;
-	for (size_t i = 0; i < LOCAL_HELD_BUCKETS; i++)
-		while (l->hbucket[i] != NULL) {
-			struct held *h = l->hbucket[i];
-
-			l->hbucket[i] = h->hnext;
-			held_free(h);
-		}
+	local_locks_release(l);
 	if (l->revfd >= 0)
 		close(l->revfd);
 	free(l->root);
@@ -449,7 +436,7 @@ local_put_sync(void *be, const char *key, const void *val, size_t len, int ttl_s
 		    key, len, LOCAL_VALUE_MAX);
 		return -1;
 	}
-	path = enc_path(l->kv, rel, ".v");
+	path = local_enc_path(l->kv, rel, ".v");
 	dir = xstrdup(path);
 	slash = strrchr(dir, '/');
 	*slash = '\0';
@@ -500,7 +487,7 @@ local_get(void *be, const char *key, char **val, size_t *len)
 		*len = 0;
 	if (local_clean_key(l, "get", key, rel, 0) < 0)
 		return -1;
-	path = enc_path(l->kv, rel, ".v");
+	path = local_enc_path(l->kv, rel, ".v");
 	rv = local_read_value(path, &v, &vlen, &rev, &exp);
 	if (rv < 0)
 		store_set_error(l->s, "get %s: %s: %s", key, path, strerror(errno));
@@ -527,7 +514,7 @@ local_del(void *be, const char *key)
 
 	if (local_clean_key(l, "delete", key, rel, 0) < 0)
 		return -1;
-	path = enc_path(l->kv, rel, ".v");
+	path = local_enc_path(l->kv, rel, ".v");
 	if (mut_lock(l) < 0) {
 		store_set_error(l->s, "delete %s: lock: %s", key, strerror(errno));
 		free(path);
@@ -593,11 +580,11 @@ walk_prefix(struct local *l, const char *rel, int self, walk_fn fn, void *arg)
 		return;
 	}
 	key = xasprintf("/%s", rel);
-	path = enc_path(l->kv, rel, ".v");
+	path = local_enc_path(l->kv, rel, ".v");
 	if (self && access(path, F_OK) == 0)
 		fn(arg, key, path);
 	free(path);
-	path = enc_path(l->kv, rel, ".d");
+	path = local_enc_path(l->kv, rel, ".d");
 	walk(path, key, fn, arg);
 	free(path);
 	free(key);
@@ -742,7 +729,7 @@ local_del_prefix(void *be, const char *prefix)
 		return -1;
 	}
 	walk_prefix(l, rel, local_prefix_self(prefix), del_one, &a);
-	dir = rel[0] ? enc_path(l->kv, rel, ".d") : xstrdup(l->kv);
+	dir = rel[0] ? local_enc_path(l->kv, rel, ".d") : xstrdup(l->kv);
 	rmdirs(dir, rel[0] != '\0');
 	free(dir);
 	if (rel[0])
@@ -750,106 +737,6 @@ local_del_prefix(void *be, const char *prefix)
 	rev_bump(l);
 	mut_unlock(l);
 	return a.err ? -1 : a.removed;
-}
-
-/* ---- job locks ---- */
-
-static struct held **
-held_bucket(struct local *l, const char *rel)
-{
-	return &l->hbucket[str_hash(rel) % LOCAL_HELD_BUCKETS];
-}
-
-
-static int
-local_try_lock(void *be, const char *key, char **holder)
-{
-	struct local *l = be;
-	char rel[LOCAL_REL_BUF], who[256], *path, *dir, *slash;
-	const char *id = store_identity(l->s);
-	struct held *h;
-	ssize_t n = 0;
-	int fd;
-
-	if (local_clean_key(l, "lock", key, rel, 0) < 0)
-		return -1;
-	for (h = *held_bucket(l, rel); h != NULL; h = h->hnext)
-		if (strcmp(h->rel, rel) == 0)
-			return 1;
-	path = enc_path(l->locks, rel, ".lock");
-	dir = xstrdup(path);
-	slash = strrchr(dir, '/');
-	*slash = '\0';
-	if (mkdir_p(dir, 0700) < 0 ||
-	    (fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600)) < 0) {
-		store_set_error(l->s, "lock %s: %s: %s", key, path, strerror(errno));
-		free(dir);
-		free(path);
-		return -1;
-	}
-	free(dir);
-	free(path);
-	if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
-		if (ftruncate(fd, 0) < 0 || pwrite(fd, id, strlen(id), 0) < 0) {
-			store_set_error(l->s, "lock %s: write: %s", key, strerror(errno));
-			close(fd);
-			return -1;
-		}
-		h = xcalloc(1, sizeof(*h));
-		h->rel = xstrdup(rel);
-		h->fd = fd;
-		h->hnext = *held_bucket(l, h->rel);
-		*held_bucket(l, h->rel) = h;
-		return 1;
-	}
-	if (errno != EWOULDBLOCK) {
-		store_set_error(l->s, "lock %s: flock: %s", key, strerror(errno));
-		close(fd);
-		return -1;
-	}
-	/* the holder writes its identity just after taking the lock */
-	for (int i = 0; i < 50 && (n = pread(fd, who, sizeof(who) - 1, 0)) <= 0; i++)
-		usleep(2000);
-	close(fd);
-	if (holder != NULL) {
-		who[n > 0 ? n : 0] = '\0';
-		*holder = xstrdup(n > 0 ? who : "unknown");
-	}
-	return 0;
-}
-
-/* local_try_lock_many - flocks are local calls: one local_try_lock per key */
-static int
-local_try_lock_many(void *be, const char *const *keys, size_t n, int *results)
-{
-	int rv = 0;
-
-	for (size_t i = 0; i < n; i++) {
-		int r = local_try_lock(be, keys[i], NULL);
-
-		results[i] = r == 1;
-		if (r < 0)
-			rv = -1;
-	}
-	return rv;
-}
-
-static int
-local_unlock(void *be, const char *key)
-{
-	struct local *l = be;
-	char rel[LOCAL_REL_BUF];
-	struct held **hp, *h;
-
-	if (local_clean_key(l, "unlock", key, rel, 0) < 0)
-		return -1;
-	for (hp = held_bucket(l, rel); (h = *hp) != NULL; hp = &h->hnext)
-		if (strcmp(h->rel, rel) == 0) {
-			*hp = h->hnext;
-			held_free(h);
-			break;
-		}
-	return 0;
 }
 
 const struct store_ops store_local_ops = {

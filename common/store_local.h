@@ -1,7 +1,8 @@
 /*
- * store_local.h - the parts of the local store backend shared by its two
- * files: store_local.c (layout, values, revisions, locks) and
- * store_local_watch.c (the inotify watch).  Only those include this.
+ * store_local.h - the parts of the local store backend shared by its
+ * three files: store_local.c (layout, values, revisions), store_local_lock.c
+ * (the flock job locks) and store_local_watch.c (the inotify watch).  Only
+ * those include this.
  */
 #ifndef DECOD_STORE_LOCAL_H
 #define DECOD_STORE_LOCAL_H
@@ -39,6 +40,11 @@ struct local {
  */
 int local_clean_key(struct local *l, const char *what, const char *key, char *rel,
     int empty_ok);
+/*
+ * local_enc_path - base/rel with ".d" on folder components and suffix on
+ * the last (malloc'd; caller frees)
+ */
+char *local_enc_path(const char *base, const char *rel, const char *suffix);
 /* local_has_suffix - name ends with the two-byte suffix sfx and has a stem */
 int local_has_suffix(const char *name, const char *sfx);
 /* local_prefix_self - whether a prefix names its own key too (no trailing "/") */
@@ -61,6 +67,13 @@ int local_expired(int64_t exp);
  * (another process may have written it again meanwhile).  1 removed, 0 not.
  */
 int local_expire_rel(struct local *l, const char *rel);
+
+/* store_local_lock.c: the store_ops lock entries (see store_impl.h) */
+int local_try_lock(void *be, const char *key, char **holder);
+int local_try_lock_many(void *be, const char *const *keys, size_t n, int *results);
+int local_unlock(void *be, const char *key);
+/* local_locks_release - let every lock this backend holds go (at close) */
+void local_locks_release(struct local *l);
 
 /* store_local_watch.c: the store_ops watch entries (see store_impl.h) */
 void *local_watch_new(void *be, struct store_watch *sw, const char *prefix, int64_t from_rev);

@@ -1,0 +1,81 @@
+/*
+ * stage_impl - the skeleton's state, shared by its two files: stage.c
+ * (start-up, signals, the supervisor link, fds, timers and the loop) and
+ * stage_items.c (the work: journal transactions, doorbells out and in, due
+ * items and their results).  Only those include this header.
+ */
+#ifndef DECOD_STAGE_IMPL_H
+#define DECOD_STAGE_IMPL_H
+
+#include <stdint.h>
+
+#include <nng/nng.h>
+
+#include "common/stage.h"
+#include "proto/proto.h"
+
+#define MAX_PUSHERS 8
+#define MAX_RINGS 64
+
+struct fdent;
+struct timer;
+
+struct pusher {
+	char to[32];
+	nng_socket sock;
+};
+
+struct stage {
+	const struct stage_ops *ops;
+	struct conf *cf;
+	int argc;
+	char **argv;
+	struct journal *j;
+	struct spool *sp;
+	struct store *store;
+	nng_socket pull;
+	int pull_fd;
+	struct pusher pushers[MAX_PUSHERS];
+	int npushers;
+	int status_fd;
+	struct stage_ctl *ctl;	/* own control socket, when unsupervised */
+	struct fdent *fds;
+	size_t nfds;
+	struct timer *timers;
+	size_t ntimers;
+	int64_t timer_seq;
+	int64_t *inflight;
+	size_t ninflight;
+	struct { char to[32]; struct proto_msg m; } rings[MAX_RINGS];
+	int nrings;
+	int in_txn;
+	int64_t cur_id;		/* item being handled by on_item, 0 if none */
+	int cur_closed;		/* on_item committed it itself */
+	char cur_error[512];	/* stage_item_error() for the current item */
+	int kick;
+	int64_t next_rescan;
+	int64_t next_ops_timer;
+	int64_t next_due_wall;
+	void *data;
+	void (*wake_cb)(struct stage *, void *);
+	void *wake_arg;
+	int64_t hk_timer;	/* housekeeping's next run (timer id), 0: none */
+	int64_t hk_interval;	/* ... and the interval it was scheduled with */
+	char alive_path[4096];	/* heartbeat file, "" until ready */
+};
+
+/*
+ * stage_check_supervisor - between items, notice at once that the
+ * supervisor is gone (EOF on the status socket); stage_stopping() is true
+ * from then on.  stage.c.
+ */
+void stage_check_supervisor(struct stage *st);
+
+/* stage_open_pull - listen on the stage's own address; 0 or -1, logged */
+int stage_open_pull(struct stage *st);
+/* stage_process_due - hand every due item to on_item, oldest first */
+void stage_process_due(struct stage *st);
+/* stage_recv_doorbells - drain the PULL socket; a good doorbell kicks the loop */
+void stage_recv_doorbells(struct stage *st);
+
+#endif
