@@ -15,6 +15,7 @@
 #include "common/log.h"
 #include "common/spool.h"
 #include "common/util.h"
+#include "common/manifest.h"
 #include "proto/proto.h"
 
 /* the set of hashes the spool must keep, for spool_gc */
@@ -68,16 +69,16 @@ housekeeping_run(struct journal *j, struct spool *sp, int64_t retention_ms,
 	}
 	first = k.n;
 	for (size_t i = 0; i < first; i++) {
-		struct proto_tree pt;
+		struct manifest pt;
 		char err[256];
 		size_t len;
 		char *doc = spool_get(sp, k.h[i], &len);
 
 		/* only a blob that decodes as a tree manifest names other blobs */
-		if (doc != NULL && proto_tree_decode(doc, len, &pt, err, sizeof(err)) == 0) {
+		if (doc != NULL && manifest_decode(doc, len, &pt, err, sizeof(err)) == 0) {
 			for (size_t e = 0; e < pt.n; e++)
 				keep_add(&k, pt.e[e].blob);
-			proto_tree_free(&pt);
+			manifest_free(&pt);
 		}
 		free(doc);
 	}

@@ -29,4 +29,5 @@ libdecod_a_SOURCES = \
 	common/kube_config.c common/kube_informer.c common/kube_lease.c \
 	common/yaml.c common/yaml.h common/yaml_read.c \
 	common/metrics.c common/metrics.h \
-	proto/proto.c proto/proto.h proto/proto_detail.c proto/proto_tree.c
+	common/manifest.c common/manifest.h \
+	proto/proto.c proto/proto.h proto/proto_detail.c

@@ -112,45 +112,4 @@ int proto_notify_detail_encode(const struct proto_notify_detail *d, char *out,
 int proto_notify_detail_decode(const char *s, struct proto_notify_detail *d, char *err,
     size_t errlen);
 
-/*
- * The tree manifest (PROTOCOL.md §3): the spool blob that lists a fetched
- * tree, {"source":S,"commit":C,"entries":[{"key","path","blob"}...]}, its
- * sha256 the tree hash renderer items carry.  Version 1 writes no
- * "version" field; a reader takes its absence as 1 and refuses any other.
- */
-#define PROTO_TREE_VERSION 1
-#define PROTO_MAX_TREE_LEN (64 << 20)
-#define PROTO_MAX_TREE_ENTRIES 1000000
-#define PROTO_MAX_TREE_TEXT 4096	/* a key or path, in bytes */
-
-struct proto_tree_entry {
-	char *key;		/* block name, decoded (SPEC §9) */
-	char *path;		/* where it came from; what errors name */
-	char blob[65];		/* sha256 of the file's bytes in the spool */
-};
-
-struct proto_tree {
-	char source[PROTO_MAX_SOURCE + 1];	/* "" only in a hand-made manifest */
-	char commit[PROTO_MAX_COMMIT + 1];	/* "": none */
-	size_t n;
-	struct proto_tree_entry *e;		/* sorted by key, then path */
-};
-
-struct buf;
-/*
- * proto_tree_encode - append t as manifest JSON to out.  Checks what the
- * decoder checks (source a word, entries sorted, each key and path text,
- * each blob a sha256); 0, or -1 with the reason in err (out unchanged).
- */
-int proto_tree_encode(const struct proto_tree *t, struct buf *out, char *err, size_t errlen);
-/*
- * proto_tree_decode - parse and check a manifest whole (JSON object, known
- * fields only, version, sizes, every entry); t owns copies of every string
- * (free with proto_tree_free).  0, or -1 with the reason in err and t empty.
- */
-int proto_tree_decode(const char *text, size_t len, struct proto_tree *t, char *err,
-    size_t errlen);
-/* proto_tree_free - free what t owns and empty it; NULL is fine */
-void proto_tree_free(struct proto_tree *t);
-
 #endif

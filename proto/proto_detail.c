@@ -12,7 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/hash.h"
 #include "proto/proto.h"
 
 enum dtype {
@@ -55,6 +54,18 @@ static const struct dfield notify_fields[] = {
  * value_check - whether v is a good value of f; 0, or -1 with err.  *n gets
  * a D_INT's number.
  */
+/* sha256_hex - 64 lowercase hex digits (proto/ needs libc only, so its own) */
+static int
+sha256_hex(const char *s)
+{
+	size_t i;
+
+	for (i = 0; s[i]; i++)
+		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+			return 0;
+	return i == 64;
+}
+
 static int
 value_check(const struct dfield *f, const char *v, long long *n, char *err, size_t errlen)
 {
@@ -70,7 +81,7 @@ value_check(const struct dfield *f, const char *v, long long *n, char *err, size
 		}
 		return 0;
 	case D_HEX64:
-		if (!is_sha256_hex(v)) {
+		if (!sha256_hex(v)) {
 			snprintf(err, errlen, "%s=%.80s is not a sha256 (64 lowercase hex)", f->key,
 			    v);
 			return -1;

@@ -107,10 +107,10 @@ TESTS += t/integration/reload.sh
 EXTRA_DIST += t/integration/reload.sh
 
 # typed payloads: item details and the tree manifest
-check_PROGRAMS += t/unit/proto_detail_test t/unit/proto_tree_test
+check_PROGRAMS += t/unit/proto_detail_test t/unit/manifest_test
 t_unit_proto_detail_test_LDADD = $(TEST_LIBS)
-t_unit_proto_tree_test_LDADD = $(TEST_LIBS)
-TESTS += t/unit/proto_detail_test t/unit/proto_tree_test
+t_unit_manifest_test_LDADD = $(TEST_LIBS)
+TESTS += t/unit/proto_detail_test t/unit/manifest_test
 TESTS += t/integration/kube_leader.sh
 EXTRA_DIST += t/integration/kube_leader.sh
 TESTS += t/integration/kube_scale_smoke.sh

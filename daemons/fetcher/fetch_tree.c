@@ -16,12 +16,13 @@
 #include "common/spool.h"
 #include "common/util.h"
 #include "daemons/fetcher/fetch_tree.h"
+#include "common/manifest.h"
 #include "proto/proto.h"
 
 struct fetch_tree {
 	struct spool *sp;
 	struct fetch_limits lim;
-	struct proto_tree pt;	/* the manifest's entries */
+	struct manifest pt;	/* the manifest's entries */
 	size_t cap;
 	uint64_t bytes;
 	/*
@@ -67,7 +68,7 @@ fetch_tree_free(struct fetch_tree *t)
 			free(t->tmps[i]);
 		}
 	free(t->tmps);
-	proto_tree_free(&t->pt);
+	manifest_free(&t->pt);
 	free(t);
 }
 
@@ -90,7 +91,7 @@ int
 fetch_tree_add(struct fetch_tree *t, const char *key, const char *path,
     const void *data, size_t len, struct fetch_result *res)
 {
-	struct proto_tree_entry *e;
+	struct manifest_entry *e;
 
 	if (fetch_tree_check_size(t, path, len, res) < 0)
 		return -1;
@@ -113,7 +114,7 @@ fetch_tree_add(struct fetch_tree *t, const char *key, const char *path,
 static int
 entry_cmp(const void *a, const void *b)
 {
-	const struct proto_tree_entry *x = a, *y = b;
+	const struct manifest_entry *x = a, *y = b;
 	int c = strcmp(x->key, y->key);
 
 	return c != 0 ? c : strcmp(x->path, y->path);
@@ -143,7 +144,7 @@ fetch_tree_finish(struct fetch_tree *t, const char *source, const char *commit,
 	snprintf(t->pt.source, sizeof(t->pt.source), "%s", source);
 	snprintf(t->pt.commit, sizeof(t->pt.commit), "%s", commit ? commit : "");
 	buf_init(&b);
-	if (proto_tree_encode(&t->pt, &b, err, sizeof(err)) < 0) {
+	if (manifest_encode(&t->pt, &b, err, sizeof(err)) < 0) {
 		buf_free(&b);
 		return fetch_result_error(res, "FetchError", "tree manifest: %s", err);
 	}

@@ -21,7 +21,7 @@ render_tree_free(struct render_tree *t)
 	for (size_t i = 0; i < t->n; i++)
 		free((char *)t->in[i].data);
 	free(t->in);
-	proto_tree_free(&t->pt);
+	manifest_free(&t->pt);
 	memset(t, 0, sizeof(*t));
 }
 
@@ -41,7 +41,7 @@ render_tree_load(struct spool *sp, const char *hash, int layer, struct render_tr
 		snprintf(why, whylen, "tree manifest %s: %s", hash, strerror(errno));
 		return -1;
 	}
-	if (proto_tree_decode(text, len, &t->pt, err, sizeof(err)) < 0) {
+	if (manifest_decode(text, len, &t->pt, err, sizeof(err)) < 0) {
 		snprintf(why, whylen, "tree manifest %s is malformed: %s", hash, err);
 		free(text);
 		render_tree_free(t);
@@ -50,7 +50,7 @@ render_tree_load(struct spool *sp, const char *hash, int layer, struct render_tr
 	free(text);
 	t->in = xcalloc(t->pt.n ? t->pt.n : 1, sizeof(*t->in));
 	for (size_t i = 0; i < t->pt.n; i++) {
-		const struct proto_tree_entry *e = &t->pt.e[i];
+		const struct manifest_entry *e = &t->pt.e[i];
 		struct render_input *r = &t->in[t->n];
 
 		r->key = e->key;

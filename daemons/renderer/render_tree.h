@@ -11,14 +11,14 @@
 #include <yajl/yajl_tree.h>
 
 #include "daemons/renderer/render_merge.h"
-#include "proto/proto.h"
+#include "common/manifest.h"
 
 struct spool;
 
 /* one tree loaded from the spool: its manifest and every blob it lists */
 struct render_tree {
 	char hash[65];
-	struct proto_tree pt;		/* the manifest */
+	struct manifest pt;		/* the manifest */
 	size_t n;
 	struct render_input *in;	/* key/path point into pt; data owned */
 };

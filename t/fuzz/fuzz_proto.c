@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "common/util.h"
+#include "common/manifest.h"
 #include "proto/proto.h"
 #include "t/fuzz/fuzz.h"
 
@@ -57,33 +58,33 @@ details(const char *s)
 static void
 tree(const char *text, size_t len)
 {
-	struct proto_tree t, t2;
+	struct manifest t, t2;
 	struct buf out;
 	char err[256];
 
 	memset(&t, 0, sizeof(t));
-	if (proto_tree_decode(text, len, &t, err, sizeof(err)) < 0) {
+	if (manifest_decode(text, len, &t, err, sizeof(err)) < 0) {
 		fuzz_check(err[0] != '\0' && t.n == 0, "a refused manifest says why, is empty");
 		return;
 	}
 	if (t.source[0] == '\0') {
 		/* proto.h: a source-less manifest is read (hand-made), never written */
-		proto_tree_free(&t);
+		manifest_free(&t);
 		return;
 	}
 	buf_init(&out);
-	fuzz_check(proto_tree_encode(&t, &out, err, sizeof(err)) == 0,
+	fuzz_check(manifest_encode(&t, &out, err, sizeof(err)) == 0,
 	    "a manifest that decodes encodes");
 	memset(&t2, 0, sizeof(t2));
-	fuzz_check(proto_tree_decode(out.data, out.len, &t2, err, sizeof(err)) == 0 &&
+	fuzz_check(manifest_decode(out.data, out.len, &t2, err, sizeof(err)) == 0 &&
 	    t2.n == t.n && strcmp(t.source, t2.source) == 0 &&
 	    strcmp(t.commit, t2.commit) == 0, "a manifest round trip");
 	for (size_t i = 0; i < t.n; i++)
 		fuzz_check(strcmp(t.e[i].key, t2.e[i].key) == 0 &&
 		    strcmp(t.e[i].path, t2.e[i].path) == 0 &&
 		    strcmp(t.e[i].blob, t2.e[i].blob) == 0, "every entry survives");
-	proto_tree_free(&t2);
-	proto_tree_free(&t);
+	manifest_free(&t2);
+	manifest_free(&t);
 	buf_free(&out);
 }
 

@@ -1,5 +1,5 @@
 /*
- * proto_tree - the tree manifest (proto.h, PROTOCOL.md §3): the one writer
+ * manifest - the tree manifest (manifest.h, PROTOCOL.md §3): the one writer
  * the fetcher uses and the one strict reader the renderer and spool
  * cleanup use.  A manifest the reader accepts has every field checked, so
  * no caller searches its text.
@@ -12,11 +12,11 @@
 
 #include "common/hash.h"
 #include "common/json.h"
+#include "common/manifest.h"
 #include "common/util.h"
-#include "proto/proto.h"
 
 void
-proto_tree_free(struct proto_tree *t)
+manifest_free(struct manifest *t)
 {
 	if (t == NULL)
 		return;
@@ -43,7 +43,7 @@ text_ok(const char *s, size_t max)
 
 /* entry_cmp - the manifest's order: by key, then path */
 static int
-entry_cmp(const struct proto_tree_entry *x, const struct proto_tree_entry *y)
+entry_cmp(const struct manifest_entry *x, const struct manifest_entry *y)
 {
 	int c = strcmp(x->key, y->key);
 
@@ -52,18 +52,18 @@ entry_cmp(const struct proto_tree_entry *x, const struct proto_tree_entry *y)
 
 /* check_entry - entry i of t; 0, or -1 with err */
 static int
-check_entry(const struct proto_tree *t, size_t i, char *err, size_t errlen)
+check_entry(const struct manifest *t, size_t i, char *err, size_t errlen)
 {
-	const struct proto_tree_entry *e = &t->e[i];
+	const struct manifest_entry *e = &t->e[i];
 
-	if (e->key == NULL || !text_ok(e->key, PROTO_MAX_TREE_TEXT)) {
+	if (e->key == NULL || !text_ok(e->key, MANIFEST_MAX_TEXT)) {
 		snprintf(err, errlen, "entry %zu: key missing, empty, over %d bytes or not UTF-8", i,
-		    PROTO_MAX_TREE_TEXT);
+		    MANIFEST_MAX_TEXT);
 		return -1;
 	}
-	if (e->path == NULL || !text_ok(e->path, PROTO_MAX_TREE_TEXT)) {
+	if (e->path == NULL || !text_ok(e->path, MANIFEST_MAX_TEXT)) {
 		snprintf(err, errlen, "entry %zu (%.80s): path empty, over %d bytes or not UTF-8", i, e->key,
-		    PROTO_MAX_TREE_TEXT);
+		    MANIFEST_MAX_TEXT);
 		return -1;
 	}
 	if (!is_sha256_hex(e->blob)) {
@@ -79,7 +79,7 @@ check_entry(const struct proto_tree *t, size_t i, char *err, size_t errlen)
 }
 
 int
-proto_tree_encode(const struct proto_tree *t, struct buf *out, char *err, size_t errlen)
+manifest_encode(const struct manifest *t, struct buf *out, char *err, size_t errlen)
 {
 	struct jw w;
 
@@ -91,8 +91,8 @@ proto_tree_encode(const struct proto_tree *t, struct buf *out, char *err, size_t
 		snprintf(err, errlen, "commit \"%.80s\" is not a word", t->commit);
 		return -1;
 	}
-	if (t->n > PROTO_MAX_TREE_ENTRIES) {
-		snprintf(err, errlen, "%zu entries, more than %d", t->n, PROTO_MAX_TREE_ENTRIES);
+	if (t->n > MANIFEST_MAX_ENTRIES) {
+		snprintf(err, errlen, "%zu entries, more than %d", t->n, MANIFEST_MAX_ENTRIES);
 		return -1;
 	}
 	for (size_t i = 0; i < t->n; i++)
@@ -140,9 +140,9 @@ string_field(yajl_val v, const char *k, const char **out)
 
 /* decode_entry - object v as entry i of t; 0, or -1 with err */
 static int
-decode_entry(yajl_val v, struct proto_tree *t, size_t i, char *err, size_t errlen)
+decode_entry(yajl_val v, struct manifest *t, size_t i, char *err, size_t errlen)
 {
-	struct proto_tree_entry *e = &t->e[i];
+	struct manifest_entry *e = &t->e[i];
 	const char *key, *path, *blob;
 
 	if (!YAJL_IS_OBJECT(v)) {
@@ -175,7 +175,7 @@ decode_entry(yajl_val v, struct proto_tree *t, size_t i, char *err, size_t errle
 }
 
 int
-proto_tree_decode(const char *text, size_t len, struct proto_tree *t, char *err,
+manifest_decode(const char *text, size_t len, struct manifest *t, char *err,
     size_t errlen)
 {
 	struct json_error je;
@@ -185,9 +185,9 @@ proto_tree_decode(const char *text, size_t len, struct proto_tree *t, char *err,
 	int rc = -1;
 
 	memset(t, 0, sizeof(*t));
-	if (len > PROTO_MAX_TREE_LEN) {
+	if (len > MANIFEST_MAX_LEN) {
 		snprintf(err, errlen, "tree manifest of %zu bytes is over the %d-byte limit", len,
-		    PROTO_MAX_TREE_LEN);
+		    MANIFEST_MAX_LEN);
 		return -1;
 	}
 	if ((doc = json_parse(text, len, &je)) == NULL) {
@@ -210,8 +210,8 @@ proto_tree_decode(const char *text, size_t len, struct proto_tree *t, char *err,
 	}
 	/* no version: 1, the only one so far */
 	if ((ver = json_get(doc, "version", NULL)) != NULL &&
-	    (!YAJL_IS_INTEGER(ver) || YAJL_GET_INTEGER(ver) != PROTO_TREE_VERSION)) {
-		snprintf(err, errlen, "tree manifest: version is not %d", PROTO_TREE_VERSION);
+	    (!YAJL_IS_INTEGER(ver) || YAJL_GET_INTEGER(ver) != MANIFEST_VERSION)) {
+		snprintf(err, errlen, "tree manifest: version is not %d", MANIFEST_VERSION);
 		goto out;
 	}
 	if (string_field(doc, "source", &source) < 0 ||
@@ -233,9 +233,9 @@ proto_tree_decode(const char *text, size_t len, struct proto_tree *t, char *err,
 		snprintf(err, errlen, "tree manifest: no entries array");
 		goto out;
 	}
-	if (entries->u.array.len > PROTO_MAX_TREE_ENTRIES) {
+	if (entries->u.array.len > MANIFEST_MAX_ENTRIES) {
 		snprintf(err, errlen, "tree manifest: %zu entries, more than %d",
-		    entries->u.array.len, PROTO_MAX_TREE_ENTRIES);
+		    entries->u.array.len, MANIFEST_MAX_ENTRIES);
 		goto out;
 	}
 	t->e = xcalloc(entries->u.array.len ? entries->u.array.len : 1, sizeof(*t->e));
@@ -249,6 +249,6 @@ proto_tree_decode(const char *text, size_t len, struct proto_tree *t, char *err,
 out:
 	yajl_tree_free(doc);
 	if (rc < 0)
-		proto_tree_free(t);
+		manifest_free(t);
 	return rc;
 }

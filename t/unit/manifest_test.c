@@ -1,11 +1,12 @@
 /*
- * proto_tree_test - the tree manifest: the writer's exact bytes (the tree
+ * manifest_test - the tree manifest: the writer's exact bytes (the tree
  * hash depends on them), a round trip, and a table of malformed manifests
  * the reader must refuse with its reason.
  */
 #include "config.h"
 
 #include "common/util.h"
+#include "common/manifest.h"
 #include "proto/proto.h"
 #include "t/tap.h"
 
@@ -15,33 +16,33 @@
 static void
 test_write_read(void)
 {
-	struct proto_tree_entry e[2] = {
+	struct manifest_entry e[2] = {
 		{ "Footer", "blocks/Footer.json", H2 },
 		{ "Header", "blocks/Header.json", H1 },
 	};
-	struct proto_tree t = { "git", "3f2a9c", 2, e }, back;
+	struct manifest t = { "git", "3f2a9c", 2, e }, back;
 	struct buf b;
 	char err[512];
 
 	buf_init(&b);
-	ok(proto_tree_encode(&t, &b, err, sizeof(err)) == 0, "manifest encodes");
+	ok(manifest_encode(&t, &b, err, sizeof(err)) == 0, "manifest encodes");
 	is_str(b.data, "{\"source\":\"git\",\"commit\":\"3f2a9c\",\"entries\":["
 	    "{\"key\":\"Footer\",\"path\":\"blocks/Footer.json\",\"blob\":\"" H2 "\"},"
 	    "{\"key\":\"Header\",\"path\":\"blocks/Header.json\",\"blob\":\"" H1 "\"}]}",
 	    "... to the bytes fetch_tree always wrote");
-	ok(proto_tree_decode(b.data, b.len, &back, err, sizeof(err)) == 0, "and decodes");
+	ok(manifest_decode(b.data, b.len, &back, err, sizeof(err)) == 0, "and decodes");
 	ok(back.n == 2 && strcmp(back.source, "git") == 0 && strcmp(back.commit, "3f2a9c") == 0 &&
 	    strcmp(back.e[1].key, "Header") == 0 && strcmp(back.e[1].path, "blocks/Header.json")
 	    == 0 && strcmp(back.e[0].blob, H2) == 0, "every field comes back");
-	proto_tree_free(&back);
-	proto_tree_free(NULL);
+	manifest_free(&back);
+	manifest_free(NULL);
 	buf_reset(&b);
 	t.commit[0] = '\0';
-	proto_tree_encode(&t, &b, err, sizeof(err));
+	manifest_encode(&t, &b, err, sizeof(err));
 	ok(strstr(b.data, "commit") == NULL, "no commit: left out");
 	buf_reset(&b);
-	t.e = (struct proto_tree_entry[]){ e[1], e[0] };
-	ok(proto_tree_encode(&t, &b, err, sizeof(err)) == -1 && strstr(err, "sorted") != NULL &&
+	t.e = (struct manifest_entry[]){ e[1], e[0] };
+	ok(manifest_encode(&t, &b, err, sizeof(err)) == -1 && strstr(err, "sorted") != NULL &&
 	    b.len == 0, "unsorted entries are refused, nothing written");
 	buf_free(&b);
 }
@@ -75,12 +76,12 @@ test_malformed(void)
 		  "{\"key\":\"a\",\"blob\":\"" H1 "\"}]}", "not sorted" },
 		{ "a rendered document", "{\"Header\":{\"title\":\"x\"}}", "unknown field" },
 	};
-	struct proto_tree t;
+	struct manifest t;
 	char err[512];
 
 	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
 		err[0] = '\0';
-		ok(proto_tree_decode(rows[i].in, strlen(rows[i].in), &t, err, sizeof(err)) == -1 &&
+		ok(manifest_decode(rows[i].in, strlen(rows[i].in), &t, err, sizeof(err)) == -1 &&
 		    strstr(err, rows[i].why) != NULL && t.n == 0 && t.e == NULL,
 		    "refuses %s (%s)", rows[i].label, err);
 	}
@@ -88,14 +89,14 @@ test_malformed(void)
 		static const char m[] = "{\"entries\":[{\"key\":\"Header\",\"path\":"
 		    "\"Header.json\",\"blob\":\"" H1 "\"}]}";
 
-		ok(proto_tree_decode(m, strlen(m), &t, err, sizeof(err)) == 0 &&
+		ok(manifest_decode(m, strlen(m), &t, err, sizeof(err)) == 0 &&
 		    t.source[0] == '\0', "a manifest without source or version (version 1) is read");
 	}
-	proto_tree_free(&t);
-	ok(proto_tree_decode("{\"version\":1,\"entries\":[{\"key\":\"K\",\"blob\":\"" H1 "\"}]}",
+	manifest_free(&t);
+	ok(manifest_decode("{\"version\":1,\"entries\":[{\"key\":\"K\",\"blob\":\"" H1 "\"}]}",
 	    strlen("{\"version\":1,\"entries\":[{\"key\":\"K\",\"blob\":\"" H1 "\"}]}"), &t, err,
 	    sizeof(err)) == 0 && strcmp(t.e[0].path, "K") == 0, "version 1; path defaults to key");
-	proto_tree_free(&t);
+	manifest_free(&t);
 }
 
 int
