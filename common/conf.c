@@ -18,288 +18,16 @@
 
 #define DEFAULT_CONFIG DECOD_SYSCONFDIR "/decod/decod.conf"
 
-static const struct conf_setting settings[] = {
-	/* where things live */
-	{ "state_dir", CONF_STR, DECOD_LOCALSTATEDIR "/lib/decod", NULL, 0, 0,
-	  "journal, spool, local store and git caches",
-	  "* decod", 0 },
-	{ "runtime_dir", CONF_STR, DECOD_RUNSTATEDIR "/decod", NULL, 0, 0,
-	  "sockets: stage pipelines and the control socket",
-	  "* decod", 0 },
-	{ "libexec_dir", CONF_STR, DECOD_LIBEXECDIR, NULL, 0, 0,
-	  "where the stage programs are",
-	  "decod", 0 },
-	{ "stages", CONF_LIST, "fetcher renderer publisher notifier", NULL, 0, 0,
-	  "stages the supervisor runs, in pipeline order (webhook too where the API server "
-	  "reaches it)",
-	  "decod", 0 },
-	{ "log_level", CONF_STR, "info", "LOG_LEVEL", 0, 0, "debug, info, warn or error",
-	  "* decod", CONF_LIVE },
-	{ "log_format", CONF_STR, "kv", "LOG_FORMAT", 0, 0, "kv or json",
-	  "* decod", CONF_LIVE },
-	{ "metrics_port", CONF_INT, "0", "METRICS_PORT", 0, 65535,
-	  "Prometheus metrics port (0: off)",
-	  "*", CONF_LISTEN },
-	{ "json_max_depth", CONF_INT, "512", NULL, 16, 100000,
-	  "deepest nesting of objects and arrays accepted in any JSON or YAML input "
-	  "(blocks, resources, store values); a rendered decofile counts one more",
-	  "* decod", 0 },
-	/* supervisor */
-	{ "stop_timeout", CONF_DURATION, "8s", NULL, 100, 600000,
-	  "how long a stage may drain on stop before SIGKILL",
-	  "* decod", 0 },
-	{ "ready_timeout", CONF_DURATION, "30s", NULL, 100, 600000,
-	  "how long a starting stage may take to report ready",
-	  "decod", 0 },
-	{ "restart_min", CONF_DURATION, "1s", NULL, 10, 600000,
-	  "first restart delay of a dead stage (doubles)",
-	  "decod", 0 },
-	{ "restart_max", CONF_DURATION, "60s", NULL, 10, 3600000,
-	  "longest restart delay",
-	  "decod", 0 },
-	{ "stable_after", CONF_DURATION, "60s", NULL, 10, 3600000,
-	  "a stage up this long has its restart delay reset",
-	  "decod", 0 },
-	/* pipeline */
-	{ "rescan_interval", CONF_DURATION, "2s", NULL, 10, 3600000,
-	  "how often a stage rescans the journal for items it was not rung for",
-	  "*", 0 },
-	{ "retry_max", CONF_DURATION, "5m", NULL, 10, 86400000,
-	  "longest delay between retries of a failed item",
-	  "*", 0 },
-	{ "journal_retention", CONF_DURATION, "168h", NULL, 60000, 0,
-	  "how long history stays in the journal",
-	  "renderer", CONF_LIVE },
-	{ "history_keep", CONF_INT, "10", NULL, 1, 1000,
-	  "rendered versions of each decofile kept for decoctl rollback",
-	  "renderer fetcher", CONF_LIVE },
-	{ "housekeeping_interval", CONF_DURATION, "1h", NULL, 100, 86400000,
-	  "how often the journal is pruned and unreferenced spool blobs removed",
-	  "renderer", CONF_LIVE },
-	{ "addr_fetcher", CONF_STR, NULL, NULL, 0, 0, "nng address the fetcher listens on",
-	  "fetcher", CONF_LISTEN },
-	{ "addr_renderer", CONF_STR, NULL, NULL, 0, 0, "nng address the renderer listens on",
-	  "fetcher renderer", CONF_LISTEN },
-	{ "addr_publisher", CONF_STR, NULL, NULL, 0, 0, "nng address the publisher listens on",
-	  "renderer publisher fetcher", CONF_LISTEN },
-	{ "addr_notifier", CONF_STR, NULL, NULL, 0, 0, "nng address the notifier listens on",
-	  "publisher notifier", CONF_LISTEN },
-	/* store */
-	{ "store", CONF_STR, "local:${state_dir}/store", "DECOD_STORE", 0, 0,
-	  "local:PATH or etcd:URL[,URL...]",
-	  "* decod", 0 },
-	{ "store_prefix", CONF_STR, "/decod", NULL, 0, 0, "key prefix in the store",
-	  "*", 0 },
-	{ "etcd_timeout", CONF_DURATION, "10s", NULL, 100, 600000, "deadline of every etcd call",
-	  "*", 0 },
-	{ "etcd_cacert", CONF_STR, NULL, NULL, 0, 0, "CA file for etcd TLS",
-	  "*", CONF_FILE },
-	{ "etcd_cert", CONF_STR, NULL, NULL, 0, 0, "client certificate for etcd mTLS",
-	  "*", CONF_FILE },
-	{ "etcd_key", CONF_STR, NULL, NULL, 0, 0, "client key for etcd mTLS",
-	  "*", CONF_FILE },
-	{ "session_ttl", CONF_DURATION, "10s", NULL, 1000, 3600000,
-	  "job lock lease: how soon other instances take over a dead one's work",
-	  "*", 0 },
-	{ "instance_id", CONF_STR, NULL, NULL, 0, 0, "this instance's name (default host:pid)",
-	  "*", 0 },
-	/* fetcher */
-	{ "poll_period", CONF_DURATION, "15s", NULL, 100, 86400000,
-	  "default poll period of a source",
-	  "fetcher", 0 },
-	{ "fetch_timeout", CONF_DURATION, "60s", NULL, 100, 3600000,
-	  "deadline of one fetch (git ls-remote, fetch)",
-	  "fetcher", 0 },
-	{ "secrets_dir", CONF_STR, "${state_dir}/secrets", NULL, 0, 0,
-	  "where credential files named by spec.*.secret are",
-	  "fetcher", 0 },
-	{ "max_tree_size", CONF_SIZE, "256MB", NULL, 0, 0, "largest source tree fetched",
-	  "fetcher", 0 },
-	/* sources */
-	{ "fetch_concurrency", CONF_INT, "8", NULL, 1, 256,
-	  "fetches run at once (a hung remote holds one, for at most fetch_timeout)",
-	  "fetcher", 0 },
-	{ "github_api_url", CONF_STR, "https://api.github.com", "GITHUB_API_URL", 0, 0,
-	  "GitHub API base URL (GitHub Enterprise: https://HOST/api/v3)",
-	  "fetcher", 0 },
-	{ "github_token_file", CONF_STR, NULL, NULL, 0, 0,
-	  "file holding the GitHub token for sources that name no secret "
-	  "(else the environment's GITHUB_TOKEN)",
-	  "fetcher", CONF_FILE },
-	{ "oci_insecure_registries", CONF_LIST, "", NULL, 0, 0,
-	  "registries (host[:port]) reached over plain HTTP",
-	  "fetcher", 0 },
-	{ "max_archive_entries", CONF_INT, "10000", NULL, 1, 10000000,
-	  "most entries a zipball or layer may hold",
-	  "fetcher", 0 },
-	{ "max_archive_ratio", CONF_INT, "100", NULL, 1, 1000000,
-	  "highest compression ratio of an archive (zip bombs), past its first MiB",
-	  "fetcher", 0 },
-	/* renderer */
-	{ "compress_threshold", CONF_SIZE, "2.5MB", "DECOFILE_COMPRESS_THRESHOLD", 0, 0,
-	  "documents above this size are published brotli-compressed",
-	  "renderer", 0 },
-	{ "brotli_quality", CONF_INT, "8", NULL, 0, 11,
-	  "brotli quality (0-11): 8 renders 4 MB in about 0.1 s; 11 is smallest but ~40x slower",
-	  "renderer", 0 },
-	{ "brotli_window", CONF_INT, "24", NULL, 10, 24, "brotli window bits (10-24)",
-	  "renderer", 0 },
-	/* publisher */
-	{ "default_target", CONF_STR, "file", NULL, 0, 0, "target of a Decofile that names none",
-	  "renderer publisher webhook", 0 },
-	{ "file_root", CONF_STR, "${state_dir}/published", NULL, 0, 0,
-	  "root folder of the file target",
-	  "publisher", 0 },
-	{ "drift_check_interval", CONF_DURATION, "10s", NULL, 100, 86400000,
-	  "how often published objects are re-checked",
-	  "publisher", 0 },
-	/* s3 */
-	{ "s3_bucket", CONF_STR, "", "DECOFILE_S3_BUCKET", 0, 0,
-	  "bucket of the s3 target (unset: s3 Decofiles get Ready=False)",
-	  "publisher webhook", 0 },
-	{ "s3_region", CONF_STR, "us-east-1", "DECOFILE_S3_REGION", 0, 0,
-	  "region the s3 target signs for",
-	  "publisher webhook", 0 },
-	{ "s3_public_host", CONF_STR, "", "DECOFILE_S3_PUBLIC_HOST", 0, 0,
-	  "host that serves the s3 target's objects over https: status.s3URL, and the"
-	  " webhook's DECO_RELEASE of s3 sites (the webhook needs it set; the publisher"
-	  " defaults to <bucket>.s3.<region>.amazonaws.com)",
-	  "publisher webhook", 0 },
-	{ "s3_prefix", CONF_STR, "", "DECOFILE_S3_PREFIX", 0, 0,
-	  "key prefix: [<prefix>/]<namespace>/<deploymentId>/decofile.json",
-	  "publisher webhook", 0 },
-	{ "s3_endpoint", CONF_STR, "", "AWS_ENDPOINT_URL", 0, 0,
-	  "S3-compatible endpoint URL, addressed path-style (unset: AWS, virtual-host)",
-	  "publisher", 0 },
-	{ "s3_credentials_file", CONF_STR, "", "AWS_SHARED_CREDENTIALS_FILE", 0, 0,
-	  "credentials file read when AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY are unset"
-	  " (default ~/.aws/credentials; re-read when it changes)",
-	  "publisher", CONF_FILE },
-	{ "s3_profile", CONF_STR, "default", "AWS_PROFILE", 0, 0,
-	  "profile of the credentials file",
-	  "publisher", 0 },
-	{ "s3_check_interval", CONF_DURATION, "60s", NULL, 100, 86400000,
-	  "how often each S3 object is checked for drift (HEAD, ETag)",
-	  "publisher", 0 },
-	{ "s3_concurrency", CONF_INT, "32", NULL, 1, 1024,
-	  "S3 requests in flight at once",
-	  "publisher", 0 },
-	{ "s3_timeout", CONF_DURATION, "30s", NULL, 100, 600000,
-	  "deadline of one S3 request",
-	  "publisher", 0 },
-	{ "s3_gc", CONF_BOOL, "false", "DECOFILE_S3_GC", 0, 0,
-	  "delete the object of a deleted Decofile (unless annotated deco.sites/deletion: detach)",
-	  "publisher", 0 },
-	/* notifier */
-	{ "notify_concurrency", CONF_INT, "30", NULL, 1, 100000, "replicas called at once",
-	  "notifier", 0 },
-	{ "notify_timeout", CONF_DURATION, "30s", NULL, 10, 3600000, "push: per attempt",
-	  "notifier", 0 },
-	{ "notify_attempts", CONF_INT, "3", NULL, 1, 100, "push: attempts per replica",
-	  "notifier", 0 },
-	{ "notify_poll_timeout", CONF_DURATION, "150s", NULL, 10, 3600000, "poll: per replica",
-	  "notifier", 0 },
-	{ "notify_deadline", CONF_DURATION, "300s", NULL, 10, 86400000, "whole rollout",
-	  "notifier", 0 },
-	{ "reload_token_file", CONF_STR, NULL, NULL, 0, 0,
-	  "file holding the reload token for replicas that register none",
-	  "notifier", CONF_FILE },
-	/* Kubernetes (common/kube.c) */
-	{ "kubeconfig", CONF_STR, NULL, "KUBECONFIG", 0, 0,
-	  "kubeconfig file of the cluster to work with (unset: in-cluster when in a pod, else none)",
-	  "fetcher publisher notifier acl webhook decod", CONF_FILE },
-	{ "kube_context", CONF_STR, NULL, NULL, 0, 0,
-	  "kubeconfig context to use (default: its current-context)",
-	  "fetcher publisher notifier acl webhook decod", 0 },
-	{ "kube_namespace", CONF_STR, NULL, "POD_NAMESPACE", 0, 0,
-	  "decod's own namespace (its Lease); default: the pod's or the context's",
-	  "fetcher publisher notifier acl webhook decod", 0 },
-	{ "kube_sa_dir", CONF_STR, "/var/run/secrets/kubernetes.io/serviceaccount", NULL, 0, 0,
-	  "in a pod: folder of the service-account token (re-read when it rotates), ca.crt and namespace",
-	  "fetcher publisher notifier acl webhook decod", 0 },
-	{ "kube_timeout", CONF_DURATION, "30s", NULL, 100, 600000,
-	  "deadline of every Kubernetes API call, retries of 429 and 5xx included",
-	  "fetcher publisher notifier acl webhook decod", 0 },
-	/* leader election: the supervisor (daemons/decod/decod_lease.c), or the
-	 * fetcher when it runs without one, as in deploy/'s pod (fetch_kube.c) */
-	{ "leader_elect", CONF_BOOL, "true", NULL, 0, 0,
-	  "with a cluster and the local store, run the stages only while holding the Lease",
-	  "decod fetcher", 0 },
-	{ "leader_lease_name", CONF_STR, "decod-leader", NULL, 0, 0,
-	  "name of the coordination.k8s.io Lease in decod's namespace",
-	  "decod fetcher", 0 },
-	{ "leader_lease_duration", CONF_DURATION, "15s", NULL, 1000, 3600000,
-	  "a holder that has not renewed for this long is replaced",
-	  "decod fetcher", 0 },
-	{ "leader_renew_deadline", CONF_DURATION, "10s", NULL, 500, 3600000,
-	  "the holder stops its stages when it could not renew for this long",
-	  "decod fetcher", 0 },
-	{ "leader_retry_period", CONF_DURATION, "2s", NULL, 100, 600000,
-	  "how often the lease is renewed or tried",
-	  "decod fetcher", 0 },
-	/* webhook */
-	{ "webhook_listen", CONF_STR, "0.0.0.0:9443", NULL, 0, 0,
-	  "HOST:PORT the admission webhook serves HTTPS on (port 0: any free port)",
-	  "webhook", CONF_LISTEN },
-	{ "webhook_cert_file", CONF_STR, NULL, NULL, 0, 0,
-	  "webhook TLS certificate chain (PEM, e.g. cert-manager's tls.crt); re-read when it changes",
-	  "webhook", CONF_FILE },
-	{ "webhook_key_file", CONF_STR, NULL, NULL, 0, 0,
-	  "webhook TLS private key (PEM, e.g. cert-manager's tls.key); re-read when it changes",
-	  "webhook", CONF_FILE },
-	{ "webhook_max_connections", CONF_INT, "512", NULL, 1, 960,
-	  "connections the webhook holds at once; more wait in the listen queue",
-	  "webhook", 0 },
-	{ "webhook_max_request", CONF_SIZE, "3MiB", NULL, 0, 0,
-	  "largest AdmissionReview body the webhook reads (larger: HTTP 413)",
-	  "webhook", CONF_LIVE },
-	{ "webhook_request_timeout", CONF_DURATION, "10s", NULL, 100, 600000,
-	  "a request must arrive whole within this time, or its connection is closed",
-	  "webhook", CONF_LIVE },
-	{ "webhook_idle_timeout", CONF_DURATION, "120s", NULL, 1000, 3600000,
-	  "an idle keep-alive connection is closed after this (keep it above the API server's 90 s)",
-	  "webhook", CONF_LIVE },
-	{ "webhook_managers", CONF_LIST,
-	  "system:serviceaccount:decod-system:decod "
-	  "system:serviceaccount:kube-system:generic-garbage-collector "
-	  "system:serviceaccount:kube-system:namespace-controller", NULL, 0, 0,
-	  "users allowed to change objects labelled app.kubernetes.io/managed-by: decod "
-	  "(drift prevention; empty: off)",
-	  "webhook", CONF_LIVE },
-	/* acl */
-	{ "valkey_sentinel_urls", CONF_LIST, NULL, "VALKEY_SENTINEL_URLS", 0, 0,
-	  "Sentinels to ask for the Valkey master and replicas (host:port or "
-	  "redis://[:password@]host:port, comma or space separated)",
-	  "acl", 0 },
-	{ "valkey_sentinel_master_name", CONF_STR, "mymaster", "VALKEY_SENTINEL_MASTER_NAME", 0, 0,
-	  "the master's name in Sentinel",
-	  "acl", 0 },
-	{ "valkey_admin_password", CONF_STR, NULL, "VALKEY_ADMIN_PASSWORD", 0, 0,
-	  "password of the Valkey admin (default) user on every node (prefer the _file form)",
-	  "acl", 0 },
-	{ "valkey_admin_password_file", CONF_STR, NULL, NULL, 0, 0,
-	  "file holding the Valkey admin password (first line)",
-	  "acl", CONF_FILE },
-	{ "valkey_url", CONF_STR, NULL, "VALKEY_URL", 0, 0,
-	  "one Valkey node, no Sentinel (redis://[:password@]host:port; development)",
-	  "acl", 0 },
-	{ "valkey_acl_resync_period", CONF_DURATION, "10m", "VALKEY_ACL_RESYNC_PERIOD", 1000,
-	  604800000, "how often every tenant's ACL user is re-checked on every node",
-	  "acl", 0 },
-	{ "valkey_timeout", CONF_DURATION, "5s", NULL, 100, 600000,
-	  "deadline of one round of Valkey or Sentinel calls to one node",
-	  "acl", 0 },
-	{ NULL, CONF_STR, NULL, NULL, 0, 0, NULL, NULL, 0 },
-};
+#define settings conf_table
+#define NSETTINGS conf_table_len
 
-#define NSETTINGS (sizeof(settings) / sizeof(settings[0]) - 1)
 
 static const char *value_of(const struct conf *cf, int i);
 
 struct conf {
 	char *reader;			/* conf_set_reader, or NULL */
-	char *val[NSETTINGS];		/* set values; NULL: default */
-	char *expanded[NSETTINGS];	/* cache of conf_get results */
+	char **val;			/* set values; NULL: default */
+	char **expanded;		/* cache of conf_get results */
 	char path[1024];
 };
 
@@ -321,7 +49,11 @@ conf_settings(void)
 struct conf *
 conf_new(void)
 {
-	return xcalloc(1, sizeof(struct conf));
+	struct conf *cf = xcalloc(1, sizeof(*cf));
+
+	cf->val = xcalloc(NSETTINGS, sizeof(char *));
+	cf->expanded = xcalloc(NSETTINGS, sizeof(char *));
+	return cf;
 }
 
 void
@@ -333,6 +65,8 @@ conf_free(struct conf *cf)
 		free(cf->val[i]);
 		free(cf->expanded[i]);
 	}
+	free(cf->val);
+	free(cf->expanded);
 	free(cf->reader);
 	free(cf);
 }

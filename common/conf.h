@@ -40,6 +40,10 @@ struct conf;
 struct conf *conf_new(void);
 void conf_free(struct conf *cf);
 
+/* the table itself, in conf_table.c: conf_table_len entries, then a NULL name */
+extern const struct conf_setting conf_table[];
+extern const size_t conf_table_len;
+
 /* conf_settings - the table (NULL-name terminated) for --help and docs */
 const struct conf_setting *conf_settings(void);
 

@@ -2,7 +2,7 @@
  * conf_docs_test - decod.conf(5) and etc/decod.conf.sample state the
  * settings table's defaults: for every setting the man page's "(type;
  * default X)" line and the sample's "#name = X" line give the default
- * common/conf.c holds (a folder under the build's prefix is compared by its
+ * common/conf_table.c holds (a folder under the build's prefix is compared by its
  * last two components: the page speaks of a packaged install,
  * /var/lib/decod).  A setting without a default in the table (NULL or "")
  * is unset or computed at run time (the addresses, the identity, the S3
