@@ -99,6 +99,10 @@ const struct conf_setting conf_table[] = {
 	{ "poll_period", CONF_DURATION, "15s", NULL, 100, 86400000,
 	  "default poll period of a source",
 	  "fetcher", 0 },
+	{ "dir_watch_limit", CONF_INT, "65536", NULL, 0, 1048576,
+	  "folders of dir sources watched with inotify (0: poll them all); a source past "
+	  "the limit is polled",
+	  "fetcher", 0 },
 	{ "fetch_timeout", CONF_DURATION, "60s", NULL, 100, 3600000,
 	  "deadline of one fetch (git ls-remote, fetch)",
 	  "fetcher", 0 },

@@ -40,6 +40,7 @@
 #include "daemons/fetcher/fetch_dir.h"
 #include "daemons/fetcher/fetch_git.h"
 #include "daemons/fetcher/fetch_http.h"
+#include "daemons/fetcher/fetch_inotify.h"
 #include "daemons/fetcher/fetch_inline.h"
 #include "daemons/fetcher/fetch_kube.h"
 #include "daemons/fetcher/fetch_lock.h"
@@ -184,6 +185,7 @@ fetcher_src_free(struct stage *st, struct src *s)
 	}
 	if (s->timer > 0)
 		stage_cancel_timer(st, s->timer);
+	fetch_inotify_forget(f->ino, s);
 	fetch_status_unpend(f, s);
 	free(s->frag);
 	free(s->doc);
@@ -284,12 +286,25 @@ finish_second(struct stage *st, struct job *j, int committed)
 		    "unchanged", j->unchanged ? "1" : "0", "on",
 		    j->st != NULL && j->unchanged ? "loop" : "worker", NULL);
 	}
+	if (strcmp(s->source, "dir") == 0) {
+		int w = fetch_inotify_watch(f->ino, s, j->path);
+
+		s->watched = w > 0;
+		if (w == 2) {
+			s->again = 1;	/* a new folder: what was written in it before its watch */
+			s->again_force = 1;
+		}
+	} else if (s->watched) {
+		fetch_inotify_forget(f->ino, s);	/* no longer a dir source */
+		s->watched = 0;
+	}
 	if (s->again)
 		fetcher_schedule(st, s, 0, s->again_force);
 	else if (s->failures > 0)
 		fetcher_schedule(st, s, fetch_schedule_backoff(s->failures), 1);
 	else if (s->period_ms > 0)
-		fetcher_schedule(st, s, fetch_schedule_jitter(s->period_ms), 0);
+		fetcher_schedule(st, s, fetch_schedule_jitter(s->watched ?
+		    s->period_ms * FETCH_INOTIFY_PERIOD_FACTOR : s->period_ms), 0);
 }
 
 /*
@@ -441,6 +456,8 @@ fetcher_init(struct stage *st)
 	pthread_cond_init(&f->cv, NULL);
 	stage_set_wake_cb(st, on_wake, NULL);
 	fetch_http_global_init();
+	if (conf_get_int(cf, "dir_watch_limit") > 0)
+		f->ino = fetch_inotify_new(st, (size_t)conf_get_int(cf, "dir_watch_limit"));
 	if ((f->poll = fetch_poll_new(st)) == NULL)
 		log_kv(LOG_WARN, "cannot make a curl multi handle: github polls use the workers",
 		    NULL);
@@ -527,6 +544,7 @@ fetcher_shutdown(struct stage *st)
 	fetch_kube_free(f->kube);
 	while (f->srcs != NULL)
 		fetcher_src_free(st, f->srcs);
+	fetch_inotify_free(f->ino);
 	fetch_lock_free(f->locks);
 	store_watch_detach(f->watch_sw);
 	store_watch_detach(f->sync_sw);

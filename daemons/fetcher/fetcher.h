@@ -28,6 +28,7 @@ struct fetch_lock;
 struct fetch_kube;
 struct spool;
 struct fetch_poll;
+struct fetch_inotify;
 
 /* one Decofile's schedule */
 struct src {
@@ -40,6 +41,7 @@ struct src {
 	int64_t timer;
 	int busy, again, again_force, gone, failures;
 	int suspended;		/* spec.suspend (or a rollback being held): no fetch */
+	int watched;		/* dir: its folders are watched (fetch_inotify): poll seldom */
 	char last_id[96];	/* remote id of the last good fetch (oci: "sha256:...") */
 	char etag[256];		/* github: ETag that goes with last_id */
 	char *oci_auth;		/* oci: the registry's bearer token, kept between polls */
@@ -87,6 +89,7 @@ struct fetcher {
 	struct fetch_lock *locks;
 	struct fetch_poll *poll;	/* conditional polls on the loop (github) */
 	struct job *polling;		/* their jobs, linked by next */
+	struct fetch_inotify *ino;	/* dir sources' folders; NULL: polled */
 	/* status fragments waiting for a batch write */
 	size_t npend;
 	int64_t flush_timer;

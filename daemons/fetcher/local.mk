@@ -11,6 +11,7 @@ daemons_fetcher_libfetch_a_SOURCES = \
 	daemons/fetcher/fetch_run.c daemons/fetcher/fetch_run.h \
 	daemons/fetcher/fetch_git.c daemons/fetcher/fetch_git.h \
 	daemons/fetcher/fetch_http.c daemons/fetcher/fetch_http.h \
+	daemons/fetcher/fetch_inotify.c daemons/fetcher/fetch_inotify.h \
 	daemons/fetcher/fetch_secret.c daemons/fetcher/fetch_secret.h \
 	daemons/fetcher/fetch_poll.c daemons/fetcher/fetch_poll.h \
 	daemons/fetcher/fetch_archive.c daemons/fetcher/fetch_archive.h \
@@ -47,6 +48,8 @@ TESTS += t/integration/fetch_stage.sh t/integration/fetch_git.sh t/integration/f
 # block names from outside: UTF-8 from every source, the rest refused (issue 24)
 TESTS += t/integration/fetch_names.sh
 EXTRA_DIST += t/integration/fetch_names.sh
+TESTS += t/integration/fetch_inotify.sh
+EXTRA_DIST += t/integration/fetch_inotify.sh
 
 # the archive fuzz harness, replayed over its seeds and regression inputs by
 # `make check` (t/fuzz/replay.c; with libFuzzer: make fuzz)

@@ -13,7 +13,10 @@
 . "$top_srcdir/t/lib/pipeline.sh"
 
 command -v diff >/dev/null || skip_all "diff(1) not installed"
-pipeline_setup "fetcher renderer publisher notifier" "notify_timeout = 2s" "notify_attempts = 2"
+# dir sources polled, not watched: the edits below wait for `decoctl sync`, so
+# the diff has a pending change to show (fetch_inotify.sh tests the watch)
+pipeline_setup "fetcher renderer publisher notifier" "notify_timeout = 2s" "notify_attempts = 2" \
+    "dir_watch_limit = 0"
 # the store's keys with their content; left out: the heartbeats decod and
 # the replica write on their own (instances, endpoints) and the revision
 # counter every write of theirs bumps
