@@ -26,6 +26,11 @@ bench-rollout: decod decoctl bench/replica bench/gen
 	$(SHELL) $(srcdir)/bench/bench_rollout.sh $(abs_top_builddir) 150 10 sample
 	$(SHELL) $(srcdir)/bench/bench_rollout.sh $(abs_top_builddir) 150 5 4.2MB
 .PHONY: bench-rollout
+# dir sources watched with inotify vs polled: `make bench-dir-watch`
+EXTRA_DIST += bench/bench_dir_watch.sh
+bench-dir-watch: decod decoctl
+	$(SHELL) $(srcdir)/bench/bench_dir_watch.sh $(abs_top_builddir) 1000 300 20
+.PHONY: bench-dir-watch
 # scale-out benchmarks (real etcd on loopback; fetcher-only instances)
 EXTRA_DIST += bench/bench_scaleout.sh bench/bench_scaleout.py
 bench-scaleout: decod decoctl daemons/fetcher/fetcher
