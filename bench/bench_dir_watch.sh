@@ -43,6 +43,7 @@ runtime_dir = $T/run
 libexec_dir = $T/libexec
 store = local:$T/store
 stages = fetcher renderer publisher
+log_level = ${LOG_LEVEL:-info}
 CONF
 	[ "$mode" = poll ] && echo "dir_watch_limit = 0" >>"$T/decod.conf"
 	export DECOD_CONFIG="$T/decod.conf"
@@ -80,14 +81,14 @@ CONF
 		out="$T/state/published/bench/d$k/decofile.json"
 		s0=$(grep -c "msg=fetched ns=bench name=d$k " "$T/decod-$mode.log" || true)
 		te=$(now_ms)
-		printf '{"title": "Loja %d", "edição": %d}\n' $k $e >"$T/sites/loja $k/Cabeçalho.json"
+		printf '{"title": "Loja %d", "edição": "%s-%d"}\n' $k $mode $e >"$T/sites/loja $k/Cabeçalho.json"
 		until [ "$(grep -c "msg=fetched ns=bench name=d$k " "$T/decod-$mode.log" || true)" -gt "$s0" ]; do
 			sleep 0.01
 			[ $(( $(now_ms) - te )) -lt 60000 ] || break
 		done
 		tf=$(grep "msg=fetched ns=bench name=d$k " "$T/decod-$mode.log" | tail -1 |
 		    sed 's/^ts=\([^ ]*\) .*/\1/')
-		until grep -q "\"edição\":$e" "$out" 2>/dev/null; do
+		until grep -q "\"edição\":\"$mode-$e\"" "$out" 2>/dev/null; do
 			sleep 0.01
 			[ $(( $(now_ms) - te )) -lt 60000 ] || break
 		done
