@@ -619,16 +619,10 @@ cm_relist(struct stage *st, void *arg)
 	struct pcm *c = arg;
 	struct cmobj *o;
 	size_t cur = 0;
-	char err[256];
 
-	while ((o = objtab_next(c->objs, &cur)) != NULL) {
-		yajl_val doc = NULL;
-
-		if (resource_get(stage_store(st), "decofiles", o->ns, o->name, &doc, err,
-		    sizeof(err)) == 1)
+	while ((o = objtab_next(c->objs, &cur)) != NULL)
+		if (publish_decofile_gone(st, o->ns, o->name))
 			cm_decofile(st, c, o->ns, o->name, NULL);
-		yajl_tree_free(doc);
-	}
 }
 
 const struct publish_target publish_configmap_target = {

@@ -186,6 +186,7 @@ file_decofile(struct stage *st, void *arg, const char *ns, const char *name, yaj
 	set_policy(t, o, publish_doc_detach(doc));
 }
 
+/* file_relist - history lost: check every object against the store */
 static void
 file_relist(struct stage *st, void *arg)
 {
@@ -193,16 +194,9 @@ file_relist(struct stage *st, void *arg)
 	struct fobj *o;
 	size_t cur = 0;
 
-	/* history lost: check every object against the store */
-	while ((o = objtab_next(t->objs, &cur)) != NULL) {
-		yajl_val doc = NULL;
-		char err[256];
-
-		if (resource_get(stage_store(st), "decofiles", o->ns, o->name, &doc, err,
-		    sizeof(err)) == 1)
+	while ((o = objtab_next(t->objs, &cur)) != NULL)
+		if (publish_decofile_gone(st, o->ns, o->name))
 			forget(t, o, "(found missing on re-list)");
-		yajl_tree_free(doc);
-	}
 }
 
 /* ---- publishing ---- */

@@ -32,6 +32,17 @@ publish_doc_detach(yajl_val doc)
 }
 
 int
+publish_decofile_gone(struct stage *st, const char *ns, const char *name)
+{
+	yajl_val doc = NULL;
+	char err[256];
+	int rv = resource_get(stage_store(st), "decofiles", ns, name, &doc, err, sizeof(err));
+
+	yajl_tree_free(doc);
+	return rv == 1;
+}
+
+int
 publish_record_removal(struct stage *st, const char *ns, const char *name,
     const char *location, const char *action, const char *detail, int drop_status)
 {

@@ -43,6 +43,12 @@ struct publish_status {
 int publish_doc_detach(yajl_val doc);
 
 /*
+ * publish_decofile_gone - 1 when the store no longer holds Decofile
+ * ns/name; 0 when it does or cannot be read (keeping is the safe side)
+ */
+int publish_decofile_gone(struct stage *st, const char *ns, const char *name);
+
+/*
  * publish_record_removal - a published object of Decofile ns/name at
  * location left this instance's hands: one journal transaction drops its
  * inventory row and audits action ("prune", "detach", "handed-over") with

@@ -621,16 +621,10 @@ s3_relist(struct stage *st, void *arg)
 	struct s3t *t = arg;
 	struct s3obj *o;
 	size_t cur = 0;
-	char err[256];
 
-	while ((o = objtab_next(t->objs, &cur)) != NULL) {
-		yajl_val doc = NULL;
-
-		if (resource_get(stage_store(st), "decofiles", o->ns, o->name, &doc, err,
-		    sizeof(err)) == 1)
+	while ((o = objtab_next(t->objs, &cur)) != NULL)
+		if (publish_decofile_gone(st, o->ns, o->name))
 			forget(t, o);
-		yajl_tree_free(doc);
-	}
 }
 
 /* ---- start ---- */
