@@ -115,21 +115,9 @@ pcm_job_recorded(struct job *j)
 		set_ready(c, o);
 		job_settle(j, STAGE_DONE, j->kind == JOB_ADOPT ? "adopted" : "published");
 	} else if (j->kind == JOB_REPAIR) {
-		char n[32], msg[600];
-
 		o->repairs++;
 		c->repairs++;
-		snprintf(n, sizeof(n), "%ld", o->repairs);
-		log_kv(LOG_WARN, "drift repaired", "ns", j->ns, "name", j->name, "location",
-		    loc, "detail", j->detail, "repairs", n, NULL);
-		if (journal_record_drift(jr, j->ns, j->name, loc, j->detail) < 0 ||
-		    journal_audit(jr, STAGE, obj, "drift-repaired", j->detail) < 0)
-			log_kv(LOG_ERROR, "journal: cannot record drift", "error",
-			    journal_error(jr), NULL);
-		snprintf(msg, sizeof(msg), "Put back the published version (%s); %ld repair%s"
-		    " since start", j->detail, o->repairs, o->repairs == 1 ? "" : "s");
-		status_set_condition(stage_store(st), jr, "decofiles", j->ns, j->name, STAGE,
-		    "Drifted", "True", "Repaired", msg);
+		publish_record_repair(st, j->ns, j->name, loc, j->detail, o->repairs);
 	} else {
 		o->detach = j->detach;
 		journal_audit(jr, STAGE, obj, "deletion-policy",

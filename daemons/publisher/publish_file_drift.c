@@ -141,7 +141,7 @@ pft_drift_check(struct ft *t, struct fobj *o, int full)
 	struct publish_file_req rq;
 	struct publish_file_res res;
 	struct publish_file_sig s1, s2;
-	char other[4400], err[512], obj[600], msg[600], n[32], tspath[4400];
+	char other[4400], err[512], tspath[4400];
 	struct stat sb;
 	size_t len;
 	char *data;
@@ -185,19 +185,7 @@ pft_drift_check(struct ft *t, struct fobj *o, int full)
 		return;
 	o->repairs++;
 	t->repairs++;
-	journal_obj(obj, sizeof(obj), "decofile", o->ns, o->name);
-	snprintf(n, sizeof(n), "%ld", o->repairs);
-	log_kv(LOG_WARN, "drift repaired", "ns", o->ns, "name", o->name, "location",
-	    res.location, "detail", res.detail, "repairs", n, NULL);
-	if (journal_record_drift(stage_journal(st), o->ns, o->name, res.location,
-	    res.detail) < 0 || journal_audit(stage_journal(st), STAGE, obj, "drift-repaired",
-	    res.detail) < 0)
-		log_kv(LOG_ERROR, "journal: cannot record drift", "error",
-		    journal_error(stage_journal(st)), NULL);
-	snprintf(msg, sizeof(msg), "Put back the published version (%s); %ld repair%s"
-	    " since start", res.detail, o->repairs, o->repairs == 1 ? "" : "s");
-	status_set_condition(stage_store(st), stage_journal(st), "decofiles", o->ns,
-	    o->name, STAGE, "Drifted", "True", "Repaired", msg);
+	publish_record_repair(st, o->ns, o->name, res.location, res.detail, o->repairs);
 }
 
 static void

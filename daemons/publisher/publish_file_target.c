@@ -235,7 +235,7 @@ pft_took(struct ft *t, struct fobj *o, const struct journal_item *it, const char
 	pft_obj_watch(t, o);
 }
 
-/* committed - the same content again: at most a repair, no new publish, no notify */
+/* republished - the same content again: at most a repair, no new publish, no notify */
 static enum stage_result
 republished(struct ft *t, const struct journal_item *it, struct fobj *o,
     const struct publish_file_res *res)

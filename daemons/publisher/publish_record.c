@@ -71,6 +71,27 @@ publish_record_removal(struct stage *st, const char *ns, const char *name,
 	return rv;
 }
 
+void
+publish_record_repair(struct stage *st, const char *ns, const char *name,
+    const char *location, const char *detail, long repairs)
+{
+	struct journal *j = stage_journal(st);
+	char obj[600], msg[800], n[32];
+
+	journal_obj(obj, sizeof(obj), "decofile", ns, name);
+	snprintf(n, sizeof(n), "%ld", repairs);
+	log_kv(LOG_WARN, "drift repaired", "ns", ns, "name", name, "location", location,
+	    "detail", detail, "repairs", n, NULL);
+	if (journal_record_drift(j, ns, name, location, detail) < 0 ||
+	    journal_audit(j, PUBLISH_STAGE, obj, "drift-repaired", detail) < 0)
+		log_kv(LOG_ERROR, "journal: cannot record drift", "error", journal_error(j),
+		    NULL);
+	snprintf(msg, sizeof(msg), "Put back the published version (%s); %ld repair%s"
+	    " since start", detail, repairs, repairs == 1 ? "" : "s");
+	status_set_condition(stage_store(st), j, "decofiles", ns, name, PUBLISH_STAGE,
+	    "Drifted", "True", "Repaired", msg);
+}
+
 int
 publish_status_write(struct stage *st, const char *ns, const char *name,
     const struct publish_status *ps, const struct status_cond *conds, size_t n)

@@ -59,6 +59,15 @@ int publish_record_removal(struct stage *st, const char *ns, const char *name,
     const char *location, const char *action, const char *detail, int drop_status);
 
 /*
+ * publish_record_repair - the target put back what was published of ns/name
+ * at location (detail: what was wrong), its repairs-th repair since start:
+ * logged, a drift row and an audit row in the journal, Drifted=True
+ * Repaired with the count
+ */
+void publish_record_repair(struct stage *st, const char *ns, const char *name,
+    const char *location, const char *detail, long repairs);
+
+/*
  * publish_status_write - Ready (conds, n) and ps's fields into the
  * publisher's fragment of ns/name with one store write; 0, or -1 logged
  */

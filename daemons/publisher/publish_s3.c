@@ -158,9 +158,8 @@ published_ok(struct s3t *t, struct ctx *x, const struct s3_result *r)
 static void
 repaired(struct s3t *t, struct ctx *x, const struct s3_result *r)
 {
-	struct journal *j = stage_journal(t->st);
 	struct s3obj *o = x->o;
-	char loc[1500], obj[600], msg[800], n[32];
+	char loc[1500];
 
 	s3t_location(t, o->key, loc, sizeof(loc));
 	snprintf(o->put_etag, sizeof(o->put_etag), "%s", r->etag);
@@ -168,18 +167,7 @@ repaired(struct s3t *t, struct ctx *x, const struct s3_result *r)
 	o->repairs++;
 	t->repairs++;
 	s3t_check_at(t, o, now_ms() + t->check_ms);
-	s3t_object_id(o, obj, sizeof(obj));
-	snprintf(n, sizeof(n), "%ld", o->repairs);
-	log_kv(LOG_WARN, "drift repaired", "ns", o->ns, "name", o->name, "location", loc,
-	    "detail", x->detail, "repairs", n, NULL);
-	if (journal_record_drift(j, o->ns, o->name, loc, x->detail) < 0 ||
-	    journal_audit(j, STAGE, obj, "drift-repaired", x->detail) < 0)
-		log_kv(LOG_ERROR, "journal: cannot record drift", "error", journal_error(j),
-		    NULL);
-	snprintf(msg, sizeof(msg), "Put back the published version (%s); %ld repair%s"
-	    " since start", x->detail, o->repairs, o->repairs == 1 ? "" : "s");
-	status_set_condition(stage_store(t->st), j, "decofiles", o->ns, o->name, STAGE,
-	    "Drifted", "True", "Repaired", msg);
+	publish_record_repair(t->st, o->ns, o->name, loc, x->detail, o->repairs);
 }
 
 /* hand_over - another instance published this Decofile since: it is theirs */
