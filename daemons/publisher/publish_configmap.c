@@ -576,12 +576,24 @@ cm_publish(struct stage *st, void *arg, const struct journal_item *it,
 	return r == STAGE_DONE || r == STAGE_ASYNC ? r : publish_item_failed(st, it, r, why);
 }
 
-/*
- * cm_decofile - the store's Decofile ns/name changed (doc) or was deleted
- * (doc NULL): follow its deletion policy, remove what it owned.
- */
+/* cm_update - the Decofile was written: its deletion policy decides the owner reference */
 static void
-cm_decofile(struct stage *st, void *arg, const char *ns, const char *name, yajl_val doc)
+cm_update(struct stage *st, void *arg, const char *ns, const char *name, yajl_val doc)
+{
+	struct pcm *c = arg;
+	struct cmobj *o = pcm_obj_find(c, ns, name);
+	int d;
+
+	(void)st;
+	if (o == NULL || (d = publish_doc_detach(doc)) == o->detach)
+		return;
+	o->detach = d;
+	pcm_check_obj(c, o);	/* sets or removes the owner reference */
+}
+
+/* cm_remove - the Decofile was deleted: its ConfigMap goes too, unless detached */
+static void
+cm_remove(struct stage *st, void *arg, const char *ns, const char *name)
 {
 	struct pcm *c = arg;
 	struct cmobj *o = pcm_obj_find(c, ns, name);
@@ -590,15 +602,6 @@ cm_decofile(struct stage *st, void *arg, const char *ns, const char *name, yajl_
 	(void)st;
 	if (o == NULL)
 		return;
-	if (doc != NULL) {
-		int d = publish_doc_detach(doc);
-
-		if (d != o->detach) {
-			o->detach = d;
-			pcm_check_obj(c, o);	/* sets or removes the owner reference */
-		}
-		return;
-	}
 	snprintf(cm, sizeof(cm), DECOFILE_CM_PREFIX "%s", name);
 	pcm_location(ns, name, loc, sizeof(loc));
 	if (!o->detach) {
@@ -622,7 +625,7 @@ cm_relist(struct stage *st, void *arg)
 
 	while ((o = objtab_next(c->objs, &cur)) != NULL)
 		if (publish_decofile_gone(st, o->ns, o->name))
-			cm_decofile(st, c, o->ns, o->name, NULL);
+			cm_remove(st, c, o->ns, o->name);
 }
 
 const struct publish_target publish_configmap_target = {
@@ -630,7 +633,8 @@ const struct publish_target publish_configmap_target = {
 	.unavailable = "configmap needs a cluster",
 	.init = cm_init,
 	.publish = cm_publish,
-	.decofile = cm_decofile,
+	.update = cm_update,
+	.remove = cm_remove,
 	.relist = cm_relist,
 	.shutdown = cm_shutdown,
 };

@@ -170,7 +170,18 @@ set_policy(struct ft *t, struct fobj *o, int detach)
 }
 
 static void
-file_decofile(struct stage *st, void *arg, const char *ns, const char *name, yajl_val doc)
+file_remove(struct stage *st, void *arg, const char *ns, const char *name)
+{
+	struct ft *t = arg;
+	struct fobj *o = objtab_get(t->objs, ns, name);
+
+	(void)st;
+	if (o != NULL)
+		forget(t, o, "");
+}
+
+static void
+file_update(struct stage *st, void *arg, const char *ns, const char *name, yajl_val doc)
 {
 	struct ft *t = arg;
 	struct fobj *o = objtab_get(t->objs, ns, name);
@@ -178,10 +189,6 @@ file_decofile(struct stage *st, void *arg, const char *ns, const char *name, yaj
 	(void)st;
 	if (o == NULL)
 		return;
-	if (doc == NULL) {
-		forget(t, o, "");
-		return;
-	}
 	o->gone = 0;		/* back before its files could be removed */
 	set_policy(t, o, publish_doc_detach(doc));
 }
@@ -535,7 +542,8 @@ const struct publish_target publish_file_target = {
 	.name = TARGET,
 	.init = file_init,
 	.publish = file_publish,
-	.decofile = file_decofile,
+	.update = file_update,
+	.remove = file_remove,
 	.relist = file_relist,
 	.tick = file_tick,
 	.shutdown = file_shutdown,

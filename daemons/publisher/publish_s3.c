@@ -581,17 +581,24 @@ s3_publish(struct stage *st, void *arg, const struct journal_item *it,
 /* ---- the Decofile changed ---- */
 
 static void
-s3_decofile(struct stage *st, void *arg, const char *ns, const char *name, yajl_val doc)
+s3_remove(struct stage *st, void *arg, const char *ns, const char *name)
+{
+	struct s3t *t = arg;
+	struct s3obj *o = s3t_obj_find(t, ns, name);
+
+	(void)st;
+	if (o != NULL)
+		forget(t, o);
+}
+
+static void
+s3_update(struct stage *st, void *arg, const char *ns, const char *name, yajl_val doc)
 {
 	struct s3t *t = arg;
 	struct s3obj *o = s3t_obj_find(t, ns, name);
 
 	if (o == NULL)
 		return;
-	if (doc == NULL) {
-		forget(t, o);
-		return;
-	}
 	s3t_set_policy(t, o, publish_doc_detach(doc));
 	if (strcmp(decofile_target(doc, conf_get(stage_conf(st), "default_target")),
 	    TARGET) != 0) {
@@ -755,7 +762,8 @@ const struct publish_target publish_s3_target = {
 	.name = TARGET,
 	.init = s3_init,
 	.publish = s3_publish,
-	.decofile = s3_decofile,
+	.update = s3_update,
+	.remove = s3_remove,
 	.relist = s3_relist,
 	.tick = s3_tick,
 	.shutdown = s3_shutdown,

@@ -34,13 +34,15 @@ struct publish_target {
 	 */
 	enum stage_result (*publish)(struct stage *st, void *t, const struct journal_item *it,
 	    const struct proto_publish_detail *pd, yajl_val doc);
-	/*
-	 * decofile - the Decofile was written (doc: follow its deletion policy)
-	 * or deleted (doc NULL: remove or detach what it published)
-	 */
-	void (*decofile)(struct stage *st, void *t, const char *ns, const char *name,
+	/* update - Decofile ns/name was written (doc, borrowed): follow its deletion policy */
+	void (*update)(struct stage *st, void *t, const char *ns, const char *name,
 	    yajl_val doc);
-	/* relist - the store watch lost history: re-check every object's Decofile */
+	/*
+	 * remove - Decofile ns/name was deleted: remove (or, detached, keep)
+	 * what it published and record that (publish_record_removal)
+	 */
+	void (*remove)(struct stage *st, void *t, const char *ns, const char *name);
+	/* relist - the store watch lost history: remove what belongs to Decofiles gone */
 	void (*relist)(struct stage *st, void *t);
 	/* tick - about once a second: drift checks, retries (NULL: none) */
 	void (*tick)(struct stage *st, void *t);

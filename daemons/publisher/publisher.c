@@ -126,9 +126,14 @@ on_store_event(void *arg, const struct store_event *ev)
 	if (ev->type != STORE_EV_DELETE &&
 	    (doc = json_parse(ev->value, ev->vlen, NULL)) == NULL)
 		return;
-	for (size_t i = 0; i < NTARGETS; i++)
-		if (p->tstate[i] != NULL)
-			targets[i]->decofile(st, p->tstate[i], ns, name, doc);
+	for (size_t i = 0; i < NTARGETS; i++) {
+		if (p->tstate[i] == NULL)
+			continue;
+		if (doc == NULL)
+			targets[i]->remove(st, p->tstate[i], ns, name);
+		else
+			targets[i]->update(st, p->tstate[i], ns, name, doc);
+	}
 	yajl_tree_free(doc);
 }
 
