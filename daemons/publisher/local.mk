@@ -21,10 +21,11 @@ decodlibexec_PROGRAMS += daemons/publisher/publisher
 daemons_publisher_publisher_SOURCES = daemons/publisher/publisher.c
 daemons_publisher_publisher_LDADD = $(PUBLISH_LIBS) $(DECOD_LIBS)
 
-check_PROGRAMS += t/unit/publish_file_test t/unit/objtab_test
+check_PROGRAMS += t/unit/publish_file_test t/unit/objtab_test t/unit/publish_record_test
 t_unit_publish_file_test_LDADD = $(PUBLISH_LIBS) $(DECOD_LIBS)
 t_unit_objtab_test_LDADD = $(PUBLISH_LIBS) $(DECOD_LIBS)
-TESTS += t/unit/publish_file_test t/unit/objtab_test
+t_unit_publish_record_test_LDADD = $(PUBLISH_LIBS) $(DECOD_LIBS)
+TESTS += t/unit/publish_file_test t/unit/objtab_test t/unit/publish_record_test
 
 
 TESTS += t/integration/publish_stage.sh

@@ -164,8 +164,9 @@ publish_notify_detail(char *out, size_t outlen, int64_t timestamp, const char *c
 
 	memset(&nd, 0, sizeof(nd));
 	nd.timestamp = timestamp;
-	if (strcmp(commit, "-") != 0)
-		snprintf(nd.commit, sizeof(nd.commit), "%s", commit);
+	/* one too long is left out whole: a cut commit id would name another commit */
+	if (strcmp(commit, "-") != 0 && strlen(commit) < sizeof(nd.commit))
+		memcpy(nd.commit, commit, strlen(commit) + 1);
 	if (proto_notify_detail_encode(&nd, out, outlen) < 0) {
 		nd.commit[0] = '\0';
 		(void)proto_notify_detail_encode(&nd, out, outlen);
