@@ -1,7 +1,8 @@
 # daemons/publisher: build fragment (included by the top Makefile.am)
-# The publisher stage (publisher.c) and its targets (publish_<target>.c,
-# built into libpublish.a so unit tests link them); tests in
-# t/unit/publish_*_test.c and t/integration/publish_*.sh.
+# The publisher stage (publisher.c, the dispatcher) and its targets
+# (publish_<target>*.c behind publish_target.h, with publish_record.c and
+# objtab.c, built into libpublish.a so unit tests link them); tests in
+# t/unit/publish_*_test.c, t/unit/objtab_test.c and t/integration/publish_*.sh.
 noinst_LIBRARIES += daemons/publisher/libpublish.a
 daemons_publisher_libpublish_a_SOURCES = \
 	daemons/publisher/publish_file.c daemons/publisher/publish_file.h \
@@ -10,17 +11,21 @@ daemons_publisher_libpublish_a_SOURCES = \
 	daemons/publisher/publish_s3.c daemons/publisher/publish_s3.h \
 	daemons/publisher/publish_s3_obj.c daemons/publisher/publish_target.h \
 	daemons/publisher/publish_configmap.c daemons/publisher/publish_configmap.h \
-	daemons/publisher/publish_configmap_write.c daemons/publisher/publish_configmap_int.h
+	daemons/publisher/publish_configmap_write.c daemons/publisher/publish_configmap_int.h \
+	daemons/publisher/publish_file_target.c daemons/publisher/publish_file_drift.c \
+	daemons/publisher/publish_file_int.h daemons/publisher/publish_record.c \
+	daemons/publisher/publish_record.h daemons/publisher/objtab.c daemons/publisher/objtab.h
 PUBLISH_LIBS = daemons/publisher/libpublish.a
 
 decodlibexec_PROGRAMS += daemons/publisher/publisher
-daemons_publisher_publisher_SOURCES = daemons/publisher/publisher.c \
-	daemons/publisher/publisher.h daemons/publisher/publish_drift.c
+daemons_publisher_publisher_SOURCES = daemons/publisher/publisher.c
 daemons_publisher_publisher_LDADD = $(PUBLISH_LIBS) $(DECOD_LIBS)
 
-check_PROGRAMS += t/unit/publish_file_test
+check_PROGRAMS += t/unit/publish_file_test t/unit/objtab_test t/unit/publish_record_test
 t_unit_publish_file_test_LDADD = $(PUBLISH_LIBS) $(DECOD_LIBS)
-TESTS += t/unit/publish_file_test
+t_unit_objtab_test_LDADD = $(PUBLISH_LIBS) $(DECOD_LIBS)
+t_unit_publish_record_test_LDADD = $(PUBLISH_LIBS) $(DECOD_LIBS)
+TESTS += t/unit/publish_file_test t/unit/objtab_test t/unit/publish_record_test
 
 
 TESTS += t/integration/publish_stage.sh

@@ -33,8 +33,10 @@
 #include "common/util.h"
 #include "daemons/publisher/publish_configmap.h"
 #include "daemons/publisher/publish_configmap_int.h"
+#include "daemons/publisher/publish_record.h"
+#include "daemons/publisher/publish_target.h"
+#include "daemons/publisher/objtab.h"
 
-#define DELETION_ANNOTATION "deco.sites/deletion"
 #define REPAIR_DEBOUNCE_MS 20
 #define MAX_JSON (256u << 20)
 
@@ -171,13 +173,10 @@ publish_configmap_content(yajl_val cm, char *out)
 struct cmobj *
 pcm_obj_find(struct pcm *c, const char *ns, const char *name)
 {
-	for (struct cmobj *o = c->objs; o != NULL; o = o->next)
-		if (strcmp(o->ns, ns) == 0 && strcmp(o->name, name) == 0)
-			return o;
-	return NULL;
+	return objtab_get(c->objs, ns, name);
 }
 
-/* pcm_obj_get - the object of ns/name, made (empty) and linked in if new */
+/* pcm_obj_get - the object of ns/name, made (empty) and put in the table if new */
 struct cmobj *
 pcm_obj_get(struct pcm *c, const char *ns, const char *name)
 {
@@ -188,19 +187,14 @@ pcm_obj_get(struct pcm *c, const char *ns, const char *name)
 	o = xcalloc(1, sizeof(*o));
 	snprintf(o->ns, sizeof(o->ns), "%s", ns);
 	snprintf(o->name, sizeof(o->name), "%s", name);
-	o->next = c->objs;
-	c->objs = o;
+	objtab_put(c->objs, ns, name, o);
 	return o;
 }
 
 static void
 obj_free(struct pcm *c, struct cmobj *o)
 {
-	for (struct cmobj **pp = &c->objs; *pp != NULL; pp = &(*pp)->next)
-		if (*pp == o) {
-			*pp = o->next;
-			break;
-		}
+	objtab_del(c->objs, o->ns, o->name);
 	if (o->timer > 0)
 		stage_cancel_timer(c->st, o->timer);
 	free(o);
@@ -233,14 +227,6 @@ cm_owner(yajl_val cm)
 		return "";
 	u = json_get_str(refs->u.array.values[0], "uid", NULL);
 	return u != NULL ? u : "";
-}
-
-static int
-doc_detach(yajl_val doc)
-{
-	const char *v = json_get_str(doc, "metadata", "annotations", DELETION_ANNOTATION, NULL);
-
-	return v != NULL && strcmp(v, "detach") == 0;
 }
 
 /* ---- drift ---- */
@@ -322,7 +308,8 @@ restore_one(void *arg, yajl_val cm)
 	struct pcm *c = arg;
 	struct journal *j = stage_journal(c->st);
 	const char *n = kube_obj_name(cm), *ns = kube_obj_ns(cm), *b64;
-	char hash[65], rhash[65], fmt[8], bin[65], held[65];
+	char hash[65], rhash[65], fmt[8], bin[65], held[65], want[600];
+	struct published pb;
 	int64_t ts;
 	struct cmobj *o;
 	yajl_val doc = NULL;
@@ -331,24 +318,14 @@ restore_one(void *arg, yajl_val cm)
 	if (strncmp(n, DECOFILE_CM_PREFIX, strlen(DECOFILE_CM_PREFIX)) != 0 || pcm_obj_find(c, ns, n + strlen(DECOFILE_CM_PREFIX)))
 		return;
 	n += strlen(DECOFILE_CM_PREFIX);
-	{
-		/* the store's status says what is live (adoptions included) */
-		yajl_val f = status_get_fragment(stage_store(c->st), "decofiles", ns, n, STAGE);
-		const char *h = json_get_str(f, "contentHash", NULL);
-		const char *loc = json_get_str(f, "location", NULL);
-		char want[600];
-
-		pcm_location(ns, n, want, sizeof(want));
-		if (h != NULL && is_sha256_hex(h) && loc != NULL && strcmp(loc, want) == 0) {
-			snprintf(hash, sizeof(hash), "%s", h);
-			ts = json_get_int(f, 0, "timestamp", NULL);
-			yajl_tree_free(f);
-		} else {
-			yajl_tree_free(f);
-			if (journal_last_publish(j, ns, n, TARGET, hash, &ts) != 0)
-				return;
-		}
-	}
+	/* the store's status says what is live (adoptions included) */
+	publish_published(c->st, ns, n, &pb);
+	pcm_location(ns, n, want, sizeof(want));
+	if (pb.hash[0] != '\0' && strcmp(pb.location, want) == 0) {
+		snprintf(hash, sizeof(hash), "%s", pb.hash);
+		ts = pb.timestamp;
+	} else if (journal_last_publish(j, ns, n, TARGET, hash, &ts) != 0)
+		return;
 	b64 = json_get_str(cm, "data", "decofile.bin", NULL);
 	if (b64 != NULL && publish_configmap_content(cm, held) == 0 && strcmp(held, hash) == 0) {
 		sha256_hex(b64, strlen(b64), bin);
@@ -365,7 +342,7 @@ restore_one(void *arg, yajl_val cm)
 	snprintf(o->bin, sizeof(o->bin), "%s", bin);
 	snprintf(o->source, sizeof(o->source), "%s", decofile_source(doc));
 	o->ts = ts;
-	o->detach = doc_detach(doc);
+	o->detach = publish_doc_detach(doc);
 	yajl_tree_free(doc);
 	pcm_check_obj(c, o);
 }
@@ -374,13 +351,12 @@ restore_one(void *arg, yajl_val cm)
 static void
 restore(struct pcm *c)
 {
-	size_t n = 0;
+	size_t n;
 	char num[32];
 
 	c->restored = 1;
 	kube_informer_foreach(c->cms, restore_one, c);
-	for (struct cmobj *o = c->objs; o != NULL; o = o->next)
-		n++;
+	n = objtab_len(c->objs);
 	snprintf(num, sizeof(num), "%zu", n);
 	log_kv(LOG_INFO, "configmap target synced", "configmaps", num, NULL);
 }
@@ -427,42 +403,68 @@ on_df(void *arg, enum kube_event ev, yajl_val obj, yajl_val old)
 
 /* ---- the stage's calls ---- */
 
-struct pcm *
-publish_configmap_new(struct stage *st, char *err, size_t errlen)
+/*
+ * cm_init - the target when decod works against a cluster (kubeconfig
+ * set, or in a pod): a client on the stage's loop and caches of ConfigMaps
+ * and Decofile CRs.  No cluster configured: no state (items are refused);
+ * a broken configuration is fatal.
+ */
+static int
+cm_init(struct stage *st, void **state)
 {
 	struct kube *k;
 	struct pcm *c;
+	char err[512];
 
-	if ((k = kube_from_conf(stage_conf(st), err, errlen)) == NULL)
-		return NULL;
+	*state = NULL;
+	if ((k = kube_from_conf(stage_conf(st), err, sizeof(err))) == NULL) {
+		if (err[0] == '\0')
+			return 0;
+		log_kv(LOG_ERROR, "Kubernetes configuration", "error", err, NULL);
+		return -1;
+	}
 	c = xcalloc(1, sizeof(*c));
 	c->st = st;
 	c->k = k;
+	c->objs = objtab_new();
 	log_kv(LOG_INFO, "configmap target on", "server", kube_server(c->k), NULL);
 	kube_attach(c->k, st);
 	the_pcm = c;
 	/* their uids only (owner references): metadata, not 10,000 specs and statuses */
 	c->dfs = kube_informer_new_meta(c->k, &kube_decofiles, NULL, NULL, on_df, c);
 	c->cms = kube_informer_new(c->k, &kube_configmaps, NULL, NULL, on_cm, c);
-	return c;
+	*state = c;
+	return 0;
 }
 
-void
-publish_configmap_free(struct pcm *c)
+static void
+cm_shutdown(struct stage *st, void *arg)
 {
+	struct pcm *c = arg;
+	struct cmobj *o;
+	size_t cur = 0;
+
+	(void)st;
 	if (c == NULL)
 		return;
-	while (c->objs != NULL)
-		obj_free(c, c->objs);
+	while ((o = objtab_next(c->objs, &cur)) != NULL)
+		obj_free(c, o);
+	objtab_free(c->objs);
 	kube_free(c->k);	/* informers and calls in flight with it */
 	if (the_pcm == c)
 		the_pcm = NULL;
 	free(c);
 }
 
-enum stage_result
-publish_configmap_item(struct pcm *c, const struct journal_item *it, yajl_val doc,
-    const char *bin, const char *commit, char *why, size_t whylen)
+/*
+ * cm_item - publish item it (content hash it->hash, bin blob hash bin in the
+ * spool) for Decofile doc.  STAGE_ASYNC: the item is settled later with
+ * stage_finish; STAGE_DONE: nothing to write; otherwise why says what went
+ * wrong (Ready is already set where it applies).
+ */
+static enum stage_result
+cm_item(struct pcm *c, const struct journal_item *it, yajl_val doc, const char *bin,
+    const char *commit, char *why, size_t whylen)
 {
 	struct store *s = stage_store(c->st);
 	struct journal *jr = stage_journal(c->st);
@@ -520,7 +522,7 @@ publish_configmap_item(struct pcm *c, const struct journal_item *it, yajl_val do
 
 		if (o != NULL && strcmp(o->hash, it->hash) == 0 &&
 		    publish_configmap_holds(cur, o->bin, o->ts, NULL)) {
-			o->detach = doc_detach(doc);
+			o->detach = publish_doc_detach(doc);
 			pcm_check_obj(c, o);	/* at most the owner reference */
 			return STAGE_DONE;
 		}
@@ -539,7 +541,7 @@ publish_configmap_item(struct pcm *c, const struct journal_item *it, yajl_val do
 			snprintf(j->commit, sizeof(j->commit), "%s", commit);
 			snprintf(j->source, sizeof(j->source), "%s", decofile_source(doc));
 			j->ts = tstxt != NULL ? strtoll(tstxt, NULL, 10) : ts;
-			j->detach = doc_detach(doc);
+			j->detach = publish_doc_detach(doc);
 			j->body = publish_configmap_body(it->ns, it->name, j->detach ? NULL :
 			    pcm_owner_uid(c, it->ns, it->name), b64, strlen(b64), j->ts, &j->len);
 			if (publish_configmap_holds(cur, bsha, j->ts, NULL) &&
@@ -554,7 +556,7 @@ publish_configmap_item(struct pcm *c, const struct journal_item *it, yajl_val do
 			return STAGE_ASYNC;
 		}
 	}
-	if ((j = pcm_job_new(c, JOB_PUBLISH, it->ns, it->name, it->hash, bin, ts, doc_detach(doc),
+	if ((j = pcm_job_new(c, JOB_PUBLISH, it->ns, it->name, it->hash, bin, ts, publish_doc_detach(doc),
 	    why, whylen)) == NULL)
 		return STAGE_RETRY;
 	j->it = *it;
@@ -564,27 +566,44 @@ publish_configmap_item(struct pcm *c, const struct journal_item *it, yajl_val do
 	return STAGE_ASYNC;
 }
 
-void
-publish_configmap_decofile(struct pcm *c, const char *ns, const char *name, yajl_val doc)
+static enum stage_result
+cm_publish(struct stage *st, void *arg, const struct journal_item *it,
+    const struct proto_publish_detail *pd, yajl_val doc)
 {
-	struct journal *jr = stage_journal(c->st);
-	struct cmobj *o = pcm_obj_find(c, ns, name);
-	char cm[300], loc[600], obj[600], *path;
+	char why[1024];
+	enum stage_result r = cm_item(arg, it, doc, pd->bin, pd->commit, why, sizeof(why));
 
+	return r == STAGE_DONE || r == STAGE_ASYNC ? r : publish_item_failed(st, it, r, why);
+}
+
+/* cm_update - the Decofile was written: its deletion policy decides the owner reference */
+static void
+cm_update(struct stage *st, void *arg, const char *ns, const char *name, yajl_val doc)
+{
+	struct pcm *c = arg;
+	struct cmobj *o = pcm_obj_find(c, ns, name);
+	int d;
+
+	(void)st;
+	if (o == NULL || (d = publish_doc_detach(doc)) == o->detach)
+		return;
+	o->detach = d;
+	pcm_check_obj(c, o);	/* sets or removes the owner reference */
+}
+
+/* cm_remove - the Decofile was deleted: its ConfigMap goes too, unless detached */
+static void
+cm_remove(struct stage *st, void *arg, const char *ns, const char *name)
+{
+	struct pcm *c = arg;
+	struct cmobj *o = pcm_obj_find(c, ns, name);
+	char cm[300], loc[600], *path;
+
+	(void)st;
 	if (o == NULL)
 		return;
-	if (doc != NULL) {
-		int d = doc_detach(doc);
-
-		if (d != o->detach) {
-			o->detach = d;
-			pcm_check_obj(c, o);	/* sets or removes the owner reference */
-		}
-		return;
-	}
 	snprintf(cm, sizeof(cm), DECOFILE_CM_PREFIX "%s", name);
 	pcm_location(ns, name, loc, sizeof(loc));
-	journal_obj(obj, sizeof(obj), "decofile", ns, name);
 	if (!o->detach) {
 		path = kube_path(&kube_configmaps, ns, cm, NULL, NULL);
 		kube_send(c->k, "DELETE", path, NULL, NULL, 0, 0, NULL, NULL);
@@ -592,16 +611,30 @@ publish_configmap_decofile(struct pcm *c, const char *ns, const char *name, yajl
 	}
 	log_kv(LOG_INFO, o->detach ? "Decofile deleted; ConfigMap detached (kept)" :
 	    "Decofile deleted; ConfigMap removed", "ns", ns, "name", name, NULL);
-	if (journal_begin(jr) < 0 || journal_inventory_del(jr, ns, name, loc) < 0 ||
-	    journal_audit(jr, STAGE, obj, o->detach ? "detach" : "prune", loc) < 0 ||
-	    journal_commit(jr) < 0) {
-		log_kv(LOG_ERROR, "journal: cannot record removal", "error", journal_error(jr),
-		    NULL);
-		journal_rollback(jr);
-	}
-	path = key_status("decofiles", ns, name, STAGE);
-	if (store_delete(stage_store(c->st), path) < 0)
-		log_kv(LOG_WARN, "cannot delete status fragment", "key", path, NULL);
-	free(path);
+	publish_record_removal(c->st, ns, name, loc, o->detach ? "detach" : "prune", loc, 1);
 	obj_free(c, o);
 }
+
+/* cm_relist - the store watch lost history: objects whose Decofile is gone are removed */
+static void
+cm_relist(struct stage *st, void *arg)
+{
+	struct pcm *c = arg;
+	struct cmobj *o;
+	size_t cur = 0;
+
+	while ((o = objtab_next(c->objs, &cur)) != NULL)
+		if (publish_decofile_gone(st, o->ns, o->name))
+			cm_remove(st, c, o->ns, o->name);
+}
+
+const struct publish_target publish_configmap_target = {
+	.name = TARGET,
+	.unavailable = "configmap needs a cluster",
+	.init = cm_init,
+	.publish = cm_publish,
+	.update = cm_update,
+	.remove = cm_remove,
+	.relist = cm_relist,
+	.shutdown = cm_shutdown,
+};

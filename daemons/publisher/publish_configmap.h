@@ -3,7 +3,8 @@
  * decofile-<name> in the Decofile's namespace holding exactly decofile.bin
  * (standard base64 of brotli) and timestamp.txt, owned by the Decofile CR,
  * written by server-side apply; drift put back from the watch; a ConfigMap
- * that already holds the content (the Go operator's) adopted.
+ * that already holds the content (the Go operator's) adopted.  These are
+ * its pure parts (unit-tested).
  */
 #ifndef DECOD_PUBLISH_CONFIGMAP_H
 #define DECOD_PUBLISH_CONFIGMAP_H
@@ -12,41 +13,12 @@
 #include <stdint.h>
 #include <yajl/yajl_tree.h>
 
-#include "common/journal.h"
-#include "common/stage.h"
 
 /* the largest data a ConfigMap may hold (keys and values): 1 MiB */
 #define PUBLISH_CONFIGMAP_MAX 1048576u
 #define PUBLISH_CONFIGMAP_MANAGER "decod-publisher"
 
-struct pcm;
-
-/*
- * publish_configmap_new - the target for stage st when decod works against a
- * cluster (kubeconfig set, or in a pod); starts its caches of ConfigMaps and
- * Decofile CRs.  NULL with err "" when no cluster is configured (the target
- * is then refused per item), NULL with err set when the configuration is
- * broken.
- */
-struct pcm *publish_configmap_new(struct stage *st, char *err, size_t errlen);
-/* publish_configmap_free - stop; NULL is a no-op */
-void publish_configmap_free(struct pcm *c);
-
-/*
- * publish_configmap_item - publish item it (content hash it->hash, bin blob
- * hash bin in the spool) for Decofile doc.  STAGE_ASYNC: the item is
- * settled later with stage_finish; STAGE_DONE: nothing to write; otherwise
- * why says what went wrong (Ready is already set where it applies).
- */
-enum stage_result publish_configmap_item(struct pcm *c, const struct journal_item *it,
-    yajl_val doc, const char *bin, const char *commit, char *why, size_t whylen);
-
-/*
- * publish_configmap_decofile - the store's Decofile ns/name changed (doc) or
- * was deleted (doc NULL): follow its deletion policy, remove what it owned.
- */
-void publish_configmap_decofile(struct pcm *c, const char *ns, const char *name,
-    yajl_val doc);
+/* the target itself is publish_configmap_target (publish_target.h) */
 
 /*
  * publish_configmap_body - the server-side apply body: ConfigMap

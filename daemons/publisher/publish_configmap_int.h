@@ -11,13 +11,15 @@
 #include <stdint.h>
 
 #include "common/journal.h"
+#include "daemons/publisher/publish_record.h"
 
-#define STAGE "publisher"
+#define STAGE PUBLISH_STAGE
 #define TARGET "configmap"
 
 struct stage;
 struct kube;
 struct kube_informer;
+struct objtab;
 
 /* a ConfigMap we published, as we published it */
 struct cmobj {
@@ -32,7 +34,6 @@ struct cmobj {
 	int again;		/* check again once it lands */
 	int64_t timer;
 	long repairs;
-	struct cmobj *next;
 };
 
 /* the target: one per process (the stage's) */
@@ -40,7 +41,7 @@ struct pcm {
 	struct stage *st;
 	struct kube *k;
 	struct kube_informer *cms, *dfs;
-	struct cmobj *objs;
+	struct objtab *objs;		/* struct cmobj by Decofile */
 	int restored;		/* objects rebuilt from the journal after sync */
 	long repairs;
 };

@@ -25,7 +25,6 @@
 #include "common/util.h"
 #include "daemons/publisher/publish_configmap.h"
 #include "daemons/publisher/publish_configmap_int.h"
-#include "proto/proto.h"
 
 /* ---- status ---- */
 
@@ -36,47 +35,22 @@
 static void
 set_ready(struct pcm *c, const struct cmobj *o)
 {
-	struct store *s = stage_store(c->st);
-	char msg[600], when[40], loc[600], cm[300];
+	char msg[600], loc[600], cm[300];
 	struct status_cond conds[2] = {
 		{ "Ready", "True", "ConfigMapCreated", msg },
 		{ "Drifted", "False", "InSync", "The ConfigMap holds the published version" },
 	};
-	struct buf b;
-	struct jw w;
+	struct publish_status ps = { .configmap = cm, .source = o->source, .hash = o->hash,
+		.timestamp = o->ts, .location = loc, .format = "bin" };
 
 	snprintf(cm, sizeof(cm), DECOFILE_CM_PREFIX "%s", o->name);
 	snprintf(msg, sizeof(msg), "ConfigMap %s created successfully from %s source", cm,
 	    o->source);
-	rfc3339_from(o->ts, when, sizeof(when));
 	pcm_location(o->ns, o->name, loc, sizeof(loc));
-	buf_init(&b);
-	jw_init(&w, &b);
-	jw_obj(&w);
-	jw_key(&w, "configMapName");
-	jw_str(&w, cm);
-	jw_key(&w, "sourceType");
-	jw_str(&w, o->source);
-	jw_key(&w, "contentHash");
-	jw_str(&w, o->hash);
-	jw_key(&w, "timestamp");
-	jw_int(&w, o->ts);
-	jw_key(&w, "lastUpdated");
-	jw_str(&w, when);
-	jw_key(&w, "location");
-	jw_str(&w, loc);
-	jw_key(&w, "format");
-	jw_str(&w, "bin");
-	jw_end_obj(&w);
-	if (status_set(s, stage_journal(c->st), "decofiles", o->ns, o->name, STAGE, b.data,
-	    conds, 2) < 0)
-		log_kv(LOG_WARN, "cannot write status", "ns", o->ns, "name", o->name,
-		    "error", store_error(s), NULL);
-	buf_free(&b);
+	publish_status_write(c->st, o->ns, o->name, &ps, conds, 2);
 }
 
 /* ---- writes ---- */
-
 
 void
 pcm_job_free(struct job *j)
@@ -111,19 +85,7 @@ pcm_job_recorded(struct job *j)
 		snprintf(detail, sizeof(detail), "hash=%s location=%s timestamp=%lld deletion=%s%s",
 		    j->hash, loc, (long long)j->ts, j->detach ? "detach" : "delete",
 		    j->kind == JOB_ADOPT ? " (already held the content; adopted)" : "");
-		{
-			/* the notifier's item detail (proto.h); a commit it cannot carry is left out */
-			struct proto_notify_detail nd;
-
-			memset(&nd, 0, sizeof(nd));
-			nd.timestamp = j->ts;
-			if (strcmp(j->commit, "-") != 0 && strlen(j->commit) < sizeof(nd.commit))
-				memcpy(nd.commit, j->commit, strlen(j->commit) + 1);
-			if (proto_notify_detail_encode(&nd, why, sizeof(why)) < 0) {
-				nd.commit[0] = '\0';
-				(void)proto_notify_detail_encode(&nd, why, sizeof(why));
-			}
-		}
+		publish_notify_detail(why, sizeof(why), j->ts, j->commit);
 		if (stage_begin(st) < 0)
 			ok = 0;
 		else if ((j->kind == JOB_PUBLISH && journal_record_publish(jr, j->ns, j->name,
@@ -153,21 +115,9 @@ pcm_job_recorded(struct job *j)
 		set_ready(c, o);
 		job_settle(j, STAGE_DONE, j->kind == JOB_ADOPT ? "adopted" : "published");
 	} else if (j->kind == JOB_REPAIR) {
-		char n[32], msg[600];
-
 		o->repairs++;
 		c->repairs++;
-		snprintf(n, sizeof(n), "%ld", o->repairs);
-		log_kv(LOG_WARN, "drift repaired", "ns", j->ns, "name", j->name, "location",
-		    loc, "detail", j->detail, "repairs", n, NULL);
-		if (journal_record_drift(jr, j->ns, j->name, loc, j->detail) < 0 ||
-		    journal_audit(jr, STAGE, obj, "drift-repaired", j->detail) < 0)
-			log_kv(LOG_ERROR, "journal: cannot record drift", "error",
-			    journal_error(jr), NULL);
-		snprintf(msg, sizeof(msg), "Put back the published version (%s); %ld repair%s"
-		    " since start", j->detail, o->repairs, o->repairs == 1 ? "" : "s");
-		status_set_condition(stage_store(st), jr, "decofiles", j->ns, j->name, STAGE,
-		    "Drifted", "True", "Repaired", msg);
+		publish_record_repair(st, j->ns, j->name, loc, j->detail, o->repairs);
 	} else {
 		o->detach = j->detach;
 		journal_audit(jr, STAGE, obj, "deletion-policy",

@@ -28,6 +28,8 @@
 #include "common/store.h"
 #include "common/store_keys.h"
 #include "common/util.h"
+#include "daemons/publisher/objtab.h"
+#include "daemons/publisher/publish_record.h"
 #include "daemons/publisher/publish_s3.h"
 #include "daemons/publisher/publish_target.h"
 #include "daemons/publisher/s3.h"
@@ -100,20 +102,19 @@ published_ok(struct s3t *t, struct ctx *x, const struct s3_result *r)
 	struct stage *st = t->st;
 	struct journal *j = stage_journal(st);
 	struct s3obj *o = x->o;
-	char last[65] = "", phash[65], ploc[1500], loc[1500], obj[600], detail[2000];
-	char why[600], commit[200] = "", url[2000], n[32];
+	char last[65] = "", loc[1500], obj[600], detail[2000];
+	char why[600], commit[200] = "", n[32];
 	struct proto_publish_detail pd;
-	struct proto_notify_detail nd;
-	int64_t last_ts = 0, pts, ts;
+	struct published pb;
+	int64_t last_ts = 0, ts;
 
 	s3t_location(t, o->key, loc, sizeof(loc));
-	s3t_url(t, o->key, url, sizeof(url));
 	if (proto_publish_detail_decode(x->it.detail, &pd, why, sizeof(why)) == 0)
 		snprintf(commit, sizeof(commit), "%s", pd.commit);	/* checked by on_item */
 	journal_last_publish(j, o->ns, o->name, TARGET, last, &last_ts);
-	s3t_published(t, o->ns, o->name, phash, ploc, sizeof(ploc), &pts);
-	if (pts > last_ts)
-		last_ts = pts;
+	publish_published(st, o->ns, o->name, &pb);
+	if (pb.timestamp > last_ts)
+		last_ts = pb.timestamp;
 	ts = wall_ms() / 1000;
 	if (ts <= last_ts)
 		ts = last_ts + 1;
@@ -121,18 +122,13 @@ published_ok(struct s3t *t, struct ctx *x, const struct s3_result *r)
 	snprintf(detail, sizeof(detail), "hash=%s location=%s timestamp=%lld deletion=%s"
 	    " etag=%s", x->hash, loc, (long long)ts, o->detach ? "detach" : "delete",
 	    r->etag[0] ? r->etag : "-");
-	memset(&nd, 0, sizeof(nd));
-	nd.timestamp = ts;
-	snprintf(nd.commit, sizeof(nd.commit), "%s", commit);
-	if (proto_notify_detail_encode(&nd, why, sizeof(why)) < 0) {
-		nd.commit[0] = '\0';	/* a commit the detail cannot carry is left out */
-		(void)proto_notify_detail_encode(&nd, why, sizeof(why));
-	}
+	publish_notify_detail(why, sizeof(why), ts, commit);
 	if (stage_begin(st) < 0 ||
 	    journal_record_publish(j, o->ns, o->name, TARGET, loc, x->hash, ts) < 0 ||
 	    journal_inventory_put(j, o->ns, o->name, TARGET, loc, x->hash) < 0 ||
-	    (ploc[0] && strncmp(ploc, "s3://", 5) == 0 && strcmp(ploc, loc) != 0 &&
-	    journal_inventory_del(j, o->ns, o->name, ploc) < 0) ||
+	    (pb.location[0] && strncmp(pb.location, "s3://", 5) == 0 &&
+	    strcmp(pb.location, loc) != 0 &&
+	    journal_inventory_del(j, o->ns, o->name, pb.location) < 0) ||
 	    journal_audit(j, STAGE, obj, "publish", detail) < 0 ||
 	    stage_push(st, "notifier", "decofile", o->ns, o->name, x->hash, why) < 0) {
 		snprintf(detail, sizeof(detail), "journal: %s", journal_error(j));
@@ -162,9 +158,8 @@ published_ok(struct s3t *t, struct ctx *x, const struct s3_result *r)
 static void
 repaired(struct s3t *t, struct ctx *x, const struct s3_result *r)
 {
-	struct journal *j = stage_journal(t->st);
 	struct s3obj *o = x->o;
-	char loc[1500], obj[600], msg[800], n[32];
+	char loc[1500];
 
 	s3t_location(t, o->key, loc, sizeof(loc));
 	snprintf(o->put_etag, sizeof(o->put_etag), "%s", r->etag);
@@ -172,44 +167,27 @@ repaired(struct s3t *t, struct ctx *x, const struct s3_result *r)
 	o->repairs++;
 	t->repairs++;
 	s3t_check_at(t, o, now_ms() + t->check_ms);
-	s3t_object_id(o, obj, sizeof(obj));
-	snprintf(n, sizeof(n), "%ld", o->repairs);
-	log_kv(LOG_WARN, "drift repaired", "ns", o->ns, "name", o->name, "location", loc,
-	    "detail", x->detail, "repairs", n, NULL);
-	if (journal_record_drift(j, o->ns, o->name, loc, x->detail) < 0 ||
-	    journal_audit(j, STAGE, obj, "drift-repaired", x->detail) < 0)
-		log_kv(LOG_ERROR, "journal: cannot record drift", "error", journal_error(j),
-		    NULL);
-	snprintf(msg, sizeof(msg), "Put back the published version (%s); %ld repair%s"
-	    " since start", x->detail, o->repairs, o->repairs == 1 ? "" : "s");
-	status_set_condition(stage_store(t->st), j, "decofiles", o->ns, o->name, STAGE,
-	    "Drifted", "True", "Repaired", msg);
+	publish_record_repair(t->st, o->ns, o->name, loc, x->detail, o->repairs);
 }
 
 /* hand_over - another instance published this Decofile since: it is theirs */
 static int
 hand_over(struct s3t *t, struct s3obj *o)
 {
-	struct journal *j = stage_journal(t->st);
-	char phash[65], ploc[1500], loc[1500], obj[600], detail[600];
-	int64_t pts;
+	char loc[1500], detail[600];
+	struct published pb;
 
-	s3t_published(t, o->ns, o->name, phash, ploc, sizeof(ploc), &pts);
-	if (phash[0] == '\0' || pts <= o->timestamp || strcmp(phash, o->content_hash) == 0)
+	publish_published(t->st, o->ns, o->name, &pb);
+	if (pb.hash[0] == '\0' || pb.timestamp <= o->timestamp ||
+	    strcmp(pb.hash, o->content_hash) == 0)
 		return 0;
 	s3t_location(t, o->key, loc, sizeof(loc));
-	s3t_object_id(o, obj, sizeof(obj));
 	snprintf(detail, sizeof(detail), "hash=%s timestamp=%lld published by another"
-	    " instance after ours (hash=%s timestamp=%lld)", phash, (long long)pts,
+	    " instance after ours (hash=%s timestamp=%lld)", pb.hash, (long long)pb.timestamp,
 	    o->content_hash, (long long)o->timestamp);
 	log_kv(LOG_INFO, "published object handed over to another instance", "ns", o->ns,
-	    "name", o->name, "hash", phash, NULL);
-	if (journal_begin(j) < 0 || journal_inventory_del(j, o->ns, o->name, loc) < 0 ||
-	    journal_audit(j, STAGE, obj, "handed-over", detail) < 0 || journal_commit(j) < 0) {
-		log_kv(LOG_ERROR, "journal: cannot record the hand-over", "error",
-		    journal_error(j), NULL);
-		journal_rollback(j);
-	}
+	    "name", o->name, "hash", pb.hash, NULL);
+	publish_record_removal(t->st, o->ns, o->name, loc, "handed-over", detail, 0);
 	s3t_obj_free(t, o);
 	return 1;
 }
@@ -348,8 +326,7 @@ on_done(void *arg, const struct s3_result *r)
 static void
 forget(struct s3t *t, struct s3obj *o)
 {
-	struct journal *j = stage_journal(t->st);
-	char loc[1500], obj[600], detail[1800], err[512], *key;
+	char loc[1500], detail[1800], err[512];
 	struct ctx *x;
 	const char *action;
 
@@ -357,7 +334,6 @@ forget(struct s3t *t, struct s3obj *o)
 	if (o->nreq > 0)
 		return;
 	s3t_location(t, o->key, loc, sizeof(loc));
-	s3t_object_id(o, obj, sizeof(obj));
 	if (o->detach == -1) {
 		action = "prune";
 		snprintf(detail, sizeof(detail), "deleted %s", loc);
@@ -378,21 +354,11 @@ forget(struct s3t *t, struct s3obj *o)
 	} else {
 		action = "detach";
 		snprintf(detail, sizeof(detail), "kept %s (%s)", loc, o->detach ?
-		    DELETION_ANNOTATION ": detach" : "s3_gc off");
+		    PUBLISH_DELETION_ANNOTATION ": detach" : "s3_gc off");
 		log_kv(LOG_INFO, "Decofile deleted; S3 object kept", "ns", o->ns, "name",
 		    o->name, "location", loc, "why", o->detach ? "detach" : "s3_gc off", NULL);
 	}
-	if (journal_begin(j) < 0 || journal_inventory_del(j, o->ns, o->name, loc) < 0 ||
-	    journal_audit(j, STAGE, obj, action, detail) < 0 || journal_commit(j) < 0) {
-		log_kv(LOG_ERROR, "journal: cannot record removal", "error", journal_error(j),
-		    NULL);
-		journal_rollback(j);
-	}
-	key = key_status("decofiles", o->ns, o->name, STAGE);
-	if (store_delete(stage_store(t->st), key) < 0)
-		log_kv(LOG_WARN, "cannot delete status fragment", "key", key, "error",
-		    store_error(stage_store(t->st)), NULL);
-	free(key);
+	publish_record_removal(t->st, o->ns, o->name, loc, action, detail, 1);
 	s3t_obj_free(t, o);
 }
 
@@ -467,11 +433,13 @@ static void
 pump(struct s3t *t)
 {
 	int64_t now = now_ms(), next = INT64_MAX;
+	struct s3obj *o;
+	size_t cur = 0;
 	int started = 0;
 
 	if (now < t->next_due)
 		return;
-	for (struct s3obj *o = t->objs; o != NULL; o = o->next) {
+	while ((o = objtab_next(t->objs, &cur)) != NULL) {
 		if (o->nreq > 0 || o->gone || o->content_hash[0] == '\0')
 			continue;	/* a busy one reschedules itself when it ends */
 		if (o->next_check > now) {
@@ -496,11 +464,12 @@ s3_tick(struct stage *st, void *arg)
 {
 	struct s3t *t = arg;
 	int64_t now = now_ms();
+	struct s3obj *o;
+	size_t cur = 0;
 
-	if (t == NULL || t->c == NULL)
+	if (t->c == NULL)
 		return;
-	for (struct s3obj *o = t->objs, *next; o != NULL; o = next) {
-		next = o->next;
+	while ((o = objtab_next(t->objs, &cur)) != NULL) {
 		if (o->nreq > 0)
 			continue;
 		if (o->gone) {
@@ -524,13 +493,14 @@ retry(struct stage *st, const char *why)
 }
 
 static enum stage_result
-s3_publish(struct stage *st, void *arg, const struct journal_item *it, yajl_val doc)
+s3_publish(struct stage *st, void *arg, const struct journal_item *it,
+    const struct proto_publish_detail *pd, yajl_val doc)
 {
 	struct s3t *t = arg;
-	char key[1100], loc[1500], phash[65], ploc[1500], err[800], obj[600];
+	char key[1100], loc[1500], err[800];
+	struct published pb;
 	struct s3obj *o;
 	struct ctx *x;
-	int64_t pts;
 
 	if (t->c == NULL) {
 		s3t_not_ready(t, it->ns, it->name, "S3NotConfigured", t->cfg_err);
@@ -553,19 +523,20 @@ s3_publish(struct stage *st, void *arg, const struct journal_item *it, yajl_val 
 		return retry(st, "the previous object of this Decofile is being deleted");
 	if (o != NULL) {
 		o->gone = 0;
-		s3t_set_policy(t, o, s3t_doc_detach(doc));
+		s3t_set_policy(t, o, publish_doc_detach(doc));
 		if (o->putting)
 			return retry(st, "an upload of this Decofile is in flight");
 	}
 
 	/* skip when the status already says this content is there */
-	s3t_published(t, it->ns, it->name, phash, ploc, sizeof(ploc), &pts);
-	if (strcmp(phash, it->hash) == 0 && strcmp(ploc, loc) == 0) {
+	(void)pd;	/* json only: the content hash is the blob */
+	publish_published(st, it->ns, it->name, &pb);
+	if (strcmp(pb.hash, it->hash) == 0 && strcmp(pb.location, loc) == 0) {
 		struct journal *j = stage_journal(st);
 
 		if (o == NULL) {
 			o = s3t_obj_get(t, it->ns, it->name);
-			o->detach = s3t_doc_detach(doc);
+			o->detach = publish_doc_detach(doc);
 			s3t_check_at(t, o, now_ms());	/* look at it soon */
 		}
 		if (strcmp(o->content_hash, it->hash) != 0) {
@@ -574,8 +545,7 @@ s3_publish(struct stage *st, void *arg, const struct journal_item *it, yajl_val 
 		}
 		snprintf(o->key, sizeof(o->key), "%s", key);
 		memcpy(o->content_hash, it->hash, sizeof(o->content_hash));
-		o->timestamp = pts;
-		s3t_object_id(o, obj, sizeof(obj));
+		o->timestamp = pb.timestamp;
 		if (stage_begin(st) < 0)
 			return retry(st, "journal busy");
 		if (journal_inventory_put(j, it->ns, it->name, TARGET, loc, it->hash) < 0) {
@@ -590,7 +560,7 @@ s3_publish(struct stage *st, void *arg, const struct journal_item *it, yajl_val 
 
 	if (o == NULL) {
 		o = s3t_obj_get(t, it->ns, it->name);
-		o->detach = s3t_doc_detach(doc);
+		o->detach = publish_doc_detach(doc);
 	}
 	snprintf(o->key, sizeof(o->key), "%s", key);
 	o->gen++;
@@ -611,18 +581,25 @@ s3_publish(struct stage *st, void *arg, const struct journal_item *it, yajl_val 
 /* ---- the Decofile changed ---- */
 
 static void
-s3_decofile(struct stage *st, void *arg, const char *ns, const char *name, yajl_val doc)
+s3_remove(struct stage *st, void *arg, const char *ns, const char *name)
 {
 	struct s3t *t = arg;
-	struct s3obj *o = t != NULL ? s3t_obj_find(t, ns, name) : NULL;
+	struct s3obj *o = s3t_obj_find(t, ns, name);
+
+	(void)st;
+	if (o != NULL)
+		forget(t, o);
+}
+
+static void
+s3_update(struct stage *st, void *arg, const char *ns, const char *name, yajl_val doc)
+{
+	struct s3t *t = arg;
+	struct s3obj *o = s3t_obj_find(t, ns, name);
 
 	if (o == NULL)
 		return;
-	if (doc == NULL) {
-		forget(t, o);
-		return;
-	}
-	s3t_set_policy(t, o, s3t_doc_detach(doc));
+	s3t_set_policy(t, o, publish_doc_detach(doc));
 	if (strcmp(decofile_target(doc, conf_get(stage_conf(st), "default_target")),
 	    TARGET) != 0) {
 		log_kv(LOG_INFO, "Decofile no longer targets s3", "ns", ns, "name", name, NULL);
@@ -637,19 +614,12 @@ static void
 s3_relist(struct stage *st, void *arg)
 {
 	struct s3t *t = arg;
-	char err[256];
+	struct s3obj *o;
+	size_t cur = 0;
 
-	if (t == NULL)
-		return;
-	for (struct s3obj *o = t->objs, *next; o != NULL; o = next) {
-		yajl_val doc = NULL;
-
-		next = o->next;
-		if (resource_get(stage_store(st), "decofiles", o->ns, o->name, &doc, err,
-		    sizeof(err)) == 1)
+	while ((o = objtab_next(t->objs, &cur)) != NULL)
+		if (publish_decofile_gone(st, o->ns, o->name))
 			forget(t, o);
-		yajl_tree_free(doc);
-	}
 }
 
 /* ---- start ---- */
@@ -712,7 +682,7 @@ load(struct s3t *t)
 			continue;
 		}
 		if (rv == 0)
-			o->detach = s3t_doc_detach(doc);
+			o->detach = publish_doc_detach(doc);
 		yajl_tree_free(doc);
 		s3t_check_at(t, o, now_ms() + (spread > 0 ? (int64_t)(random() % spread) : 0));
 	}
@@ -720,15 +690,17 @@ load(struct s3t *t)
 	free(prefix);
 }
 
-static void *
-s3_init(struct stage *st)
+static int
+s3_init(struct stage *st, void **state)
 {
 	struct conf *cf = stage_conf(st);
 	struct s3t *t = xcalloc(1, sizeof(*t));
 	struct s3_config sc;
 	char n[32];
 
+	*state = t;
 	t->st = st;
+	t->objs = objtab_new();
 	snprintf(t->bucket, sizeof(t->bucket), "%s", conf_get(cf, "s3_bucket"));
 	snprintf(t->prefix, sizeof(t->prefix), "%s", conf_get(cf, "s3_prefix"));
 	if (conf_get(cf, "s3_public_host")[0] != '\0')
@@ -747,18 +719,18 @@ s3_init(struct stage *st)
 	if (t->bucket[0] == '\0') {
 		snprintf(t->cfg_err, sizeof(t->cfg_err), "DECOFILE_S3_BUCKET (s3_bucket) is not"
 		    " set: the s3 target has no bucket to upload to");
-		return t;
+		return 0;
 	}
 	if ((t->c = s3_client_new(&sc, t->cfg_err, sizeof(t->cfg_err))) == NULL) {
 		log_kv(LOG_ERROR, "s3 target not usable", "error", t->cfg_err, NULL);
-		return t;
+		return 0;
 	}
 	stage_add_fd(st, s3_client_fd(t->c), POLLIN, on_fd, t);
 	load(t);
-	snprintf(n, sizeof(n), "%zu", t->nobjs);
+	snprintf(n, sizeof(n), "%zu", objtab_len(t->objs));
 	log_kv(LOG_INFO, "s3 target ready", "bucket", t->bucket, "endpoint",
 	    sc.endpoint[0] ? sc.endpoint : "(AWS, virtual-host)", "objects", n, NULL);
-	return t;
+	return 0;
 }
 
 static void
@@ -766,9 +738,9 @@ s3_shutdown(struct stage *st, void *arg)
 {
 	struct s3t *t = arg;
 	char r[32], p[32], h[32];
+	struct s3obj *o;
+	size_t cur = 0;
 
-	if (t == NULL)
-		return;
 	snprintf(r, sizeof(r), "%ld", t->repairs);
 	snprintf(p, sizeof(p), "%ld", t->puts);
 	snprintf(h, sizeof(h), "%ld", t->heads);
@@ -780,8 +752,9 @@ s3_shutdown(struct stage *st, void *arg)
 	if (t->timer > 0)
 		stage_cancel_timer(st, t->timer);
 	s3_client_free(t->c);	/* each request's callback frees its context */
-	while (t->objs != NULL)
-		s3t_obj_free(t, t->objs);
+	while ((o = objtab_next(t->objs, &cur)) != NULL)
+		s3t_obj_free(t, o);
+	objtab_free(t->objs);
 	free(t);
 }
 
@@ -789,7 +762,8 @@ const struct publish_target publish_s3_target = {
 	.name = TARGET,
 	.init = s3_init,
 	.publish = s3_publish,
-	.decofile = s3_decofile,
+	.update = s3_update,
+	.remove = s3_remove,
 	.relist = s3_relist,
 	.tick = s3_tick,
 	.shutdown = s3_shutdown,

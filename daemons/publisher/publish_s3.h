@@ -12,13 +12,14 @@
 
 #include "common/journal.h"
 #include "common/json.h"
+#include "daemons/publisher/publish_record.h"
 
 struct stage;
 struct s3_client;
+struct objtab;
 
-#define STAGE "publisher"
+#define STAGE PUBLISH_STAGE
 #define TARGET "s3"
-#define DELETION_ANNOTATION "deco.sites/deletion"
 #define MAX_SPOOL_MISSES 5
 #define START_SPREAD_MS 10000	/* first checks after start spread over this */
 #define GONE_RETRY_MS 5000
@@ -42,7 +43,6 @@ struct s3obj {
 	int status_dirty;
 	int gone;			/* Decofile deleted: object to be let go */
 	int complained;
-	struct s3obj *next;
 };
 
 struct s3t {
@@ -54,8 +54,7 @@ struct s3t {
 	int concurrency;
 	int gc;
 	int64_t timer;
-	struct s3obj *objs;
-	size_t nobjs;
+	struct objtab *objs;		/* struct s3obj by Decofile */
 	int64_t next_due;		/* no check is due before (monotonic ms) */
 	long repairs, puts, heads;
 };
@@ -76,7 +75,7 @@ struct ctx {
 struct s3obj *s3t_obj_find(struct s3t *t, const char *ns, const char *name);
 /* s3t_obj_get - the record of ns/name, made empty if there is none */
 struct s3obj *s3t_obj_get(struct s3t *t, const char *ns, const char *name);
-/* s3t_obj_free - unlink o and free it */
+/* s3t_obj_free - drop o from the table and free it */
 void s3t_obj_free(struct s3t *t, struct s3obj *o);
 /* s3t_check_at - o's next drift check; keeps t->next_due the earliest of all */
 void s3t_check_at(struct s3t *t, struct s3obj *o, int64_t when);
@@ -88,8 +87,6 @@ void s3t_location(const struct s3t *t, const char *key, char *out, size_t len);
 void s3t_url(const struct s3t *t, const char *key, char *out, size_t len);
 /* s3t_md5_etag - the ETag S3 gives a single-part upload of data ("" on error) */
 void s3t_md5_etag(const void *data, size_t len, char out[40]);
-/* s3t_doc_detach - 1 when the Decofile says deco.sites/deletion: detach */
-int s3t_doc_detach(yajl_val doc);
 /* s3t_set_policy - o's deletion policy, audited when it changes */
 void s3t_set_policy(struct s3t *t, struct s3obj *o, int detach);
 /* s3t_write_status - Ready=True S3Uploaded and o's fields; 0, or -1 (o stays dirty) */
@@ -97,8 +94,4 @@ int s3t_write_status(struct s3t *t, struct s3obj *o);
 /* s3t_not_ready - Ready=False with reason and msg */
 void s3t_not_ready(struct s3t *t, const char *ns, const char *name, const char *reason,
     const char *msg);
-/* s3t_published - the publisher's status fragment of ns/name: hash, location, timestamp */
-void s3t_published(struct s3t *t, const char *ns, const char *name, char hash[65], char *loc,
-    size_t loclen, int64_t *ts);
-
 #endif

@@ -20,15 +20,14 @@
 #include "common/stage.h"
 #include "common/store.h"
 #include "common/util.h"
+#include "daemons/publisher/objtab.h"
+#include "daemons/publisher/publish_record.h"
 #include "daemons/publisher/publish_s3.h"
 
 struct s3obj *
 s3t_obj_find(struct s3t *t, const char *ns, const char *name)
 {
-	for (struct s3obj *o = t->objs; o != NULL; o = o->next)
-		if (strcmp(o->ns, ns) == 0 && strcmp(o->name, name) == 0)
-			return o;
-	return NULL;
+	return objtab_get(t->objs, ns, name);
 }
 
 struct s3obj *
@@ -41,22 +40,14 @@ s3t_obj_get(struct s3t *t, const char *ns, const char *name)
 	o = xcalloc(1, sizeof(*o));
 	snprintf(o->ns, sizeof(o->ns), "%s", ns);
 	snprintf(o->name, sizeof(o->name), "%s", name);
-	o->next = t->objs;
-	t->objs = o;
-	t->nobjs++;
+	objtab_put(t->objs, ns, name, o);
 	return o;
 }
 
 void
 s3t_obj_free(struct s3t *t, struct s3obj *o)
 {
-	for (struct s3obj **pp = &t->objs; *pp != NULL; pp = &(*pp)->next) {
-		if (*pp == o) {
-			*pp = o->next;
-			t->nobjs--;
-			break;
-		}
-	}
+	objtab_del(t->objs, o->ns, o->name);
 	free(o);
 }
 
@@ -103,14 +94,6 @@ s3t_md5_etag(const void *data, size_t len, char out[40])
 	snprintf(out, 40, "\"%s\"", hex);
 }
 
-int
-s3t_doc_detach(yajl_val doc)
-{
-	const char *v = json_get_str(doc, "metadata", "annotations", DELETION_ANNOTATION, NULL);
-
-	return v != NULL && strcmp(v, "detach") == 0;
-}
-
 void
 s3t_set_policy(struct s3t *t, struct s3obj *o, int detach)
 {
@@ -129,43 +112,16 @@ s3t_set_policy(struct s3t *t, struct s3obj *o, int detach)
 int
 s3t_write_status(struct s3t *t, struct s3obj *o)
 {
-	struct store *s = stage_store(t->st);
-	char url[2000], loc[1500], msg[2100], when[40];
-	struct buf b;
-	struct jw w;
-	int rv = 0;
+	char url[2000], loc[1500], msg[2100];
+	struct status_cond ready = { "Ready", "True", "S3Uploaded", msg };
+	struct publish_status ps = { .hash = o->content_hash, .timestamp = o->timestamp,
+		.location = loc, .s3_url = url, .format = "json" };
 
 	s3t_url(t, o->key, url, sizeof(url));
 	s3t_location(t, o->key, loc, sizeof(loc));
 	snprintf(msg, sizeof(msg), "Decofile delivered to %s", url);
-	if (status_set_condition(s, stage_journal(t->st), "decofiles", o->ns, o->name, STAGE,
-	    "Ready", "True", "S3Uploaded", msg) < 0)
-		rv = -1;
-	rfc3339_from(o->timestamp, when, sizeof(when));
-	buf_init(&b);
-	jw_init(&w, &b);
-	jw_obj(&w);
-	jw_key(&w, "contentHash");
-	jw_str(&w, o->content_hash);
-	jw_key(&w, "timestamp");
-	jw_int(&w, o->timestamp);
-	jw_key(&w, "lastUpdated");
-	jw_str(&w, when);
-	jw_key(&w, "location");
-	jw_str(&w, loc);
-	jw_key(&w, "s3URL");
-	jw_str(&w, url);
-	jw_key(&w, "format");
-	jw_str(&w, "json");
-	jw_end_obj(&w);
-	if (status_set_fields(s, "decofiles", o->ns, o->name, STAGE, b.data) < 0)
-		rv = -1;
-	buf_free(&b);
-	o->status_dirty = rv < 0;
-	if (rv < 0)
-		log_kv(LOG_WARN, "cannot write status; will retry", "ns", o->ns, "name",
-		    o->name, "error", store_error(s), NULL);
-	return rv;
+	o->status_dirty = publish_status_write(t->st, o->ns, o->name, &ps, &ready, 1) < 0;
+	return o->status_dirty ? -1 : 0;
 }
 
 void
@@ -175,25 +131,3 @@ s3t_not_ready(struct s3t *t, const char *ns, const char *name, const char *reaso
 	status_set_condition(stage_store(t->st), stage_journal(t->st), "decofiles", ns, name,
 	    STAGE, "Ready", "False", reason, msg);
 }
-
-/* published - the publisher's status fragment: hash, location, timestamp */
-void
-s3t_published(struct s3t *t, const char *ns, const char *name, char hash[65], char *loc,
-    size_t loclen, int64_t *ts)
-{
-	yajl_val f = status_get_fragment(stage_store(t->st), "decofiles", ns, name, STAGE);
-	const char *v;
-
-	hash[0] = '\0';
-	loc[0] = '\0';
-	*ts = 0;
-	if (f == NULL)
-		return;
-	if ((v = json_get_str(f, "contentHash", NULL)) != NULL && is_sha256_hex(v))
-		snprintf(hash, 65, "%s", v);
-	if ((v = json_get_str(f, "location", NULL)) != NULL)
-		snprintf(loc, loclen, "%s", v);
-	*ts = json_get_int(f, 0, "timestamp", NULL);
-	yajl_tree_free(f);
-}
-

@@ -1,10 +1,11 @@
 /*
- * publish_target - what the publisher asks of a target that lives in its
- * own file (s3 today; configmap next; the file target, in publisher.c and
- * publish_drift.c, could move behind it too).  publisher.c reads the item
- * and the Decofile, picks the target by spec.target, and hands over; the
- * target owns its objects from there: upload, Ready, inventory, drift,
- * deletion.
+ * publish_target - what the publisher asks of a target.  Every target
+ * (file, configmap, s3) lives in its own files behind this table;
+ * publisher.c reads the item and the Decofile, picks the target by
+ * spec.target, and hands over; the target owns its objects from there:
+ * the write, Ready, its inventory, drift, deletion.  What every target
+ * records alike (removal, status fragment, notifier detail) is
+ * publish_record.c's.
  */
 #ifndef DECOD_PUBLISH_TARGET_H
 #define DECOD_PUBLISH_TARGET_H
@@ -12,30 +13,45 @@
 #include <yajl/yajl_tree.h>
 
 #include "common/stage.h"
+#include "proto/proto.h"
 
 struct publish_target {
-	const char *name;	/* spec.target value: "s3" */
-	/* init - at stage start, after the store watch is up; state or NULL (fatal) */
-	void *(*init)(struct stage *st);
+	const char *name;	/* spec.target value: "file", "configmap", "s3" */
+	/* why it is refused when init left no state: "configmap needs a cluster" */
+	const char *unavailable;
 	/*
-	 * publish - an item (checked: kind decofile, content hash, valid names)
-	 * for a Decofile whose target is this one; doc is the Decofile
-	 * (borrowed).  Returns as on_item does; STAGE_ASYNC items are ended
-	 * with stage_finish.
+	 * init - at stage start, after the store watch is up: *state is the
+	 * target's (NULL: it cannot work on this host, items for it are
+	 * refused).  0, or -1 (fatal).
+	 */
+	int (*init)(struct stage *st, void **state);
+	/*
+	 * publish - an item (checked: kind decofile, content hash, valid
+	 * names, its detail pd) for a Decofile whose target is this one; doc is
+	 * the Decofile (borrowed).  Returns as on_item does, with the reason
+	 * of a STAGE_RETRY or STAGE_FAIL given to stage_item_error; STAGE_ASYNC
+	 * items are ended with stage_finish.
 	 */
 	enum stage_result (*publish)(struct stage *st, void *t, const struct journal_item *it,
+	    const struct proto_publish_detail *pd, yajl_val doc);
+	/* update - Decofile ns/name was written (doc, borrowed): follow its deletion policy */
+	void (*update)(struct stage *st, void *t, const char *ns, const char *name,
 	    yajl_val doc);
-	/* decofile - the Decofile was written (doc) or deleted (doc NULL) */
-	void (*decofile)(struct stage *st, void *t, const char *ns, const char *name,
-	    yajl_val doc);
-	/* relist - the store watch lost history: re-check every object's Decofile */
+	/*
+	 * remove - Decofile ns/name was deleted: remove (or, detached, keep)
+	 * what it published and record that (publish_record_removal)
+	 */
+	void (*remove)(struct stage *st, void *t, const char *ns, const char *name);
+	/* relist - the store watch lost history: remove what belongs to Decofiles gone */
 	void (*relist)(struct stage *st, void *t);
-	/* tick - about once a second: timers, drift checks, retries */
+	/* tick - about once a second: drift checks, retries (NULL: none) */
 	void (*tick)(struct stage *st, void *t);
 	/* shutdown - free the state; requests in flight are dropped */
 	void (*shutdown)(struct stage *st, void *t);
 };
 
+extern const struct publish_target publish_file_target;
+extern const struct publish_target publish_configmap_target;
 extern const struct publish_target publish_s3_target;
 
 #endif

@@ -1,5 +1,5 @@
 /*
- * publish_drift - keeping what the publisher put on the target: drift is
+ * publish_file_drift - keeping what the file target put there: drift is
  * found by inotify and a periodic re-check and repaired from the spool
  * (journaled, Drifted=True).  With several instances on one store, the
  * store's status fragment says who published what: a newer publish by
@@ -26,7 +26,9 @@
 #include "common/store.h"
 #include "common/util.h"
 #include "daemons/publisher/publish_file.h"
-#include "daemons/publisher/publisher.h"
+#include "daemons/publisher/objtab.h"
+#include "daemons/publisher/publish_file_int.h"
+#include "daemons/publisher/publish_record.h"
 
 #define CHECK_DEBOUNCE_MS 20
 #define MAX_DEFERS 5		/* checks put off while another instance publishes */
@@ -35,30 +37,9 @@
 
 /* ---- what other instances published (the store's status fragment) ---- */
 
-/* publish_drift_published - read it; 0 (fields "" / 0 where absent) or -1 */
+/* pft_target_holds - nonzero when the file at path hashes to blob */
 int
-publish_drift_published(struct stage *st, const char *ns, const char *name, struct published *pb)
-{
-	yajl_val f = status_get_fragment(stage_store(st), "decofiles", ns, name, STAGE);
-	const char *v;
-
-	memset(pb, 0, sizeof(*pb));
-	if (f == NULL)
-		return 0;
-	if ((v = json_get_str(f, "contentHash", NULL)) != NULL && is_sha256_hex(v))
-		snprintf(pb->hash, sizeof(pb->hash), "%s", v);
-	if ((v = json_get_str(f, "format", NULL)) != NULL)
-		snprintf(pb->format, sizeof(pb->format), "%s", v);
-	if ((v = json_get_str(f, "location", NULL)) != NULL)
-		snprintf(pb->location, sizeof(pb->location), "%s", v);
-	pb->timestamp = json_get_int(f, 0, "timestamp", NULL);
-	yajl_tree_free(f);
-	return 0;
-}
-
-/* publish_drift_target_holds - nonzero when the file at path hashes to blob */
-int
-publish_drift_target_holds(const char *path, const char *blob)
+pft_target_holds(const char *path, const char *blob)
 {
 	char h[65];
 	size_t len;
@@ -87,7 +68,7 @@ target_ts(const char *dir)
 	return ts;
 }
 
-static void schedule_check_in(struct stage *st, struct obj *o, int64_t ms);
+static void schedule_check_in(struct ft *t, struct fobj *o, int64_t ms);
 
 /*
  * hand_over - another instance has published o anew since we did: it
@@ -95,26 +76,19 @@ static void schedule_check_in(struct stage *st, struct obj *o, int64_t ms);
  * target or the status.
  */
 static void
-hand_over(struct stage *st, struct obj *o, const struct published *pb)
+hand_over(struct ft *t, struct fobj *o, const struct published *pb)
 {
-	struct journal *j = stage_journal(st);
-	char obj[600], detail[600];
+	char detail[600];
 
-	publisher_object_id(o, obj, sizeof(obj));
 	snprintf(detail, sizeof(detail), "hash=%s timestamp=%lld published by another"
 	    " instance after ours (hash=%s timestamp=%lld)", pb->hash,
 	    (long long)pb->timestamp, o->content_hash, (long long)o->timestamp);
 	log_kv(LOG_INFO, "published object handed over to another instance", "ns", o->ns,
 	    "name", o->name, "hash", pb->hash, NULL);
-	if (journal_begin(j) < 0 ||
-	    journal_inventory_del(j, o->ns, o->name, o->where.location) < 0 ||
-	    journal_audit(j, STAGE, obj, "handed-over", detail) < 0 ||
-	    journal_commit(j) < 0) {
-		log_kv(LOG_ERROR, "journal: cannot record the hand-over", "error",
-		    journal_error(j), NULL);
-		journal_rollback(j);
-	}
-	publisher_obj_free(st, o);	/* target and status now belong to the other instance */
+	/* target and status now belong to the other instance */
+	publish_record_removal(t->st, o->ns, o->name, o->where.location, "handed-over",
+	    detail, 0);
+	pft_obj_free(t, o);
 }
 
 /*
@@ -123,16 +97,15 @@ hand_over(struct stage *st, struct obj *o, const struct published *pb)
  * off (another check is scheduled), 0 repair it.
  */
 static int
-someone_else(struct stage *st, struct obj *o)
+someone_else(struct ft *t, struct fobj *o)
 {
 	struct published pb;
 
-	if (publish_drift_published(st, o->ns, o->name, &pb) < 0)
-		return 0;
+	publish_published(t->st, o->ns, o->name, &pb);
 	if (pb.hash[0] != '\0' && pb.timestamp > o->timestamp &&
 	    (strcmp(pb.hash, o->content_hash) != 0 || strcmp(pb.location,
 	    o->where.location) != 0)) {
-		hand_over(st, o, &pb);
+		hand_over(t, o, &pb);
 		return 1;
 	}
 	/*
@@ -142,13 +115,13 @@ someone_else(struct stage *st, struct obj *o)
 	 */
 	if (o->defers == 0) {
 		o->defers++;
-		schedule_check_in(st, o, FIRST_DEFER_MS);
+		schedule_check_in(t, o, FIRST_DEFER_MS);
 		return 2;
 	}
 	/* its timestamp.txt lands before its status: wait for the status */
 	if (target_ts(o->where.dir) > o->timestamp && o->defers < MAX_DEFERS) {
 		o->defers++;
-		schedule_check_in(st, o, DEFER_MS);
+		schedule_check_in(t, o, DEFER_MS);
 		return 2;
 	}
 	o->defers = 0;
@@ -158,17 +131,17 @@ someone_else(struct stage *st, struct obj *o)
 /* ---- drift ---- */
 
 /*
- * publish_drift_check - make the target hold what we published.  full: hash the
+ * pft_drift_check - make the target hold what we published.  full: hash the
  * files even when their fingerprints look untouched.
  */
 void
-publish_drift_check(struct stage *st, struct obj *o, int full)
+pft_drift_check(struct ft *t, struct fobj *o, int full)
 {
-	struct pub *p = P(st);
+	struct stage *st = t->st;
 	struct publish_file_req rq;
 	struct publish_file_res res;
 	struct publish_file_sig s1, s2;
-	char other[4400], err[512], obj[600], msg[600], n[32], tspath[4400];
+	char other[4400], err[512], tspath[4400];
 	struct stat sb;
 	size_t len;
 	char *data;
@@ -187,7 +160,7 @@ publish_drift_check(struct stage *st, struct obj *o, int full)
 	}
 	if (journal_pending_for(stage_journal(st), STAGE, o->ns, o->name) == 1)
 		return;
-	if (someone_else(st, o) != 0)
+	if (someone_else(t, o) != 0)
 		return;
 	if ((data = spool_get(stage_spool(st), o->data_hash, &len)) == NULL) {
 		if (!o->complained)
@@ -197,7 +170,7 @@ publish_drift_check(struct stage *st, struct obj *o, int full)
 		o->complained = 1;
 		return;
 	}
-	rq = (struct publish_file_req){ p->root, o->ns, o->name, o->format, data, len,
+	rq = (struct publish_file_req){ t->root, o->ns, o->name, o->format, data, len,
 	    o->timestamp, 0, 0 };
 	if (publish_file(&rq, &res, err, sizeof(err)) < 0) {
 		log_kv(LOG_ERROR, "drift repair failed", "ns", o->ns, "name", o->name,
@@ -207,58 +180,53 @@ publish_drift_check(struct stage *st, struct obj *o, int full)
 	}
 	free(data);
 	o->where = res;
-	publisher_obj_watch(p, o);
+	pft_obj_watch(t, o);
 	if (!res.wrote_doc && !res.wrote_ts && !res.removed)
 		return;
 	o->repairs++;
-	p->repairs++;
-	publisher_object_id(o, obj, sizeof(obj));
-	snprintf(n, sizeof(n), "%ld", o->repairs);
-	log_kv(LOG_WARN, "drift repaired", "ns", o->ns, "name", o->name, "location",
-	    res.location, "detail", res.detail, "repairs", n, NULL);
-	if (journal_record_drift(stage_journal(st), o->ns, o->name, res.location,
-	    res.detail) < 0 || journal_audit(stage_journal(st), STAGE, obj, "drift-repaired",
-	    res.detail) < 0)
-		log_kv(LOG_ERROR, "journal: cannot record drift", "error",
-		    journal_error(stage_journal(st)), NULL);
-	snprintf(msg, sizeof(msg), "Put back the published version (%s); %ld repair%s"
-	    " since start", res.detail, o->repairs, o->repairs == 1 ? "" : "s");
-	status_set_condition(stage_store(st), stage_journal(st), "decofiles", o->ns,
-	    o->name, STAGE, "Drifted", "True", "Repaired", msg);
+	t->repairs++;
+	publish_record_repair(st, o->ns, o->name, res.location, res.detail, o->repairs);
 }
 
 static void
 check_timer_cb(struct stage *st, void *arg)
 {
-	struct obj *o = arg;
+	struct fobj *o = arg;
 
+	(void)st;
 	o->check_timer = 0;
-	publish_drift_check(st, o, 1);
+	pft_drift_check(o->t, o, 1);
 }
 
+/* schedule - a full check soon (debounced: one pending at a time) */
 static void
-publish_drift_schedule(struct stage *st, struct obj *o)
+schedule(struct ft *t, struct fobj *o)
 {
 	if (o->check_timer == 0)
-		o->check_timer = stage_add_timer(st, CHECK_DEBOUNCE_MS, check_timer_cb, o);
+		o->check_timer = stage_add_timer(t->st, CHECK_DEBOUNCE_MS, check_timer_cb, o);
 }
 
 /* schedule_check_in - a full check after ms (replaces a pending one) */
 static void
-schedule_check_in(struct stage *st, struct obj *o, int64_t ms)
+schedule_check_in(struct ft *t, struct fobj *o, int64_t ms)
 {
 	if (o->check_timer > 0)
-		stage_cancel_timer(st, o->check_timer);
-	o->check_timer = stage_add_timer(st, ms, check_timer_cb, o);
+		stage_cancel_timer(t->st, o->check_timer);
+	o->check_timer = stage_add_timer(t->st, ms, check_timer_cb, o);
 }
 
 void
-publish_drift_on_inotify(struct stage *st, int fd, short revents, void *arg)
+pft_on_inotify(struct stage *st, int fd, short revents, void *arg)
 {
-	struct pub *p = P(st);
+	struct ft *t = arg;
 	char b[8192] __attribute__((aligned(__alignof__(struct inotify_event))));
+	struct fobj *o;
+	char wd[32];
+	size_t cur;
 	ssize_t n;
 
+	(void)st;
+	(void)revents;
 	for (;;) {
 		n = read(fd, b, sizeof(b));
 		if (n <= 0)
@@ -268,66 +236,65 @@ publish_drift_on_inotify(struct stage *st, int fd, short revents, void *arg)
 
 			q += sizeof(*ev) + ev->len;
 			if (ev->mask & IN_Q_OVERFLOW) {
-				for (struct obj *o = p->objs; o != NULL; o = o->next)
-					publish_drift_schedule(st, o);
+				cur = 0;
+				while ((o = objtab_next(t->objs, &cur)) != NULL)
+					schedule(t, o);
 				continue;
 			}
-			for (struct obj *o = p->objs; o != NULL; o = o->next) {
-				if (o->wd != ev->wd)
-					continue;
-				if (ev->mask & IN_IGNORED)
-					o->wd = -1;
-				publish_drift_schedule(st, o);
-				break;
-			}
+			snprintf(wd, sizeof(wd), "%d", ev->wd);
+			if ((o = objtab_get(t->bywd, "", wd)) == NULL)
+				continue;
+			if (ev->mask & IN_IGNORED)
+				pft_wd_lost(t, o);
+			schedule(t, o);
 		}
 	}
 }
 
 /*
- * publish_drift_adopt - another instance already published this content hash and the
+ * pft_adopt - another instance already published this content hash and the
  * target holds its bytes: take the object over without a new publish (no
  * publish row, the timestamp replicas know is kept) and hand the change
  * on to the notifier, whose replicas may not all have confirmed it.
  */
 enum stage_result
-publish_drift_adopt(struct stage *st, const struct journal_item *it, struct obj *o, yajl_val doc,
+pft_adopt(struct ft *t, const struct journal_item *it, struct fobj *o, yajl_val doc,
     const char *format, const char *blob, const char *data, size_t len,
     const struct published *pb, const char *commit)
 {
-	struct pub *p = P(st);
+	struct stage *st = t->st;
 	struct journal *j = stage_journal(st);
 	struct publish_file_req rq;
 	struct publish_file_res res;
 	char err[512], detail[4800], why[1024];
 
 	/* make timestamp.txt and the other format right (a crash may have cut them) */
-	rq = (struct publish_file_req){ p->root, it->ns, it->name, format, data, len,
+	rq = (struct publish_file_req){ t->root, it->ns, it->name, format, data, len,
 	    pb->timestamp, 0, 0 };
 	if (publish_file(&rq, &res, err, sizeof(err)) < 0)
-		return publisher_finish_later(st, it, STAGE_RETRY, err);
+		return publish_item_failed(st, it, STAGE_RETRY, err);
 	if (o == NULL) {
-		o = publisher_obj_get(p, it->ns, it->name);
-		o->detach = publisher_doc_detach(doc);
+		o = pft_obj_get(t, it->ns, it->name);
+		o->detach = publish_doc_detach(doc);
 	}
 	snprintf(detail, sizeof(detail), "hash=%s location=%s timestamp=%lld deletion=%s"
 	    " (published by another instance; adopted)", it->hash, res.location,
 	    (long long)res.timestamp, o->detach ? "detach" : "delete");
 	if (stage_begin(st) < 0)
-		return publisher_finish_later(st, it, STAGE_RETRY, "journal busy");
+		return publish_item_failed(st, it, STAGE_RETRY, "journal busy");
 	if (((res.wrote_doc || res.wrote_ts || res.removed) &&
 	    journal_record_drift(j, it->ns, it->name, res.location, res.detail) < 0) ||
-	    publisher_record(st, it, o, &res, "adopt", detail, commit) < 0) {
+	    pft_record(t, it, o, &res, "adopt", detail, commit) < 0) {
 		snprintf(why, sizeof(why), "journal: %s", journal_error(j));
 		stage_rollback(st);
-		return publisher_finish_later(st, it, STAGE_RETRY, why);
+		return publish_item_failed(st, it, STAGE_RETRY, why);
 	}
 	if (stage_commit(st, it, "already published by another instance") < 0)
-		return publisher_finish_later(st, it, STAGE_RETRY, "journal commit failed");
-	publisher_took(st, o, it, format, blob, &res);
+		return publish_item_failed(st, it, STAGE_RETRY, "journal commit failed");
+	pft_took(t, o, it, format, blob, &res);
 	log_kv(LOG_INFO, "already published by another instance; adopted", "ns", o->ns,
 	    "name", o->name, "location", res.location, "hash", it->hash, NULL);
-	publisher_write_status(st, o);
+	pft_write_status(t, o);
 	return STAGE_DONE;
 }
 
