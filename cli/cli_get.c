@@ -18,6 +18,7 @@
 #include "common/resource.h"
 #include "common/store.h"
 #include "common/store_keys.h"
+#include "common/view.h"
 
 /* a list of parsed resources, sorted as the store lists them */
 struct reslist {
@@ -337,24 +338,7 @@ cli_get(struct cli *c)
 void
 cli_status_message(yajl_val st, char *out, size_t len)
 {
-	static const char *const types[] = { "Syncing", "Ready", "PodsNotified" };
-
-	out[0] = '\0';
-	for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
-		yajl_val cv = cli_condition(st, types[i]);
-		const char *status = json_get_str(cv, "status", NULL);
-		const char *reason = json_get_str(cv, "reason", NULL);
-		const char *msg = json_get_str(cv, "message", NULL);
-
-		if (status == NULL || strcmp(status, "False") != 0)
-			continue;
-		snprintf(out, len, "%s%s%s", reason ? reason : "", reason && msg ? ": " : "",
-		    msg ? msg : "");
-		for (char *p = out; *p; p++)	/* one table line */
-			if (*p == '\n' || *p == '\r' || *p == '\t')
-				*p = ' ';
-		return;
-	}
+	view_status_message(st, out, len);
 }
 
 /* publish_age - time since status.timestamp (unix s), else lastUpdated */
@@ -367,24 +351,6 @@ publish_age(yajl_val st, char *out, size_t len)
 		cli_age(wall_ms() - ts * 1000, out, len);
 	else
 		cli_age_since(json_get_str(st, "lastUpdated", NULL), out, len);
-}
-
-/*
- * lock_owner - the instance working ns/name: its job lock's holder (etcd
- * keeps it as the lock key's value); NULL if none is known (caller frees).
- */
-static char *
-lock_owner(struct cli *c, const char *ns, const char *name)
-{
-	char *key = key_lock(ns, name), *v = NULL;
-	size_t len;
-
-	if (store_get(c->st, key, &v, &len) != 0 || len == 0) {
-		free(v);
-		v = NULL;
-	}
-	free(key);
-	return v;
 }
 
 int
@@ -423,57 +389,18 @@ cli_status(struct cli *c)
 	jw_init(&w, &b);
 	jw_arr(&w);
 	for (size_t i = 0; i < l.n; i++) {
-		const char *ns = meta(l.v[i], "namespace"), *name = meta(l.v[i], "name");
-		yajl_val st = cli_merged_status(c, "decofiles", ns, name);
-		const char *commit = json_get_str(st, "githubCommit", NULL);
-		const char *hash = json_get_str(st, "contentHash", NULL);
-		const char *target = decofile_target(l.v[i], conf_get(c->cf, "default_target"));
-		char published[32], age[32], msg[1024], *owner = lock_owner(c, ns, name);
+		struct view_row r;
+		char published[32], age[32];
 
-		publish_age(st, published, sizeof(published));
-		cli_age_since(meta(l.v[i], "created_at"), age, sizeof(age));
-		cli_status_message(st, msg, sizeof(msg));
-		table_row(&t, ns, name, decofile_source(l.v[i]), cli_short(commit, 7),
-		    cli_short(hash, 12), target, decofile_suspended(l.v[i]) ? "True" : "False",
-		    cli_condition_status(st, "Ready"),
-		    cli_condition_status(st, "Syncing"), cli_condition_status(st, "PodsNotified"),
-		    published, age, owner ? owner : "-", msg[0] ? msg : "-");
-		jw_obj(&w);
-		jw_key(&w, "namespace");
-		jw_str(&w, ns);
-		jw_key(&w, "name");
-		jw_str(&w, name);
-		jw_key(&w, "source");
-		jw_str(&w, decofile_source(l.v[i]));
-		jw_key(&w, "commit");
-		jw_str(&w, commit);
-		jw_key(&w, "contentHash");
-		jw_str(&w, hash);
-		jw_key(&w, "target");
-		jw_str(&w, target);
-		jw_key(&w, "suspended");
-		jw_bool(&w, decofile_suspended(l.v[i]));
-		jw_key(&w, "location");
-		jw_str(&w, json_get_str(st, "location", NULL));
-		jw_key(&w, "timestamp");
-		jw_int(&w, json_get_int(st, 0, "timestamp", NULL));
-		jw_key(&w, "generation");
-		jw_int(&w, json_get_int(l.v[i], 0, "metadata", "generation", NULL));
-		jw_key(&w, "observedGeneration");
-		jw_int(&w, json_get_int(st, 0, "observedGeneration", NULL));
-		jw_key(&w, "ready");
-		jw_str(&w, cli_condition_status(st, "Ready"));
-		jw_key(&w, "podsNotified");
-		jw_str(&w, cli_condition_status(st, "PodsNotified"));
-		jw_key(&w, "syncing");
-		jw_str(&w, cli_condition_status(st, "Syncing"));
-		jw_key(&w, "message");
-		jw_str(&w, msg);
-		jw_key(&w, "owner");
-		jw_str(&w, owner);
-		jw_end_obj(&w);
-		free(owner);
-		yajl_tree_free(st);
+		view_row(c->st, l.v[i], conf_get(c->cf, "default_target"), &r);
+		publish_age(r.st, published, sizeof(published));
+		cli_age_since(r.created_at, age, sizeof(age));
+		table_row(&t, r.ns, r.name, r.source, cli_short(r.commit, 7),
+		    cli_short(r.hash, 12), r.target, r.suspended ? "True" : "False", r.ready,
+		    r.syncing, r.pods_notified, published, age, r.owner ? r.owner : "-",
+		    r.message[0] ? r.message : "-");
+		view_row_json(&r, &w);
+		view_row_free(&r);
 	}
 	jw_end_arr(&w);
 	if (cli_out_tree(c))
@@ -650,17 +577,10 @@ cli_describe(struct cli *c)
 	if (c->out == OUT_JSON || c->out == OUT_YAML) {
 		buf_init(&b);
 		jw_init(&w, &b);
-		jw_obj(&w);
-		jw_key(&w, "decofile");
-		jw_value(&w, full);
-		jw_key(&w, "replicas");
-		jw_raw(&w, rb.data, rb.len);
-		jw_key(&w, "inventory");
-		jw_raw(&w, ib.data, ib.len);
-		jw_key(&w, "events");
-		jw_raw(&w, hb.data, hb.len);
-		jw_end_obj(&w);
-		rc = cli_print_text(c, b.data, b.len);
+		if (view_describe_json(c->st, j, doc, 10, &w) < 0)
+			rc = cli_error("internal error: cannot re-read decofiles/%s", name);
+		else
+			rc = cli_print_text(c, b.data, b.len);
 		buf_free(&b);
 		goto out;
 	}

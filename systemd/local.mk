@@ -15,7 +15,7 @@ decodconfdir = $(sysconfdir)/decod
 
 DECOD_STAGE_UNITS = systemd/decod-fetcher.service systemd/decod-renderer.service \
 	systemd/decod-publisher.service systemd/decod-notifier.service \
-	systemd/decod-webhook.service systemd/decod-acl.service
+	systemd/decod-webhook.service systemd/decod-acl.service systemd/decod-web.service
 systemdsystemunit_DATA = systemd/decod.service $(DECOD_STAGE_UNITS) \
 	systemd/decod-stages.target
 # installed under the name decod.conf (install-data-hook below)
