@@ -8,7 +8,7 @@
 # pages render without warnings and every deploy/ YAML file parses.
 . "$top_srcdir/t/lib/common.sh"
 
-STAGES="fetcher renderer publisher notifier webhook acl"
+STAGES="fetcher renderer publisher notifier webhook acl web"
 R="$T/root"
 # the sub-make must not join the jobserver of a `make check` around us
 mk() { env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -C "$top_builddir" "$@"; }
@@ -191,6 +191,8 @@ libexec_dir = $R$libexecdir/decod
 store = local:$T/store
 # the acl stage starts (and reports ready) with its Valkey unreachable
 valkey_url = redis://127.0.0.1:9
+# the web stage on any free port
+web_listen = 127.0.0.1:0
 EOF
 # the webhook serves HTTPS only: give it a self-signed pair and any free port
 if command -v openssl >/dev/null 2>&1 &&
