@@ -357,6 +357,7 @@ int
 cli_status(struct cli *c)
 {
 	struct reslist l = { NULL, 0 };
+	struct journal *j;
 	struct table t;
 	struct buf b;
 	struct jw w;
@@ -366,6 +367,7 @@ cli_status(struct cli *c)
 		return cli_watch(c, cli_status);
 	if (cli_store(c) == NULL)
 		return CLI_FAIL;
+	j = cli_journal_open(c, 1);	/* the replicas' counts where there is one */
 	if (c->argc == 1) {
 		yajl_val doc = NULL;
 		char err[512];
@@ -392,7 +394,7 @@ cli_status(struct cli *c)
 		struct view_row r;
 		char published[32], age[32];
 
-		view_row(c->st, l.v[i], conf_get(c->cf, "default_target"), &r);
+		view_row(c->st, j, l.v[i], conf_get(c->cf, "default_target"), &r);
 		publish_age(r.st, published, sizeof(published));
 		cli_age_since(r.created_at, age, sizeof(age));
 		table_row(&t, r.ns, r.name, r.source, cli_short(r.commit, 7),
@@ -420,11 +422,10 @@ cli_status(struct cli *c)
 
 /* --- describe --------------------------------------------------------- */
 
-/* what describe_replicas fills */
+/* what describe_replicas fills (describe -o json is common/view.c's) */
 struct replicas {
 	const char *hash;	/* the current content hash, or NULL */
 	struct table *t;
-	struct jw *w;
 	int on_current, total;
 };
 
@@ -443,65 +444,15 @@ replica_row(void *arg, const struct journal_ack_row *r)
 	snprintf(hs, sizeof(hs), "%s%s", cli_short(r->content_hash, 12),
 	    x->hash != NULL && strcmp(r->content_hash, x->hash) != 0 ? " (old)" : "");
 	table_row(x->t, r->replica, hs, r->result, when);
-	jw_obj(x->w);
-	jw_key(x->w, "replica");
-	jw_str(x->w, r->replica);
-	jw_key(x->w, "contentHash");
-	jw_str(x->w, r->content_hash);
-	jw_key(x->w, "result");
-	jw_str(x->w, r->result);
-	jw_key(x->w, "at");
-	jw_str(x->w, r->at);
-	jw_key(x->w, "current");
-	jw_bool(x->w, current);
-	jw_end_obj(x->w);
 }
-
-/* describe_replicas - newest ack of each replica; counts on the current hash */
-static void
-describe_replicas(struct journal *j, const char *ns, const char *name, const char *hash,
-    struct table *t, struct jw *w, int *on_current, int *total)
-{
-	struct replicas x = { hash, t, w, 0, 0 };
-
-	(void)journal_acks_each(j, ns, name, replica_row, &x);
-	*on_current = x.on_current;
-	*total = x.total;
-}
-
-/* the table and JSON array describe_inventory fills */
-struct inv_out {
-	struct table *t;
-	struct jw *w;
-};
 
 static void
 inventory_row(void *arg, const struct journal_inventory_row *r)
 {
-	struct inv_out *o = arg;
 	char when[40];
 
 	cli_sql_time(r->updated_at, when, sizeof(when));
-	table_row(o->t, r->target, r->location, cli_short(r->content_hash, 12), when);
-	jw_obj(o->w);
-	jw_key(o->w, "target");
-	jw_str(o->w, r->target);
-	jw_key(o->w, "location");
-	jw_str(o->w, r->location);
-	jw_key(o->w, "contentHash");
-	jw_str(o->w, r->content_hash);
-	jw_key(o->w, "updatedAt");
-	jw_str(o->w, r->updated_at);
-	jw_end_obj(o->w);
-}
-
-static void
-describe_inventory(struct journal *j, const char *ns, const char *name, struct table *t,
-    struct jw *w)
-{
-	struct inv_out o = { t, w };
-
-	(void)journal_inventory_each(j, NULL, ns, name, inventory_row, &o);
+	table_row(arg, r->target, r->location, cli_short(r->content_hash, 12), when);
 }
 
 static void
@@ -534,8 +485,8 @@ cli_describe(struct cli *c)
 	const char *name = c->argv[0], *ns = c->ns, *hash;
 	yajl_val doc = NULL, full, st, conds, tmpl;
 	struct table tc, tr, ti, th;
-	struct buf rb, ib, hb, b;
-	struct jw rw, iw, hw, w;
+	struct buf hb, b;
+	struct jw hw, w;
 	struct journal *j;
 	char err[512], buf[64];
 	int got, on_current = 0, total = 0, rc = CLI_OK;
@@ -557,23 +508,9 @@ cli_describe(struct cli *c)
 	table_init(&tr, 4, "REPLICA", "HASH", "RESULT", "CONFIRMED");
 	table_init(&ti, 4, "TARGET", "LOCATION", "HASH", "UPDATED");
 	table_init(&th, 3, "TIME", "EVENT", "DETAIL");
-	buf_init(&rb);
-	buf_init(&ib);
-	buf_init(&hb);
-	jw_init(&rw, &rb);
-	jw_init(&iw, &ib);
+	buf_init(&hb);	/* cli_history_rows fills a table and JSON; the table is used */
 	jw_init(&hw, &hb);
-	jw_arr(&rw);
-	jw_arr(&iw);
 	jw_arr(&hw);
-	if (j != NULL) {
-		describe_replicas(j, ns, name, hash, &tr, &rw, &on_current, &total);
-		describe_inventory(j, ns, name, &ti, &iw);
-		cli_history_rows(j, ns, name, 10, &th, &hw);
-	}
-	jw_end_arr(&rw);
-	jw_end_arr(&iw);
-	jw_end_arr(&hw);
 	if (c->out == OUT_JSON || c->out == OUT_YAML) {
 		buf_init(&b);
 		jw_init(&w, &b);
@@ -584,6 +521,16 @@ cli_describe(struct cli *c)
 		buf_free(&b);
 		goto out;
 	}
+	if (j != NULL) {
+		struct replicas x = { hash, &tr, 0, 0 };
+
+		(void)journal_acks_each(j, ns, name, replica_row, &x);
+		on_current = x.on_current;
+		total = x.total;
+		(void)journal_inventory_each(j, NULL, ns, name, inventory_row, &ti);
+		cli_history_rows(j, ns, name, 10, &th, &hw);
+	}
+	jw_end_arr(&hw);
 	field("Name:", name);
 	field("Namespace:", ns);
 	field("Kind:", "Decofile");
@@ -670,8 +617,6 @@ out:
 	table_free(&tr);
 	table_free(&ti);
 	table_free(&th);
-	buf_free(&rb);
-	buf_free(&ib);
 	buf_free(&hb);
 	yajl_tree_free(full);
 	yajl_tree_free(doc);

@@ -173,8 +173,25 @@ view_lock_owner(struct store *s, const char *ns, const char *name)
 	return v;
 }
 
+/* the replicas on the current hash, counted from their newest acks */
+struct ack_count {
+	const char *hash;
+	int on, total;
+};
+
+static void
+count_ack(void *arg, const struct journal_ack_row *r)
+{
+	struct ack_count *c = arg;
+
+	c->total++;
+	if (c->hash != NULL && strcmp(r->content_hash, c->hash) == 0 && r->confirmed)
+		c->on++;
+}
+
 void
-view_row(struct store *s, yajl_val doc, const char *default_target, struct view_row *r)
+view_row(struct store *s, struct journal *j, yajl_val doc, const char *default_target,
+    struct view_row *r)
 {
 	memset(r, 0, sizeof(*r));
 	r->ns = json_get_str(doc, "metadata", "namespace", NULL);
@@ -195,6 +212,15 @@ view_row(struct store *s, yajl_val doc, const char *default_target, struct view_
 	r->pods_notified = view_condition_status(r->st, "PodsNotified");
 	view_status_message(r->st, r->message, sizeof(r->message));
 	r->owner = r->ns && r->name ? view_lock_owner(s, r->ns, r->name) : NULL;
+	if (j != NULL && r->ns != NULL && r->name != NULL) {
+		struct ack_count c = { r->hash, 0, 0 };
+
+		if (journal_acks_each(j, r->ns, r->name, count_ack, &c) >= 0) {
+			r->have_replicas = 1;
+			r->replicas_confirmed = c.on;
+			r->replicas_total = c.total;
+		}
+	}
 }
 
 void
@@ -241,6 +267,12 @@ view_row_json(const struct view_row *r, struct jw *w)
 	jw_str(w, r->message);
 	jw_key(w, "owner");
 	jw_str(w, r->owner);
+	if (r->have_replicas) {
+		jw_key(w, "replicasConfirmed");
+		jw_int(w, r->replicas_confirmed);
+		jw_key(w, "replicasTotal");
+		jw_int(w, r->replicas_total);
+	}
 	jw_end_obj(w);
 }
 

@@ -45,15 +45,25 @@ struct view_row {
 	const char *created_at;	/* metadata.created_at */
 	int suspended;
 	int64_t timestamp, generation, observed_generation;
+	/* from the journal's acks (with one): replicas on the current hash, of all */
+	int have_replicas, replicas_confirmed, replicas_total;
 	char message[1024];
 	char *owner;
 	yajl_val st;		/* the merged status (view_row_free frees it) */
 };
 
-/* view_row - fill r for Decofile doc (default_target: the setting) */
-void view_row(struct store *s, yajl_val doc, const char *default_target, struct view_row *r);
+/*
+ * view_row - fill r for Decofile doc (default_target: the setting); with a
+ * journal j (may be NULL) also the replicas that confirmed the current
+ * content hash, of all that answered
+ */
+void view_row(struct store *s, struct journal *j, yajl_val doc, const char *default_target,
+    struct view_row *r);
 void view_row_free(struct view_row *r);
-/* view_row_json - r as one element of `decoctl status -o json` */
+/*
+ * view_row_json - r as one element of `decoctl status -o json`
+ * (replicasConfirmed and replicasTotal only when r has them)
+ */
 void view_row_json(const struct view_row *r, struct jw *w);
 
 /*

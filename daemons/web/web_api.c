@@ -58,7 +58,7 @@ status_list(struct web *w, struct MHD_Connection *c)
 
 		if (doc == NULL)
 			continue;
-		view_row(s, doc, w->default_target, &r);
+		view_row(s, stage_journal(w->st), doc, w->default_target, &r);
 		view_row_json(&r, &jw);
 		view_row_free(&r);
 		yajl_tree_free(doc);

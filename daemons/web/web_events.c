@@ -71,7 +71,7 @@ snapshot(struct web_events *ev, struct buf *out)
 
 			if (doc == NULL)
 				continue;
-			view_row(s, doc, ev->w->default_target, &r);
+			view_row(s, stage_journal(ev->w->st), doc, ev->w->default_target, &r);
 			view_row_json(&r, &jw);
 			view_row_free(&r);
 			yajl_tree_free(doc);
@@ -114,7 +114,7 @@ row(struct web_events *ev, const char *ns, const char *name, struct buf *out)
 	} else {
 		struct view_row r;
 
-		view_row(s, doc, ev->w->default_target, &r);
+		view_row(s, stage_journal(ev->w->st), doc, ev->w->default_target, &r);
 		view_row_json(&r, &jw);
 		view_row_free(&r);
 		yajl_tree_free(doc);

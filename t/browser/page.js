@@ -37,6 +37,12 @@ function ok(cond, what) {
     document.querySelectorAll("#decofiles script, #decofiles img").length + (window.__xss ? 1 : 0));
   ok(injected === 0, "no element was made from it, nothing ran");
   ok(await page.textContent("#conn") === "live", "the page says it is live");
+  const podsSel = '#decofiles tbody tr[data-key="' + process.env.NS + '/loja"] td[data-label="Pods notified"]';
+  const pods = await page.waitForFunction((sel) => {
+    const td = document.querySelector(sel);
+    return td && td.textContent === "1/1" && td.querySelector(".bar > span") ? td.textContent : null;
+  }, podsSel, { timeout: 20000 }).then((h) => h.jsonValue()).catch(() => null);
+  ok(pods === "1/1", "loja's replicas confirmed show as 1/1 with a bar");
   if (process.env.SHOTS)
     await page.screenshot({ path: process.env.SHOTS + "/web-status.png", fullPage: true });
 

@@ -1,10 +1,11 @@
 #!/bin/sh
 # web_page - the status page in a real browser: Debian's chromium, headless,
 # driven by npm's playwright-core (t/browser/page.js), against real decod
-# (fetcher, renderer, publisher, web) with two dir sources, one broken by a
+# (fetcher, renderer, publisher, notifier, web; one reference replica of
+# loja) with two dir sources, one broken by a
 # block whose file name is markup.  The table has both, the failing one
-# first with its message as text (nothing made of it, nothing run); the
-# state filter; a row changes after an edit without a reload; readable on a
+# first with its message as text (nothing made of it, nothing run); loja's
+# replicas confirmed as 1/1 with a bar; the state filter; a row changes after an edit without a reload; readable on a
 # phone; the detail page's conditions; nothing fetched from elsewhere.
 # Also chromium --dump-dom alone: the table is in the rendered DOM.
 . "$top_srcdir/t/lib/common.sh"
@@ -17,8 +18,8 @@ BR=$("$top_srcdir/t/browser/setup.sh" "$top_builddir/t/browser" 2>"$T/setup.err"
 	skip_all "playwright-core not installed: $(cat "$T/setup.err")"
 
 PORT=$(free_port)
-pipeline_setup "fetcher renderer publisher web" \
-    "web_listen = 127.0.0.1:$PORT" \
+pipeline_setup "fetcher renderer publisher notifier web" \
+    "web_listen = 127.0.0.1:$PORT" "notify_timeout = 2s" \
     "web_static_dir = $top_srcdir/daemons/web/static"
 BASE="http://127.0.0.1:$PORT"
 
@@ -28,6 +29,7 @@ printf '{"ok": true}\n' >"$T/broken/Good.json"
 printf '{"not json\n' >"$T/broken/<script>alert(1)<img src=x onerror=window.__xss=1>.json"
 
 pipeline_start
+replica_start r1
 apply_dir loja "$T/loja"
 apply_dir broken "$T/broken"
 st() { ctl status "$1" -o json | python3 -c '
