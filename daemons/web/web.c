@@ -27,6 +27,8 @@
 #define STAGE		"web"
 #define TICK_MS		500
 #define DELIVERIES	256
+/* a connection silent this long is closed (a suspended event stream is exempt) */
+#define IDLE_S		60
 
 static struct web *
 W(struct stage *st)
@@ -299,7 +301,7 @@ web_init(struct stage *st)
 	    MHD_OPTION_EXTERNAL_LOGGER, mhd_log, w,
 	    MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
 	    MHD_OPTION_CONNECTION_LIMIT, (unsigned int)256,
-	    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)0,
+	    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)IDLE_S,
 	    MHD_OPTION_NOTIFY_COMPLETED, on_completed, w,
 	    tls ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END, certpem,
 	    MHD_OPTION_HTTPS_MEM_KEY, keypem,
