@@ -179,5 +179,36 @@ is "$(curl -s -o /dev/null -w '%{http_code}' "$BASE/static/../../etc/passwd")" 4
 check "the page fetches nothing from elsewhere" sh -c \
     "! grep -Eq '(src|href)=\"(https?:)?//' '$top_srcdir'/daemons/web/static/*.html"
 
+# --- HTTPS: the stage alone with a certificate pair ---------------------------
+if openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 \
+    -subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 \
+    -keyout "$T/web.key" -out "$T/web.crt" >/dev/null 2>&1; then
+	TPORT=$(free_port)
+	cat >"$T/tls.conf" <<CONF
+state_dir = $T/tls-state
+runtime_dir = $T/tls-run
+store = local:$T/store
+web_listen = 127.0.0.1:$TPORT
+web_cert_file = $T/web.crt
+web_key_file = $T/web.key
+web_static_dir = $top_srcdir/daemons/web/static
+CONF
+	"$(bin web)" -c "$T/tls.conf" >"$T/web-tls.log" 2>&1 &
+	track_pid $!
+	check "HTTPS: the stage alone starts" wait_for 10 grep -q 'msg=ready' "$T/web-tls.log"
+	is "$(curl -s --cacert "$T/web.crt" "https://127.0.0.1:$TPORT/healthz")" ok \
+	    "HTTPS: answered with the configured certificate"
+	check "HTTPS: /api/v1/status over TLS" sh -c \
+	    "curl -sf --cacert '$T/web.crt' https://127.0.0.1:$TPORT/api/v1/status | grep -q '\"name\":\"loja\"'"
+	check "HTTPS: plain HTTP is not answered" sh -c \
+	    "! curl -sf -m 5 http://127.0.0.1:$TPORT/healthz"
+	printf 'web_cert_file = %s\nstate_dir = %s\nruntime_dir = %s\n' "$T/web.crt" \
+	    "$T/half-state" "$T/half-run" >"$T/half.conf"
+	sed '/web_cert_file\|web_key_file\|state_dir\|runtime_dir/d' "$T/tls.conf" >>"$T/half.conf"
+	"$(bin web)" -c "$T/half.conf" >"$T/web-half.log" 2>&1
+	ok $(( $? == 0 )) "a certificate without its key: the stage refuses to start"
+	check "... and says why" grep -q 'go together' "$T/web-half.log"
+fi
+
 kill "$EVPID" 2>/dev/null
 done_testing
