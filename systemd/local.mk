@@ -89,7 +89,7 @@ print-install-dirs:
 	@echo localstatedir='$(localstatedir)'; echo runstatedir='$(runstatedir)'
 	@echo mandir='$(mandir)'; echo systemdsystemunitdir='$(systemdsystemunitdir)'
 	@echo sysusersdir='$(sysusersdir)'; echo tmpfilesdir='$(tmpfilesdir)'
-	@echo decodconfdir='$(decodconfdir)'
+	@echo decodconfdir='$(decodconfdir)'; echo pkgdatadir='$(pkgdatadir)'
 .PHONY: install-decod-data uninstall-decod-data print-install-dirs
 
 TESTS += t/integration/install.sh

@@ -43,6 +43,9 @@ is "$extra" "" "libexec/decod holds only stage programs (no test tools)"
 check "man page decod(8)" test -f "$R$mandir/man8/decod.8"
 check "man page decod.conf(5)" test -f "$R$mandir/man5/decod.conf.5"
 check "man page decoctl(1)" test -f "$R$mandir/man1/decoctl.1"
+for f in index.html detail.html style.css app.js detail.js; do
+	check "the web page's $f is installed" test -f "$R$pkgdatadir/web/$f"
+done
 UNITS="decod.service decod-stages.target"
 for s in $STAGES; do UNITS="$UNITS decod-$s.service"; done
 for u in $UNITS; do
