@@ -302,7 +302,7 @@ cli_sync(struct cli *c)
 {
 	const char *name = c->argv[0];
 	yajl_val doc = NULL;
-	char err[512], nonce[32], *key;
+	char err[512];
 	int rc;
 
 	if (cli_store(c) == NULL)
@@ -313,11 +313,7 @@ cli_sync(struct cli *c)
 	if (rc == 1)
 		return cli_not_found("decofiles", name);
 	yajl_tree_free(doc);
-	snprintf(nonce, sizeof(nonce), "%lld", (long long)wall_ms());
-	key = key_sync(c->ns, name);
-	rc = store_put(c->st, key, nonce, strlen(nonce));
-	free(key);
-	if (rc < 0)
+	if (decofile_request_sync(c->st, c->ns, name) < 0)
 		return cli_error("cannot write the sync trigger: %s", store_error(c->st));
 	printf("decofile/%s sync requested\n", name);
 	return CLI_OK;

@@ -18,6 +18,7 @@
 #include "common/resource.h"
 #include "common/store.h"
 #include "common/store_keys.h"
+#include "common/view.h"
 
 /* a list of parsed resources, sorted as the store lists them */
 struct reslist {
@@ -337,24 +338,7 @@ cli_get(struct cli *c)
 void
 cli_status_message(yajl_val st, char *out, size_t len)
 {
-	static const char *const types[] = { "Syncing", "Ready", "PodsNotified" };
-
-	out[0] = '\0';
-	for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
-		yajl_val cv = cli_condition(st, types[i]);
-		const char *status = json_get_str(cv, "status", NULL);
-		const char *reason = json_get_str(cv, "reason", NULL);
-		const char *msg = json_get_str(cv, "message", NULL);
-
-		if (status == NULL || strcmp(status, "False") != 0)
-			continue;
-		snprintf(out, len, "%s%s%s", reason ? reason : "", reason && msg ? ": " : "",
-		    msg ? msg : "");
-		for (char *p = out; *p; p++)	/* one table line */
-			if (*p == '\n' || *p == '\r' || *p == '\t')
-				*p = ' ';
-		return;
-	}
+	view_status_message(st, out, len);
 }
 
 /* publish_age - time since status.timestamp (unix s), else lastUpdated */
@@ -369,28 +353,11 @@ publish_age(yajl_val st, char *out, size_t len)
 		cli_age_since(json_get_str(st, "lastUpdated", NULL), out, len);
 }
 
-/*
- * lock_owner - the instance working ns/name: its job lock's holder (etcd
- * keeps it as the lock key's value); NULL if none is known (caller frees).
- */
-static char *
-lock_owner(struct cli *c, const char *ns, const char *name)
-{
-	char *key = key_lock(ns, name), *v = NULL;
-	size_t len;
-
-	if (store_get(c->st, key, &v, &len) != 0 || len == 0) {
-		free(v);
-		v = NULL;
-	}
-	free(key);
-	return v;
-}
-
 int
 cli_status(struct cli *c)
 {
 	struct reslist l = { NULL, 0 };
+	struct journal *j;
 	struct table t;
 	struct buf b;
 	struct jw w;
@@ -400,6 +367,7 @@ cli_status(struct cli *c)
 		return cli_watch(c, cli_status);
 	if (cli_store(c) == NULL)
 		return CLI_FAIL;
+	j = cli_journal_open(c, 1);	/* the replicas' counts where there is one */
 	if (c->argc == 1) {
 		yajl_val doc = NULL;
 		char err[512];
@@ -423,57 +391,18 @@ cli_status(struct cli *c)
 	jw_init(&w, &b);
 	jw_arr(&w);
 	for (size_t i = 0; i < l.n; i++) {
-		const char *ns = meta(l.v[i], "namespace"), *name = meta(l.v[i], "name");
-		yajl_val st = cli_merged_status(c, "decofiles", ns, name);
-		const char *commit = json_get_str(st, "githubCommit", NULL);
-		const char *hash = json_get_str(st, "contentHash", NULL);
-		const char *target = decofile_target(l.v[i], conf_get(c->cf, "default_target"));
-		char published[32], age[32], msg[1024], *owner = lock_owner(c, ns, name);
+		struct view_row r;
+		char published[32], age[32];
 
-		publish_age(st, published, sizeof(published));
-		cli_age_since(meta(l.v[i], "created_at"), age, sizeof(age));
-		cli_status_message(st, msg, sizeof(msg));
-		table_row(&t, ns, name, decofile_source(l.v[i]), cli_short(commit, 7),
-		    cli_short(hash, 12), target, decofile_suspended(l.v[i]) ? "True" : "False",
-		    cli_condition_status(st, "Ready"),
-		    cli_condition_status(st, "Syncing"), cli_condition_status(st, "PodsNotified"),
-		    published, age, owner ? owner : "-", msg[0] ? msg : "-");
-		jw_obj(&w);
-		jw_key(&w, "namespace");
-		jw_str(&w, ns);
-		jw_key(&w, "name");
-		jw_str(&w, name);
-		jw_key(&w, "source");
-		jw_str(&w, decofile_source(l.v[i]));
-		jw_key(&w, "commit");
-		jw_str(&w, commit);
-		jw_key(&w, "contentHash");
-		jw_str(&w, hash);
-		jw_key(&w, "target");
-		jw_str(&w, target);
-		jw_key(&w, "suspended");
-		jw_bool(&w, decofile_suspended(l.v[i]));
-		jw_key(&w, "location");
-		jw_str(&w, json_get_str(st, "location", NULL));
-		jw_key(&w, "timestamp");
-		jw_int(&w, json_get_int(st, 0, "timestamp", NULL));
-		jw_key(&w, "generation");
-		jw_int(&w, json_get_int(l.v[i], 0, "metadata", "generation", NULL));
-		jw_key(&w, "observedGeneration");
-		jw_int(&w, json_get_int(st, 0, "observedGeneration", NULL));
-		jw_key(&w, "ready");
-		jw_str(&w, cli_condition_status(st, "Ready"));
-		jw_key(&w, "podsNotified");
-		jw_str(&w, cli_condition_status(st, "PodsNotified"));
-		jw_key(&w, "syncing");
-		jw_str(&w, cli_condition_status(st, "Syncing"));
-		jw_key(&w, "message");
-		jw_str(&w, msg);
-		jw_key(&w, "owner");
-		jw_str(&w, owner);
-		jw_end_obj(&w);
-		free(owner);
-		yajl_tree_free(st);
+		view_row(c->st, j, l.v[i], conf_get(c->cf, "default_target"), &r);
+		publish_age(r.st, published, sizeof(published));
+		cli_age_since(r.created_at, age, sizeof(age));
+		table_row(&t, r.ns, r.name, r.source, cli_short(r.commit, 7),
+		    cli_short(r.hash, 12), r.target, r.suspended ? "True" : "False", r.ready,
+		    r.syncing, r.pods_notified, published, age, r.owner ? r.owner : "-",
+		    r.message[0] ? r.message : "-");
+		view_row_json(&r, &w);
+		view_row_free(&r);
 	}
 	jw_end_arr(&w);
 	if (cli_out_tree(c))
@@ -493,11 +422,10 @@ cli_status(struct cli *c)
 
 /* --- describe --------------------------------------------------------- */
 
-/* what describe_replicas fills */
+/* what describe_replicas fills (describe -o json is common/view.c's) */
 struct replicas {
 	const char *hash;	/* the current content hash, or NULL */
 	struct table *t;
-	struct jw *w;
 	int on_current, total;
 };
 
@@ -516,65 +444,15 @@ replica_row(void *arg, const struct journal_ack_row *r)
 	snprintf(hs, sizeof(hs), "%s%s", cli_short(r->content_hash, 12),
 	    x->hash != NULL && strcmp(r->content_hash, x->hash) != 0 ? " (old)" : "");
 	table_row(x->t, r->replica, hs, r->result, when);
-	jw_obj(x->w);
-	jw_key(x->w, "replica");
-	jw_str(x->w, r->replica);
-	jw_key(x->w, "contentHash");
-	jw_str(x->w, r->content_hash);
-	jw_key(x->w, "result");
-	jw_str(x->w, r->result);
-	jw_key(x->w, "at");
-	jw_str(x->w, r->at);
-	jw_key(x->w, "current");
-	jw_bool(x->w, current);
-	jw_end_obj(x->w);
 }
-
-/* describe_replicas - newest ack of each replica; counts on the current hash */
-static void
-describe_replicas(struct journal *j, const char *ns, const char *name, const char *hash,
-    struct table *t, struct jw *w, int *on_current, int *total)
-{
-	struct replicas x = { hash, t, w, 0, 0 };
-
-	(void)journal_acks_each(j, ns, name, replica_row, &x);
-	*on_current = x.on_current;
-	*total = x.total;
-}
-
-/* the table and JSON array describe_inventory fills */
-struct inv_out {
-	struct table *t;
-	struct jw *w;
-};
 
 static void
 inventory_row(void *arg, const struct journal_inventory_row *r)
 {
-	struct inv_out *o = arg;
 	char when[40];
 
 	cli_sql_time(r->updated_at, when, sizeof(when));
-	table_row(o->t, r->target, r->location, cli_short(r->content_hash, 12), when);
-	jw_obj(o->w);
-	jw_key(o->w, "target");
-	jw_str(o->w, r->target);
-	jw_key(o->w, "location");
-	jw_str(o->w, r->location);
-	jw_key(o->w, "contentHash");
-	jw_str(o->w, r->content_hash);
-	jw_key(o->w, "updatedAt");
-	jw_str(o->w, r->updated_at);
-	jw_end_obj(o->w);
-}
-
-static void
-describe_inventory(struct journal *j, const char *ns, const char *name, struct table *t,
-    struct jw *w)
-{
-	struct inv_out o = { t, w };
-
-	(void)journal_inventory_each(j, NULL, ns, name, inventory_row, &o);
+	table_row(arg, r->target, r->location, cli_short(r->content_hash, 12), when);
 }
 
 static void
@@ -607,8 +485,8 @@ cli_describe(struct cli *c)
 	const char *name = c->argv[0], *ns = c->ns, *hash;
 	yajl_val doc = NULL, full, st, conds, tmpl;
 	struct table tc, tr, ti, th;
-	struct buf rb, ib, hb, b;
-	struct jw rw, iw, hw, w;
+	struct buf hb, b;
+	struct jw hw, w;
 	struct journal *j;
 	char err[512], buf[64];
 	int got, on_current = 0, total = 0, rc = CLI_OK;
@@ -630,40 +508,29 @@ cli_describe(struct cli *c)
 	table_init(&tr, 4, "REPLICA", "HASH", "RESULT", "CONFIRMED");
 	table_init(&ti, 4, "TARGET", "LOCATION", "HASH", "UPDATED");
 	table_init(&th, 3, "TIME", "EVENT", "DETAIL");
-	buf_init(&rb);
-	buf_init(&ib);
-	buf_init(&hb);
-	jw_init(&rw, &rb);
-	jw_init(&iw, &ib);
+	buf_init(&hb);	/* cli_history_rows fills a table and JSON; the table is used */
 	jw_init(&hw, &hb);
-	jw_arr(&rw);
-	jw_arr(&iw);
 	jw_arr(&hw);
-	if (j != NULL) {
-		describe_replicas(j, ns, name, hash, &tr, &rw, &on_current, &total);
-		describe_inventory(j, ns, name, &ti, &iw);
-		cli_history_rows(j, ns, name, 10, &th, &hw);
-	}
-	jw_end_arr(&rw);
-	jw_end_arr(&iw);
-	jw_end_arr(&hw);
 	if (c->out == OUT_JSON || c->out == OUT_YAML) {
 		buf_init(&b);
 		jw_init(&w, &b);
-		jw_obj(&w);
-		jw_key(&w, "decofile");
-		jw_value(&w, full);
-		jw_key(&w, "replicas");
-		jw_raw(&w, rb.data, rb.len);
-		jw_key(&w, "inventory");
-		jw_raw(&w, ib.data, ib.len);
-		jw_key(&w, "events");
-		jw_raw(&w, hb.data, hb.len);
-		jw_end_obj(&w);
-		rc = cli_print_text(c, b.data, b.len);
+		if (view_describe_json(c->st, j, doc, 10, &w) < 0)
+			rc = cli_error("internal error: cannot re-read decofiles/%s", name);
+		else
+			rc = cli_print_text(c, b.data, b.len);
 		buf_free(&b);
 		goto out;
 	}
+	if (j != NULL) {
+		struct replicas x = { hash, &tr, 0, 0 };
+
+		(void)journal_acks_each(j, ns, name, replica_row, &x);
+		on_current = x.on_current;
+		total = x.total;
+		(void)journal_inventory_each(j, NULL, ns, name, inventory_row, &ti);
+		cli_history_rows(j, ns, name, 10, &th, &hw);
+	}
+	jw_end_arr(&hw);
 	field("Name:", name);
 	field("Namespace:", ns);
 	field("Kind:", "Decofile");
@@ -750,8 +617,6 @@ out:
 	table_free(&tr);
 	table_free(&ti);
 	table_free(&th);
-	buf_free(&rb);
-	buf_free(&ib);
 	buf_free(&hb);
 	yajl_tree_free(full);
 	yajl_tree_free(doc);

@@ -20,6 +20,7 @@
 #include "common/resource.h"
 #include "common/store.h"
 #include "common/store_keys.h"
+#include "common/view.h"
 
 int
 cli_error(const char *fmt, ...)
@@ -172,122 +173,37 @@ cli_sql_time(const char *at, char *out, size_t len)
 yajl_val
 cli_merged_status(struct cli *c, const char *plural, const char *ns, const char *name)
 {
-	struct buf b;
-	struct json_error je;
-	yajl_val v;
-
-	buf_init(&b);
-	buf_adds(&b, "");
-	if (resource_status_merged(c->st, plural, ns, name, &b) < 0 || b.len == 0) {
-		buf_reset(&b);
-		buf_adds(&b, "{}");
-	}
-	v = json_parse(b.data, b.len, &je);
-	if (v == NULL)
-		v = json_parse("{}", 2, NULL);
-	buf_free(&b);
-	return v;
+	return view_merged_status(c->st, plural, ns, name);
 }
 
 yajl_val
 cli_resource_with_status(struct cli *c, const char *plural, yajl_val doc)
 {
-	const char *ns = json_get_str(doc, "metadata", "namespace", NULL);
-	const char *name = json_get_str(doc, "metadata", "name", NULL);
-	struct buf b, st;
-	struct jw w;
-	yajl_val v;
+	yajl_val v = view_with_status(c->st, plural, doc);
 
-	buf_init(&st);
-	buf_adds(&st, "");
-	if (ns == NULL || name == NULL ||
-	    resource_status_merged(c->st, plural, ns, name, &st) < 0 || st.len == 0) {
-		buf_reset(&st);
-		buf_adds(&st, "{}");
-	}
-	buf_init(&b);
-	jw_init(&w, &b);
-	jw_obj(&w);
-	for (size_t i = 0; YAJL_IS_OBJECT(doc) && i < doc->u.object.len; i++) {
-		if (strcmp(doc->u.object.keys[i], "status") == 0)
-			continue;
-		jw_key(&w, doc->u.object.keys[i]);
-		jw_value(&w, doc->u.object.values[i]);
-	}
-	jw_key(&w, "status");
-	jw_raw(&w, st.data, st.len);
-	jw_end_obj(&w);
-	v = json_parse(b.data, b.len, NULL);
-	buf_free(&b);
-	buf_free(&st);
 	if (v == NULL)
-		cli_error("internal error: cannot re-read %s/%s", plural, name ? name : "?");
+		cli_error("internal error: cannot re-read %s/%s", plural,
+		    json_get_str(doc, "metadata", "name", NULL) ? json_get_str(doc, "metadata",
+		    "name", NULL) : "?");
 	return v;
 }
 
 yajl_val
 cli_condition(yajl_val status, const char *type)
 {
-	yajl_val conds = json_get(status, "conditions", NULL);
-
-	if (!YAJL_IS_ARRAY(conds))
-		return NULL;
-	for (size_t i = 0; i < conds->u.array.len; i++) {
-		const char *t = json_get_str(conds->u.array.values[i], "type", NULL);
-
-		if (t != NULL && strcmp(t, type) == 0)
-			return conds->u.array.values[i];
-	}
-	return NULL;
+	return view_condition(status, type);
 }
 
 const char *
 cli_condition_status(yajl_val status, const char *type)
 {
-	const char *s = json_get_str(cli_condition(status, type), "status", NULL);
-
-	return s ? s : "-";
-}
-
-/*
- * redact_urls - replace the userinfo of every "url" string that carries
- * credentials (stored before apply refused them) with "***", in place.
- */
-static void
-redact_urls(yajl_val v, int depth)
-{
-	if (v == NULL || depth > json_get_max_depth())
-		return;
-	if (YAJL_IS_ARRAY(v)) {
-		for (size_t i = 0; i < v->u.array.len; i++)
-			redact_urls(v->u.array.values[i], depth + 1);
-		return;
-	}
-	if (!YAJL_IS_OBJECT(v))
-		return;
-	for (size_t i = 0; i < v->u.object.len; i++) {
-		yajl_val x = v->u.object.values[i];
-
-		if (strcmp(v->u.object.keys[i], "url") == 0 && YAJL_IS_STRING(x) &&
-		    url_has_credentials(x->u.string)) {
-			char *s = x->u.string, *scheme = strstr(s, "://"), *host, *end, *at;
-
-			host = scheme + 3;
-			end = host + strcspn(host, "/?#");
-			for (at = end; at > host && at[-1] != '@'; at--)
-				;
-			x->u.string = xasprintf("%.*s***%s", (int)(host - s), s, at - 1);
-			free(s);
-		} else {
-			redact_urls(x, depth + 1);
-		}
-	}
+	return view_condition_status(status, type);
 }
 
 void
 cli_redact(yajl_val v)
 {
-	redact_urls(v, 0);
+	view_redact(v);
 }
 
 int
@@ -295,7 +211,7 @@ cli_print(struct cli *c, yajl_val v)
 {
 	int rc;
 
-	redact_urls(v, 0);
+	view_redact(v);
 	if (c->out == OUT_JSONPATH || c->out == OUT_COLUMNS)
 		return cli_print_template(c, v);
 	rc = c->out == OUT_YAML ? cli_print_yaml(stdout, v) : cli_print_json(stdout, v);

@@ -23,7 +23,7 @@ const struct conf_setting conf_table[] = {
 	  "decod", 0 },
 	{ "stages", CONF_LIST, "fetcher renderer publisher notifier", NULL, 0, 0,
 	  "stages the supervisor runs, in pipeline order (webhook too where the API server "
-	  "reaches it)",
+	  "reaches it; web for the status page and the git push receivers)",
 	  "decod", 0 },
 	{ "log_level", CONF_STR, "info", "LOG_LEVEL", 0, 0, "debug, info, warn or error",
 	  "* decod", CONF_LIVE },
@@ -142,7 +142,7 @@ const struct conf_setting conf_table[] = {
 	  "renderer", 0 },
 	/* publisher */
 	{ "default_target", CONF_STR, "file", NULL, 0, 0, "target of a Decofile that names none",
-	  "renderer publisher webhook", 0 },
+	  "renderer publisher webhook web", 0 },
 	{ "file_root", CONF_STR, "${state_dir}/published", NULL, 0, 0,
 	  "root folder of the file target",
 	  "publisher", 0 },
@@ -262,6 +262,40 @@ const struct conf_setting conf_table[] = {
 	  "users allowed to change objects labelled app.kubernetes.io/managed-by: decod "
 	  "(drift prevention; empty: off)",
 	  "webhook", CONF_LIVE },
+	/* web (daemons/web): the status page, /api/v1 and the git push receivers */
+	{ "web_listen", CONF_STR, "127.0.0.1:8080", NULL, 0, 0,
+	  "HOST:PORT the web stage serves the status page, /api/v1 and /hooks/ on "
+	  "(port 0: any free port)",
+	  "web", CONF_LISTEN },
+	{ "web_cert_file", CONF_STR, NULL, NULL, 0, 0,
+	  "web TLS certificate chain (PEM); with web_key_file the stage serves HTTPS, "
+	  "without both plain HTTP",
+	  "web", CONF_FILE },
+	{ "web_key_file", CONF_STR, NULL, NULL, 0, 0,
+	  "web TLS private key (PEM), with web_cert_file",
+	  "web", CONF_FILE },
+	{ "web_token_file", CONF_STR, NULL, NULL, 0, 0,
+	  "file holding the bearer token the web stage's actions (sync) need; unset: "
+	  "read-only",
+	  "web", CONF_FILE },
+	{ "web_github_secret_file", CONF_STR, NULL, NULL, 0, 0,
+	  "file holding the GitHub webhook secret (X-Hub-Signature-256); unset: "
+	  "/hooks/github is off",
+	  "web", CONF_FILE },
+	{ "web_gitlab_secret_file", CONF_STR, NULL, NULL, 0, 0,
+	  "file holding the GitLab webhook secret token (X-Gitlab-Token); unset: "
+	  "/hooks/gitlab is off",
+	  "web", CONF_FILE },
+	{ "web_gitea_secret_file", CONF_STR, NULL, NULL, 0, 0,
+	  "file holding the Gitea webhook secret (X-Gitea-Signature); unset: /hooks/gitea "
+	  "is off",
+	  "web", CONF_FILE },
+	{ "web_max_body", CONF_SIZE, "1MiB", NULL, 0, 0,
+	  "largest request body the web stage reads (a push larger: HTTP 413)",
+	  "web", 0 },
+	{ "web_static_dir", CONF_STR, DECOD_DATADIR "/web", NULL, 0, 0,
+	  "folder of the status page's files (installed with decod)",
+	  "web", 0 },
 	/* acl */
 	{ "valkey_sentinel_urls", CONF_LIST, NULL, "VALKEY_SENTINEL_URLS", 0, 0,
 	  "Sentinels to ask for the Valkey master and replicas (host:port or "

@@ -22,6 +22,7 @@ libdecod_a_SOURCES = \
 	common/store_etcd_watch.c common/store_etcd_lock.c \
 	common/store_keys.c common/store_keys.h \
 	common/resource.c common/resource.h common/resource_impl.h common/resource_status.c \
+	common/view.c common/view.h \
 	common/resource_hold.c common/condition.c common/condition.h \
 	common/s3key.c common/s3key.h \
 	common/curl_epoll.c common/curl_epoll.h \

@@ -196,4 +196,12 @@ const char *decofile_rollback_to(yajl_val doc);
  */
 yajl_val resource_hold_doc(yajl_val doc, int suspend, const char *rollback_to);
 
+/*
+ * decofile_request_sync - ask the fetcher to fetch ns/name now (the trigger
+ * key_sync() it watches gets a new nonce, the wall-clock ms, which `decoctl
+ * wait --for synced` compares with what the fetcher handled).  Does not
+ * check that the Decofile exists.  0, or -1 (store_error).
+ */
+int decofile_request_sync(struct store *s, const char *ns, const char *name);
+
 #endif

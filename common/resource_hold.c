@@ -4,14 +4,34 @@
  * (publish that earlier version again, then hold it).  decoctl writes
  * them, kubectl can too; the fetcher acts on them and consumes the
  * annotation.  Both rewrite a document here so they agree on its shape.
+ * Also the operator's other request, "fetch now" (decofile_request_sync),
+ * which decoctl sync and the web stage's push receivers both make.
  */
 #include "config.h"
 
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/json.h"
 #include "common/resource.h"
+#include "common/store.h"
+#include "common/store_keys.h"
 #include "common/util.h"
+
+int
+decofile_request_sync(struct store *s, const char *ns, const char *name)
+{
+	char nonce[32], *key;
+	int rc;
+
+	/* a new value every time: the fetcher's watch sees a put and fetches */
+	snprintf(nonce, sizeof(nonce), "%lld", (long long)wall_ms());
+	key = key_sync(ns, name);
+	rc = store_put(s, key, nonce, strlen(nonce));
+	free(key);
+	return rc;
+}
 
 int
 decofile_suspended(yajl_val doc)

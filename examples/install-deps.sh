@@ -21,6 +21,9 @@ PKGS="$PKGS redis-server redis-sentinel redis-tools"
 PKGS="$PKGS containerd runc debootstrap iproute2 util-linux libc6-dev"
 # decod's systemd units booted under a real systemd (t/integration/systemd_boot.sh)
 PKGS="$PKGS systemd-container"
+# the web stage's page in a real browser (t/integration/web_page.sh drives
+# Debian's chromium with npm's playwright-core, which downloads no browser)
+PKGS="$PKGS chromium"
 missing=""
 for p in $PKGS; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' ||

@@ -15,7 +15,7 @@ decodconfdir = $(sysconfdir)/decod
 
 DECOD_STAGE_UNITS = systemd/decod-fetcher.service systemd/decod-renderer.service \
 	systemd/decod-publisher.service systemd/decod-notifier.service \
-	systemd/decod-webhook.service systemd/decod-acl.service
+	systemd/decod-webhook.service systemd/decod-acl.service systemd/decod-web.service
 systemdsystemunit_DATA = systemd/decod.service $(DECOD_STAGE_UNITS) \
 	systemd/decod-stages.target
 # installed under the name decod.conf (install-data-hook below)
@@ -89,7 +89,7 @@ print-install-dirs:
 	@echo localstatedir='$(localstatedir)'; echo runstatedir='$(runstatedir)'
 	@echo mandir='$(mandir)'; echo systemdsystemunitdir='$(systemdsystemunitdir)'
 	@echo sysusersdir='$(sysusersdir)'; echo tmpfilesdir='$(tmpfilesdir)'
-	@echo decodconfdir='$(decodconfdir)'
+	@echo decodconfdir='$(decodconfdir)'; echo pkgdatadir='$(pkgdatadir)'
 .PHONY: install-decod-data uninstall-decod-data print-install-dirs
 
 TESTS += t/integration/install.sh

@@ -8,7 +8,7 @@
 # pages render without warnings and every deploy/ YAML file parses.
 . "$top_srcdir/t/lib/common.sh"
 
-STAGES="fetcher renderer publisher notifier webhook acl"
+STAGES="fetcher renderer publisher notifier webhook acl web"
 R="$T/root"
 # the sub-make must not join the jobserver of a `make check` around us
 mk() { env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -C "$top_builddir" "$@"; }
@@ -43,6 +43,9 @@ is "$extra" "" "libexec/decod holds only stage programs (no test tools)"
 check "man page decod(8)" test -f "$R$mandir/man8/decod.8"
 check "man page decod.conf(5)" test -f "$R$mandir/man5/decod.conf.5"
 check "man page decoctl(1)" test -f "$R$mandir/man1/decoctl.1"
+for f in index.html detail.html style.css app.js detail.js; do
+	check "the web page's $f is installed" test -f "$R$pkgdatadir/web/$f"
+done
 UNITS="decod.service decod-stages.target"
 for s in $STAGES; do UNITS="$UNITS decod-$s.service"; done
 for u in $UNITS; do
@@ -191,6 +194,8 @@ libexec_dir = $R$libexecdir/decod
 store = local:$T/store
 # the acl stage starts (and reports ready) with its Valkey unreachable
 valkey_url = redis://127.0.0.1:9
+# the web stage on any free port
+web_listen = 127.0.0.1:0
 EOF
 # the webhook serves HTTPS only: give it a self-signed pair and any free port
 if command -v openssl >/dev/null 2>&1 &&

@@ -1,0 +1,56 @@
+// decod's decofile page: /api/v1/decofiles/{ns}/{name} (decoctl describe
+// -o json) laid out; every value set as text, never as markup.
+"use strict";
+
+const parts = location.pathname.split("/").map(decodeURIComponent);
+const ns = parts[2], name = parts[3];
+document.getElementById("title").textContent = ns + "/" + name;
+document.title = "decod — " + ns + "/" + name;
+
+function rowOf(tbody, values, cls) {
+  const tr = document.createElement("tr");
+  if (cls) tr.className = cls;
+  for (const v of values) {
+    const td = document.createElement("td");
+    td.textContent = v == null || v === "" ? "-" : String(v);
+    tr.appendChild(td);
+  }
+  tbody.appendChild(tr);
+}
+
+function field(dl, label, value) {
+  const dt = document.createElement("dt"), dd = document.createElement("dd");
+  dt.textContent = label;
+  dd.textContent = value == null || value === "" ? "-" : String(value);
+  dl.append(dt, dd);
+}
+
+fetch("/api/v1/decofiles/" + encodeURIComponent(ns) + "/" + encodeURIComponent(name))
+  .then(r => r.ok ? r.json() : r.json().then(j => Promise.reject(j.error)))
+  .then(d => {
+    const df = d.decofile, st = df.status || {}, spec = df.spec || {};
+    const dl = document.getElementById("fields");
+    field(dl, "Source", spec.source || "inline");
+    field(dl, "Target", spec.target);
+    field(dl, "Commit", st.githubCommit);
+    field(dl, "Content hash", st.contentHash);
+    field(dl, "Location", st.location);
+    field(dl, "Generation", (df.metadata || {}).generation);
+    field(dl, "Observed generation", st.observedGeneration);
+    const cb = document.querySelector("#conditions tbody");
+    for (const c of st.conditions || [])
+      rowOf(cb, [c.type, c.status, c.reason, c.lastTransitionTime, c.message],
+        c.status === "False" ? "failing" : "");
+    const rb = document.querySelector("#replicas tbody");
+    for (const r of d.replicas || [])
+      rowOf(rb, [r.replica, r.contentHash, r.result, r.at], r.current ? "" : "stale");
+    const ib = document.querySelector("#inventory tbody");
+    for (const i of d.inventory || []) rowOf(ib, [i.target, i.location, i.contentHash, i.updatedAt]);
+    const hb = document.querySelector("#history tbody");
+    for (const h of (d.events || []).slice().reverse()) rowOf(hb, [h.at, h.event, h.detail]);
+  })
+  .catch(e => {
+    const p = document.getElementById("error");
+    p.hidden = false;
+    p.textContent = "Cannot read this decofile: " + e;
+  });

@@ -1,0 +1,147 @@
+/*
+ * web_api - /api/v1: the JSON of `decoctl status -o json` and `decoctl
+ * describe -o json` (common/view.c makes both), and the one action, sync,
+ * which needs the bearer token of web_token_file.  Read-only without it.
+ */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <microhttpd.h>
+
+#include "common/json.h"
+#include "common/log.h"
+#include "common/resource.h"
+#include "common/store.h"
+#include "common/store_keys.h"
+#include "common/view.h"
+#include "daemons/web/web.h"
+
+#define PREFIX_DF "/api/v1/decofiles/"
+
+static enum MHD_Result
+error_json(struct MHD_Connection *c, unsigned int status, const char *msg)
+{
+	struct buf b;
+	struct jw jw;
+
+	buf_init(&b);
+	jw_init(&jw, &b);
+	jw_obj(&jw);
+	jw_key(&jw, "error");
+	jw_str(&jw, msg);
+	jw_end_obj(&jw);
+	return web_reply_json(c, status, &b);
+}
+
+static enum MHD_Result
+status_list(struct web *w, struct MHD_Connection *c)
+{
+	struct store *s = stage_store(w->st);
+	char *prefix = key_resource_prefix("decofiles", NULL);
+	struct store_list l;
+	struct buf b;
+	struct jw jw;
+	int rc = store_list(s, prefix, &l);
+
+	free(prefix);
+	if (rc < 0)
+		return error_json(c, MHD_HTTP_SERVICE_UNAVAILABLE, store_error(s));
+	buf_init(&b);
+	jw_init(&jw, &b);
+	jw_arr(&jw);
+	for (size_t i = 0; i < l.n; i++) {
+		yajl_val doc = json_parse(l.kvs[i].value, l.kvs[i].vlen, NULL);
+		struct view_row r;
+
+		if (doc == NULL)
+			continue;
+		view_row(s, stage_journal(w->st), doc, w->default_target, &r);
+		view_row_json(&r, &jw);
+		view_row_free(&r);
+		yajl_tree_free(doc);
+	}
+	jw_end_arr(&jw);
+	store_list_free(&l);
+	return web_reply_json(c, MHD_HTTP_OK, &b);
+}
+
+/* authorized - the request carries "Authorization: Bearer <web_token_file's token>" */
+static int
+authorized(struct web *w, struct MHD_Connection *c)
+{
+	const char *h = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+	    MHD_HTTP_HEADER_AUTHORIZATION);
+
+	if (w->token == NULL || h == NULL || strncmp(h, "Bearer ", 7) != 0)
+		return 0;
+	/* the GitLab rule is a constant-time compare of two tokens */
+	return web_hook_verify(WEB_GITLAB, w->token, strlen(w->token), h + 7, "", 0);
+}
+
+enum MHD_Result
+web_api_answer(struct web *w, struct MHD_Connection *c, const char *url, const char *method,
+    struct web_req *q)
+{
+	struct store *s = stage_store(w->st);
+	char ns[254], name[254], action[32] = "", err[512];
+	yajl_val doc = NULL;
+	int got;
+
+	(void)q;
+	if (strcmp(url, "/api/v1/status") == 0) {
+		if (strcmp(method, "GET") != 0)
+			return error_json(c, MHD_HTTP_METHOD_NOT_ALLOWED, "use GET");
+		return status_list(w, c);
+	}
+	if (strncmp(url, PREFIX_DF, strlen(PREFIX_DF)) != 0 ||
+	    sscanf(url + strlen(PREFIX_DF), "%253[^/]/%253[^/]/%31s", ns, name, action) < 2 ||
+	    !name_valid(ns) || !name_valid(name))
+		return error_json(c, MHD_HTTP_NOT_FOUND, "not found");
+	if (action[0] != '\0' && strcmp(action, "sync") != 0)
+		return error_json(c, MHD_HTTP_NOT_FOUND, "not found");
+	if (action[0] != '\0' && strcmp(method, "POST") != 0)
+		return error_json(c, MHD_HTTP_METHOD_NOT_ALLOWED, "use POST");
+	if (action[0] == '\0' && strcmp(method, "GET") != 0)
+		return error_json(c, MHD_HTTP_METHOD_NOT_ALLOWED, "use GET");
+	if (action[0] != '\0' && !authorized(w, c)) {
+		log_kv(LOG_WARN, "action refused: no valid bearer token", "action", action,
+		    "ns", ns, "name", name, NULL);
+		return error_json(c, w->token ? MHD_HTTP_UNAUTHORIZED : MHD_HTTP_FORBIDDEN,
+		    w->token ? "a bearer token is needed" : "actions are off (web_token_file)");
+	}
+	got = resource_get(s, "decofiles", ns, name, &doc, err, sizeof(err));
+	if (got < 0)
+		return error_json(c, MHD_HTTP_SERVICE_UNAVAILABLE, err);
+	if (got == 1)
+		return error_json(c, MHD_HTTP_NOT_FOUND, "no such decofile");
+	if (action[0] != '\0') {
+		yajl_tree_free(doc);
+		if (decofile_request_sync(s, ns, name) < 0)
+			return error_json(c, MHD_HTTP_SERVICE_UNAVAILABLE, store_error(s));
+		log_kv(LOG_INFO, "sync requested over the web", "ns", ns, "name", name, NULL);
+		{
+			struct buf b;
+
+			buf_init(&b);
+			buf_adds(&b, "{\"result\":\"sync requested\"}");
+			return web_reply_json(c, MHD_HTTP_ACCEPTED, &b);
+		}
+	}
+	{
+		struct buf b;
+		struct jw jw;
+
+		buf_init(&b);
+		jw_init(&jw, &b);
+		got = view_describe_json(s, stage_journal(w->st), doc, 10, &jw);
+		yajl_tree_free(doc);
+		if (got < 0) {
+			buf_free(&b);
+			return error_json(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "cannot re-read it");
+		}
+		return web_reply_json(c, MHD_HTTP_OK, &b);
+	}
+}
