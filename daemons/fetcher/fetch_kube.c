@@ -3,9 +3,10 @@
  * fetcher's loop, informers of Decofile and DecofileTemplate CRs, and a
  * store watch of the status fragments.  CR changes become store puts and
  * deletes (marked with the CR's uid so a re-list can tell its own mirrors
- * from what decoctl applied); each stage's fragment becomes a server-side
- * apply of the CR's status under field manager decod-<stage>, skipped when
- * the CR already shows it, so a restart writes nothing.
+ * from what decoctl applied); every stage's fragment of a CR, merged,
+ * becomes one server-side apply of the CR's status under the one field
+ * manager `decod` (fetch_kube_status.c), skipped when the CR already shows
+ * it, so a restart writes nothing.
  */
 #include "config.h"
 
@@ -173,7 +174,7 @@ fk_caught_up(struct fetch_kube *fk)
 {
 	char crs[32], mirrored[32], writes[32];
 
-	if (fk->caught_up || fk->inflight > 0 || fk->qhead != NULL ||
+	if (fk->caught_up || fk->inflight > 0 || fk->qhead != NULL || fk->dhead != NULL ||
 	    !kube_informer_synced(fk->dfs) ||
 	    !kube_informer_synced(fk->tpls))
 		return;

@@ -1,9 +1,9 @@
 /*
  * fetch_kube - Decofile and DecofileTemplate CRs as a front door (SPEC §10):
  * the fetcher lists and watches them and mirrors them into the store
- * (decod's truth stays the store), and puts every stage's status fragment
- * back on the CR's status subresource by server-side apply under that
- * stage's own field manager (decod-<stage>).
+ * (decod's truth stays the store), and is the one writer of the CRs'
+ * status: every stage's fragment, merged, by one server-side apply per CR
+ * per change under the one field manager `decod`.
  */
 #ifndef DECOD_FETCH_KUBE_H
 #define DECOD_FETCH_KUBE_H
@@ -44,12 +44,23 @@ int fetch_kube_patch(struct fetch_kube *fk, const char *ns, const char *name,
 yajl_val fetch_kube_mirror_doc(yajl_val obj);
 
 /*
- * fetch_kube_status_body - the status apply body for a stage's fragment
- * (a JSON object: fields and conditions), for kind/ns/name; *same is set
- * when cur (the CR as cached; may be NULL) already shows every field and
- * condition of the fragment, so no write is needed.  Caller frees.
+ * fetch_kube_status_body - the status apply body for a status (a JSON
+ * object: fields and conditions; the merge of every stage's fragments),
+ * for kind/ns/name; *same is set when cur (the CR as cached; may be NULL)
+ * already shows every field and condition of it, so no write is needed.
+ * Caller frees.
  */
 char *fetch_kube_status_body(const char *kind, const char *ns, const char *name,
     yajl_val fragment, yajl_val cur, int *same, size_t *len);
+
+/*
+ * fetch_kube_adopt_patch - the JSON patch (RFC 6902) that adopts CR cur:
+ * a test of its metadata.resourceVersion, then metadata.managedFields
+ * without the status entries of the writers decod replaces (its old
+ * per-stage managers decod-<stage>, the Go operator's `manager`); NULL
+ * when cur has none.  Sent to the status subresource, which keeps the
+ * managedFields a request sets.  Caller frees.
+ */
+char *fetch_kube_adopt_patch(yajl_val cur, size_t *len);
 
 #endif

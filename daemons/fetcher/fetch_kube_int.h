@@ -1,7 +1,7 @@
 /*
  * fetch_kube_int.h - what the front door's two halves share: fetch_kube.c
- * (CRs into the store, the Lease, life) and fetch_kube_status.c (status
- * fragments back onto the CRs).  Private to the fetcher.
+ * (CRs into the store, the Lease, life) and fetch_kube_status.c (the
+ * merged status back onto the CRs, one writer).  Private to the fetcher.
  */
 #ifndef DECOD_FETCH_KUBE_INT_H
 #define DECOD_FETCH_KUBE_INT_H
@@ -13,9 +13,9 @@
 #include "common/kube.h"
 
 #define API_VERSION "deco.sites/v1alpha1"
-#define NFLIGHT 4096	/* buckets of the writes-in-flight and per-CR tables */
+#define NFLIGHT 4096	/* buckets of the per-CR table */
+#define FK_MANAGER "decod"	/* the one field manager of every CR's status */
 
-struct flight;
 struct crw;
 
 struct stage_watch;
@@ -28,12 +28,13 @@ struct fetch_kube {
 	struct stage_watch *sw_attach;
 	char *status_prefix;
 	uint64_t mirrored, status_writes;
+	uint64_t adoptions;	/* CRs whose old managers' entries were removed */
 	uint64_t inflight;	/* status writes sent, not yet answered */
-	struct flight *qhead, *qtail;	/* status writes waiting for a slot */
-	yajl_val pa_merged;	/* push_all's CR, its merged status (read once, not per stage) */
+	struct crw *dhead, *dtail;	/* CRs changed, waiting out the coalescing window */
+	struct crw *qhead, *qtail;	/* CRs due, waiting for a write slot */
+	int64_t dtimer;		/* > 0: the coalescing timer is armed */
 	int caught_up;		/* "caught up" logged */
-	struct flight *flights[NFLIGHT];
-	struct crw *crws[NFLIGHT];	/* per CR: its flights, the newest answer */
+	struct crw *crws[NFLIGHT];	/* per CR with a write pending: its state */
 	/*
 	 * Without a supervisor (deploy/'s pod: one container per stage) the
 	 * fetcher holds the Lease for its pod: only the holder's front door
@@ -63,7 +64,7 @@ void fk_caught_up(struct fetch_kube *fk);
 int fk_status_start(struct fetch_kube *fk, char *err, size_t errlen);
 /* fk_status_free - stop the watch, drop the writes waiting and their records */
 void fk_status_free(struct fetch_kube *fk);
-/* fk_push_all - every stage's fragment of ns/name onto the CR (when it differs) */
+/* fk_push_all - the merged status of ns/name onto the CR (when it differs) */
 void fk_push_all(struct fetch_kube *fk, const struct kind_info *ki, const char *ns,
     const char *name);
 

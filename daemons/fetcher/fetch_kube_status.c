@@ -1,8 +1,13 @@
 /*
- * fetch_kube_status - each stage's status fragment onto its CR: a store
- * watch of the fragments, one server-side apply per fragment under field
- * manager decod-<stage>, skipped when the CR already shows it, at most
- * MAX_INFLIGHT at once, a failed one tried again with a doubling pause.
+ * fetch_kube_status - the one writer of the CRs' status: a store watch of
+ * every stage's fragment; per CR, the fragments merged (conditions by
+ * type, as `decoctl get` shows them) and applied once, by server-side
+ * apply under the one field manager `decod`, a burst of fragments within
+ * COALESCE_MS coalesced into that one apply, skipped when the CR already
+ * shows it, at most MAX_INFLIGHT at once, a failed one tried again with a
+ * doubling pause.  A CR whose status entries were written by today's old
+ * managers (decod-<stage>) or by the Go operator is adopted first: one
+ * JSON patch, guarded by its resourceVersion, removes those entries.
  */
 #include "config.h"
 
@@ -27,50 +32,51 @@
  * Status writes in flight at most.  Thousands at once (10,000 CRs created
  * together) queue in the API server until their deadline passes, and the
  * supervisor's Lease renewal waits behind them (it lost the lease and
- * stopped decod so); the rest wait here, one entry per fragment, and are
- * read from the store when their turn comes.
+ * stopped decod so); the rest wait here, one entry per CR, and are read
+ * from the store when their turn comes (so a CR waiting here gathers every
+ * stage's fragment into its one write).
  */
 #define MAX_INFLIGHT 32
 #define PUSH_RETRY_MIN_MS 500	/* a failed status write is tried again, doubling */
 #define PUSH_RETRY_MAX_MS 30000
+/*
+ * A fragment change waits this long before the CR's write is made, so a
+ * burst of fragments of one CR (a stage writing two, two stages at once,
+ * a restart's list) is one apply.
+ */
+#define COALESCE_MS 10
 
 /*
- * One status write in flight per fragment (kind/ns/name/stage): two applies
- * of one manager racing could land out of order (Unknown after True), so a
- * fragment that changes meanwhile is written again, from the store, after.
- * A write that fails (past its deadline: the server down, 5xx, 429) is
- * written again later, from the store, with a doubling pause: no other
- * event would bring the CR's status back in step.
+ * One record per CR with a status write pending: changed and waiting out
+ * the coalescing window (due), waiting for a slot (queued), in flight, or
+ * waiting to try a failed one again (retry).  One write per CR is in
+ * flight at a time, so two applies of the one manager never race (Unknown
+ * landing after True); a fragment that changes meanwhile makes the CR
+ * written again, from the store, after.  A write that fails (past its
+ * deadline: the server down, 5xx, 429) is written again later, from the
+ * store, with a doubling pause: no other event would bring the CR's status
+ * back in step.  The record goes once the CR is idle.
  */
-struct push;
+enum crw_state { CRW_IDLE, CRW_DUE, CRW_QUEUED, CRW_FLIGHT, CRW_RETRY };
 
-struct flight {
-	struct flight *next;
-	char *key;		/* the fragment's store key */
-	int again;
-	int queued;		/* waiting for a slot (in fk->qhead), not sent */
-	struct flight *qnext;
-	const struct kind_info *ki;
-	char *ns, *name, *stage;
-	int fails;		/* failed writes in a row */
-	int64_t timer;		/* > 0: waiting to write again */
-	struct push *wait;	/* the push the timer will redo (owned) */
-};
-
-/*
- * One record per CR with a status write of any stage in flight, waiting
- * or queued: how many, how many were made, and the newest CR their answers
- * showed.  Concurrent writes of two stages are answered in any order, so
- * the answer that arrives last may show an older CR than the server holds
- * (the Syncing one stage merged before the other's landed last).  When the
- * CR's last write lands, the recheck compares with the newest CR seen.
- */
 struct crw {
-	struct crw *next;
+	struct crw *next;	/* hash chain */
+	struct crw *lnext;	/* the due or the queued list */
+	struct fetch_kube *fk;
 	char *key;		/* plural/ns/name */
-	unsigned nflight;	/* flights of this CR now */
-	unsigned nmade;		/* flights made since the record began */
+	const struct kind_info *ki;
+	char *ns, *name;
+	enum crw_state state;
+	int again;		/* a fragment changed while the write was in flight */
+	int rechecked;		/* the answer of this burst's last write was compared */
+	int adopting;		/* the call in flight removes old managers' entries */
+	int adopt_tried;	/* ... done once per record: never a loop */
+	int force;		/* write even when the CR shows it (just adopted) */
+	int fails;		/* failed writes in a row */
+	int64_t due;		/* monotonic ms: the coalescing window ends */
+	int64_t timer;		/* > 0: waiting to write again */
 	yajl_val newest;	/* the newest CR answered, NULL before any */
+	char what[600];
 };
 
 static const struct kind_info *
@@ -175,47 +181,77 @@ fetch_kube_status_body(const char *kind, const char *ns, const char *name,
 	return buf_steal(&b, len);
 }
 
-/* ---- fragments onto the CRs ---- */
-
-static void status_push(struct fetch_kube *fk, const struct kind_info *ki, const char *ns,
-    const char *name, const char *stage, const char *val, size_t vlen);
-static void status_push_cur(struct fetch_kube *fk, const struct kind_info *ki,
-    const char *ns, const char *name, const char *stage, const char *val, size_t vlen,
-    yajl_val cur);
-
-/* push_all_cur - every stage's fragment of ns/name onto the CR, compared with cur (NULL: cached) */
-static void
-push_all_cur(struct fetch_kube *fk, const struct kind_info *ki, const char *ns,
-    const char *name, yajl_val cur)
+/*
+ * stale_manager - an entry of the CR's status written by a writer decod
+ * replaces: decod's old per-stage managers and the Go operator's
+ * (controller-runtime names it after its binary, kubebuilder's `manager`)
+ */
+static int
+stale_manager(yajl_val e)
 {
-	struct store_list l;
-	char *prefix = key_status_prefix(ki->plural, ns, name);
+	static const char *operator[] = { "manager", "deco-operator", "decofile-operator" };
+	const char *m = json_get_str(e, "manager", NULL);
+	const char *sub = json_get_str(e, "subresource", NULL);
 
-	if (store_list(stage_store(fk->st), prefix, &l) == 0) {
-		size_t plen = strlen(prefix);
-		struct buf m;
+	if (m == NULL || sub == NULL || strcmp(sub, "status") != 0 || strcmp(m, FK_MANAGER) == 0)
+		return 0;
+	if (strncmp(m, FK_MANAGER "-", strlen(FK_MANAGER) + 1) == 0)
+		return 1;
+	for (size_t i = 0; i < sizeof(operator) / sizeof(operator[0]); i++)
+		if (strcmp(m, operator[i]) == 0)
+			return 1;
+	return 0;
+}
 
-		buf_init(&m);
-		if (l.n > 0 && resource_status_merged(stage_store(fk->st), ki->plural, ns, name,
-		    &m) == 0)
-			fk->pa_merged = json_parse(m.data, m.len, NULL);
-		buf_free(&m);
-		for (size_t i = 0; i < l.n; i++)
-			if (strlen(l.kvs[i].key) > plen && strchr(l.kvs[i].key + plen, '/') == NULL)
-				status_push_cur(fk, ki, ns, name, l.kvs[i].key + plen,
-				    l.kvs[i].value, l.kvs[i].vlen, cur);
-		yajl_tree_free(fk->pa_merged);
-		fk->pa_merged = NULL;
-		store_list_free(&l);
+char *
+fetch_kube_adopt_patch(yajl_val cur, size_t *len)
+{
+	yajl_val mf = json_get(cur, "metadata", "managedFields", NULL);
+	const char *rv = json_get_str(cur, "metadata", "resourceVersion", NULL);
+	size_t stale = 0, kept = 0;
+	struct buf b;
+	struct jw w;
+
+	if (mf == NULL || !YAJL_IS_ARRAY(mf) || rv == NULL || *rv == '\0')
+		return NULL;
+	for (size_t i = 0; i < mf->u.array.len; i++)
+		stale += stale_manager(mf->u.array.values[i]);
+	if (stale == 0)
+		return NULL;
+	buf_init(&b);
+	jw_init(&w, &b);
+	jw_arr(&w);
+	jw_obj(&w);
+	jw_key(&w, "op");
+	jw_str(&w, "test");
+	jw_key(&w, "path");
+	jw_str(&w, "/metadata/resourceVersion");
+	jw_key(&w, "value");
+	jw_str(&w, rv);
+	jw_end_obj(&w);
+	jw_obj(&w);
+	jw_key(&w, "op");
+	jw_str(&w, "replace");
+	jw_key(&w, "path");
+	jw_str(&w, "/metadata/managedFields");
+	jw_key(&w, "value");
+	jw_arr(&w);
+	for (size_t i = 0; i < mf->u.array.len; i++)
+		if (!stale_manager(mf->u.array.values[i])) {
+			jw_value(&w, mf->u.array.values[i]);
+			kept++;
+		}
+	if (kept == 0) {	/* an empty list would mean "unchanged": [{}] clears them */
+		jw_obj(&w);
+		jw_end_obj(&w);
 	}
-	free(prefix);
+	jw_end_arr(&w);
+	jw_end_obj(&w);
+	jw_end_arr(&w);
+	return buf_steal(&b, len);
 }
 
-void
-fk_push_all(struct fetch_kube *fk, const struct kind_info *ki, const char *ns, const char *name)
-{
-	push_all_cur(fk, ki, ns, name, NULL);
-}
+/* ---- the merged status onto the CRs ---- */
 
 /* crw_slot - the record of plural/ns/name, or where it would go */
 static struct crw **
@@ -232,13 +268,18 @@ crw_slot(struct fetch_kube *fk, const char *plural, const char *ns, const char *
 }
 
 static struct crw *
-crw_get(struct fetch_kube *fk, const char *plural, const char *ns, const char *name)
+crw_get(struct fetch_kube *fk, const struct kind_info *ki, const char *ns, const char *name)
 {
-	struct crw **cs = crw_slot(fk, plural, ns, name);
+	struct crw **cs = crw_slot(fk, ki->plural, ns, name);
 
 	if (*cs == NULL) {
 		*cs = xcalloc(1, sizeof(**cs));
-		(*cs)->key = xasprintf("%s/%s/%s", plural, ns, name);
+		(*cs)->fk = fk;
+		(*cs)->key = xasprintf("%s/%s/%s", ki->plural, ns, name);
+		(*cs)->ki = ki;
+		(*cs)->ns = xstrdup(ns);
+		(*cs)->name = xstrdup(name);
+		snprintf((*cs)->what, sizeof((*cs)->what), "%s/%s/%s", ki->plural, ns, name);
 	}
 	return *cs;
 }
@@ -248,16 +289,21 @@ crw_free(struct crw *c)
 {
 	yajl_tree_free(c->newest);
 	free(c->key);
+	free(c->ns);
+	free(c->name);
 	free(c);
 }
 
-/* crw_gc - drop ns/name's record once no write of it is left */
+/* crw_gc - drop c's record once nothing of it is pending */
 static void
-crw_gc(struct fetch_kube *fk, const char *plural, const char *ns, const char *name)
+crw_gc(struct fetch_kube *fk, struct crw *c)
 {
-	struct crw **cs = crw_slot(fk, plural, ns, name), *c = *cs;
+	struct crw **cs;
 
-	if (c != NULL && c->nflight == 0) {
+	if (c->state != CRW_IDLE || c->again)
+		return;
+	cs = crw_slot(fk, c->ki->plural, c->ns, c->name);
+	if (*cs == c) {
 		*cs = c->next;
 		crw_free(c);
 	}
@@ -296,372 +342,234 @@ crw_note(struct crw *c, const struct kube_resp *r)
 	c->newest = kube_resp_take_json(r);
 }
 
-struct push {
-	struct fetch_kube *fk;
-	char what[600];
-	char *key;		/* the fragment's store key */
-	const struct kind_info *ki;
-	char ns[254], name[254], stage[64];
-};
-
-static struct flight **
-flight_slot(struct fetch_kube *fk, const char *key)
+static struct kube_informer *
+informer_of(struct fetch_kube *fk, const struct crw *c)
 {
-	struct flight **f;
-
-	for (f = &fk->flights[str_hash(key) % NFLIGHT]; *f != NULL; f = &(*f)->next)
-		if (strcmp((*f)->key, key) == 0)
-			break;
-	return f;
+	return c->ki->kd == &kube_decofiles ? fk->dfs : fk->tpls;
 }
 
-static void flight_free(struct fetch_kube *fk, struct flight *f, int gc);
-
-/* repush - write p's fragment as the store holds it now; fails carries over */
-static void
-repush(struct fetch_kube *fk, const struct push *p, int fails)
-{
-	char *val = NULL;
-	size_t len = 0;
-	int rc = store_get(stage_store(fk->st), p->key, &val, &len);
-	struct flight *f;
-
-	if (rc == 0 || rc == 1)
-		status_push(fk, p->ki, p->ns, p->name, p->stage, rc == 0 ? val : NULL, len);
-	free(val);
-	if ((f = *flight_slot(fk, p->key)) != NULL)
-		f->fails = fails;
-}
-
-/* flight_end - forget key's flight; returns its failure count */
-static int
-flight_end(struct fetch_kube *fk, const char *key)
-{
-	struct flight **fs = flight_slot(fk, key), *f = *fs;
-	int fails;
-
-	if (f == NULL)
-		return 0;
-	fails = f->fails;
-	*fs = f->next;
-	flight_free(fk, f, 0);
-	return fails;
-}
-
-static void
-push_free(struct push *p)
-{
-	free(p->key);
-	free(p);
-}
-
-static void
-push_retry(struct stage *st, void *arg)
-{
-	struct push *p = arg;
-	int fails;
-
-	(void)st;
-	fails = flight_end(p->fk, p->key);
-	repush(p->fk, p, fails);
-	crw_gc(p->fk, p->ki->plural, p->ns, p->name);
-	push_free(p);
-}
+static void on_answer(void *arg, const struct kube_resp *r);
 
 /*
- * flight_new - the flight of fragment key (taken), counted on its CR's
- * record; the caller links it
- */
-static struct flight *
-flight_new(struct fetch_kube *fk, char *key, const struct kind_info *ki, const char *ns,
-    const char *name, const char *stage)
-{
-	struct flight *f = xcalloc(1, sizeof(*f));
-	struct crw *c = crw_get(fk, ki->plural, ns, name);
-
-	c->nflight++;
-	c->nmade++;
-	f->key = key;
-	f->ki = ki;
-	f->ns = xstrdup(ns);
-	f->name = xstrdup(name);
-	f->stage = xstrdup(stage);
-	return f;
-}
-
-/*
- * flight_free - uncount f on its CR's record and free it; gc: drop the
- * record when it was the last (else the caller does, after its recheck)
+ * write_cr - c's CR written now (the caller saw a free slot): its old managers'
+ * entries removed first when it has any, else the merged status applied
+ * unless cur (NULL: the CR as cached) already shows it.  c is idle after
+ * when nothing was sent.
  */
 static void
-flight_free(struct fetch_kube *fk, struct flight *f, int gc)
+write_cr(struct fetch_kube *fk, struct crw *c, yajl_val cur)
 {
-	struct crw **cs = crw_slot(fk, f->ki->plural, f->ns, f->name), *c = *cs;
+	yajl_val merged;
+	struct buf m;
+	char *body, *path;
+	size_t len;
+	int same;
 
-	if (c != NULL && c->nflight > 0 && --c->nflight == 0 && gc) {
-		*cs = c->next;
-		crw_free(c);
-	}
-	free(f->key);
-	free(f->ns);
-	free(f->name);
-	free(f->stage);
-	free(f);
-}
-
-/* enqueue - fragment key waits for a slot (key is taken) */
-static void
-enqueue(struct fetch_kube *fk, char *key, const struct kind_info *ki, const char *ns,
-    const char *name, const char *stage)
-{
-	struct flight **fs = flight_slot(fk, key), *f;
-
-	if (*fs != NULL) {
-		free(key);
+	c->state = CRW_IDLE;
+	if (cur == NULL)
+		cur = kube_informer_get(informer_of(fk, c), c->ns, c->name);
+	if (cur == NULL || !fk_leading(fk))
+		return;		/* no CR (decoctl's own resource), not yet seen, or standby */
+	if (!c->adopt_tried && (body = fetch_kube_adopt_patch(cur, &len)) != NULL) {
+		c->adopt_tried = 1;
+		c->adopting = 1;
+		c->state = CRW_FLIGHT;
+		fk->inflight++;
+		path = kube_path(c->ki->kd, c->ns, c->name, "status", NULL);
+		kube_send(fk->k, "PATCH", path, "application/json-patch+json", body, len, 0,
+		    on_answer, c);
+		free(path);
+		free(body);
 		return;
 	}
-	f = flight_new(fk, key, ki, ns, name, stage);
-	f->queued = 1;
-	*fs = f;
-	if (fk->qtail != NULL)
-		fk->qtail->qnext = f;
-	else
-		fk->qhead = f;
-	fk->qtail = f;
+	buf_init(&m);
+	if (resource_status_merged(stage_store(fk->st), c->ki->plural, c->ns, c->name,
+	    &m) < 0 || (merged = json_parse(m.data, m.len, NULL)) == NULL) {
+		buf_free(&m);
+		return;
+	}
+	buf_free(&m);
+	/* no stage has written a fragment: nothing to say (the merge is conditions: []) */
+	if (merged->u.object.len <= 1 && YAJL_IS_ARRAY(json_get(merged, "conditions", NULL)) &&
+	    json_get(merged, "conditions", NULL)->u.array.len == 0) {
+		yajl_tree_free(merged);
+		return;
+	}
+	body = fetch_kube_status_body(c->ki->kd->kind, c->ns, c->name, merged, cur, &same, &len);
+	yajl_tree_free(merged);
+	if (same && !c->force) {
+		free(body);
+		return;
+	}
+	c->force = 0;
+	c->state = CRW_FLIGHT;
+	fk->inflight++;
+	kube_apply(fk->k, c->ki->kd, c->ns, c->name, "status", FK_MANAGER, 1, body, len,
+	    on_answer, c);
+	free(body);
 }
 
-/* pump - send waiting writes while slots are free, each as the store has it now */
+/* queue - c waits for a write slot */
+static void
+queue(struct fetch_kube *fk, struct crw *c)
+{
+	c->state = CRW_QUEUED;
+	c->lnext = NULL;
+	if (fk->qtail != NULL)
+		fk->qtail->lnext = c;
+	else
+		fk->qhead = c;
+	fk->qtail = c;
+}
+
+/* pump - write waiting CRs while slots are free, each as the store has it now */
 static void
 pump(struct fetch_kube *fk)
 {
 	while (fk->qhead != NULL && fk->inflight < MAX_INFLIGHT) {
-		struct flight *f = fk->qhead, **fs = flight_slot(fk, f->key);
-		char *val = NULL;
-		size_t len = 0;
-		int rc;
+		struct crw *c = fk->qhead;
 
-		if ((fk->qhead = f->qnext) == NULL)
+		if ((fk->qhead = c->lnext) == NULL)
 			fk->qtail = NULL;
-		if (*fs == f)
-			*fs = f->next;
-		rc = store_get(stage_store(fk->st), f->key, &val, &len);
-		if (rc == 0 || rc == 1)
-			status_push(fk, f->ki, f->ns, f->name, f->stage, rc == 0 ? val : NULL, len);
-		free(val);
-		flight_free(fk, f, 1);
+		write_cr(fk, c, NULL);
+		crw_gc(fk, c);
 	}
-}
-
-/*
- * recheck - after the last write in flight for a CR landed: compare with
- * the newest CR seen (the answers' newest, or the cache when it is newer).
- * A condition two stages set (Syncing) is applied by both with the merged
- * value; when the one that carried an older merge was applied last, the CR
- * shows that one: write again.  After writes of several stages every
- * stage's fragment is compared (the stale condition may be another's);
- * after one, p's.
- */
-static void
-recheck(struct fetch_kube *fk, const struct push *p, const struct crw *c, yajl_val answer)
-{
-	struct kube_informer *inf = p->ki->kd == &kube_decofiles ? fk->dfs : fk->tpls;
-	yajl_val cr = c->newest != NULL ? c->newest : answer, cached;
-	char *val = NULL;
-	size_t len = 0;
-
-	if ((cached = kube_informer_get(inf, p->ns, p->name)) != NULL && rv_newer(cached, cr))
-		cr = cached;
-	if (c->nmade > 1) {
-		push_all_cur(fk, p->ki, p->ns, p->name, cr);
-		return;
-	}
-	if (store_get(stage_store(fk->st), p->key, &val, &len) == 0)
-		status_push_cur(fk, p->ki, p->ns, p->name, p->stage, val, len, cr);
-	free(val);
-}
-
-static void
-on_pushed(void *arg, const struct kube_resp *r)
-{
-	struct push *p = arg;
-	struct fetch_kube *fk = p->fk;
-	struct flight *f = *flight_slot(fk, p->key);
-	struct crw *c;
-	int again = f != NULL && f->again;
-
-	fk->inflight--;
-	if (kube_ok(r)) {
-		fk->status_writes++;
-		if ((c = *crw_slot(fk, p->ki->plural, p->ns, p->name)) != NULL)
-			crw_note(c, r);
-	} else if (r->status != 404) {	/* 404: the CR went away meanwhile */
-		log_kv(LOG_WARN, "cannot write status to the CR; trying again later",
-		    "object", p->what, "error", r->err, NULL);
-		if (f != NULL) {
-			int64_t d = (int64_t)PUSH_RETRY_MIN_MS << (f->fails < 6 ? f->fails : 6);
-
-			f->fails++;
-			f->again = 0;
-			f->wait = p;
-			f->timer = stage_add_timer(fk->st, d < PUSH_RETRY_MAX_MS ? d :
-			    PUSH_RETRY_MAX_MS, push_retry, p);
-			pump(fk);	/* its slot is free while it waits */
-			return;
-		}
-	}
-	flight_end(fk, p->key);
-	c = *crw_slot(fk, p->ki->plural, p->ns, p->name);
-	if (again)	/* it changed while this write was in flight: write what it is now */
-		repush(fk, p, 0);
-	else if (kube_ok(r) && c != NULL && c->nflight == 0 &&
-	    (c->newest != NULL || r->json != NULL))
-		recheck(fk, p, c, r->json);	/* the CR's last write landed */
-	crw_gc(fk, p->ki->plural, p->ns, p->name);
-	push_free(p);
-	pump(fk);
 	fk_caught_up(fk);
 }
 
+static void on_due(struct stage *st, void *arg);
+
+static void
+arm_due(struct fetch_kube *fk)
+{
+	int64_t d;
+
+	if (fk->dtimer > 0 || fk->dhead == NULL)
+		return;
+	d = fk->dhead->due - now_ms();
+	fk->dtimer = stage_add_timer(fk->st, d > 1 ? d : 1, on_due, fk);
+}
+
+/* on_due - the CRs whose coalescing window ended queue for a slot */
+static void
+on_due(struct stage *st, void *arg)
+{
+	struct fetch_kube *fk = arg;
+	int64_t now = now_ms();
+
+	(void)st;
+	fk->dtimer = 0;
+	while (fk->dhead != NULL && fk->dhead->due <= now) {
+		struct crw *c = fk->dhead;
+
+		if ((fk->dhead = c->lnext) == NULL)
+			fk->dtail = NULL;
+		queue(fk, c);
+	}
+	arm_due(fk);
+	pump(fk);
+}
+
+/* mark - a fragment of ns/name changed (or its CR was seen): write it after the window */
+static void
+mark(struct fetch_kube *fk, const struct kind_info *ki, const char *ns, const char *name)
+{
+	struct crw *c = crw_get(fk, ki, ns, name);
+
+	c->rechecked = 0;
+	switch (c->state) {
+	case CRW_IDLE:
+		c->state = CRW_DUE;
+		c->due = now_ms() + COALESCE_MS;
+		c->lnext = NULL;
+		if (fk->dtail != NULL)
+			fk->dtail->lnext = c;
+		else
+			fk->dhead = c;
+		fk->dtail = c;
+		arm_due(fk);
+		break;
+	case CRW_FLIGHT:
+		c->again = 1;	/* written again, from the store, when this one lands */
+		break;
+	default:		/* due, queued or retrying: that write reads the store */
+		break;
+	}
+}
+
+void
+fk_push_all(struct fetch_kube *fk, const struct kind_info *ki, const char *ns, const char *name)
+{
+	mark(fk, ki, ns, name);
+}
+
+static void
+on_retry(struct stage *st, void *arg)
+{
+	struct crw *c = arg;
+
+	(void)st;
+	c->timer = 0;
+	queue(c->fk, c);
+	pump(c->fk);
+}
+
 /*
- * with_merged_conds - frag with each condition replaced by the one the
- * merged status shows for its type (NULL: frag holds no condition, or
- * none could be read).  Two stages may set one condition type (Syncing:
- * the fetcher and the renderer); applying each stage's own value would
- * make the CR flip between them and every restart rewrite one of them.
- * Both apply the merged value instead (the one `decoctl get` shows), so
- * their managers share it and the CR settles.
+ * on_answer - a write of c landed.  Fragments changed meanwhile: written
+ * again.  Else the recheck: the newest CR seen (the answers', or the
+ * cache when newer) is compared with the merged status once more, and
+ * written when it differs (once per burst, so a server that keeps
+ * answering otherwise is not written in a loop).  After an adoption the
+ * status is applied at once, so `decod` owns every field it sets.
  */
-static yajl_val
-with_merged_conds(struct fetch_kube *fk, const char *plural, const char *ns,
-    const char *name, yajl_val frag)
-{
-	yajl_val conds = json_get(frag, "conditions", NULL), merged, mconds, out = NULL;
-	struct buf m, b;
-	struct jw w;
-
-	if (conds == NULL || !YAJL_IS_ARRAY(conds) || conds->u.array.len == 0)
-		return NULL;
-	if (fk->pa_merged != NULL)
-		merged = fk->pa_merged;		/* push_all read it for this CR */
-	else {
-		buf_init(&m);
-		if (resource_status_merged(stage_store(fk->st), plural, ns, name, &m) < 0 ||
-		    (merged = json_parse(m.data, m.len, NULL)) == NULL) {
-			buf_free(&m);
-			return NULL;
-		}
-		buf_free(&m);
-	}
-	mconds = json_get(merged, "conditions", NULL);
-	buf_init(&b);
-	jw_init(&w, &b);
-	jw_obj(&w);
-	for (size_t i = 0; i < frag->u.object.len; i++) {
-		yajl_val v = frag->u.object.values[i];
-
-		jw_key(&w, frag->u.object.keys[i]);
-		if (v != conds) {
-			jw_value(&w, v);
-			continue;
-		}
-		jw_arr(&w);
-		for (size_t c = 0; c < conds->u.array.len; c++) {
-			yajl_val cv = conds->u.array.values[c], use = cv;
-			const char *t = json_get_str(cv, "type", NULL);
-
-			for (size_t k = 0; t != NULL && mconds != NULL && YAJL_IS_ARRAY(mconds) &&
-			    k < mconds->u.array.len; k++) {
-				const char *mt = json_get_str(mconds->u.array.values[k], "type", NULL);
-
-				if (mt != NULL && strcmp(mt, t) == 0) {
-					use = mconds->u.array.values[k];
-					break;
-				}
-			}
-			jw_value(&w, use);
-		}
-		jw_end_arr(&w);
-	}
-	jw_end_obj(&w);
-	out = json_parse(b.data, b.len, NULL);
-	buf_free(&b);
-	if (merged != fk->pa_merged)
-		yajl_tree_free(merged);
-	return out;
-}
-
 static void
-status_push(struct fetch_kube *fk, const struct kind_info *ki, const char *ns,
-    const char *name, const char *stage, const char *val, size_t vlen)
+on_answer(void *arg, const struct kube_resp *r)
 {
-	status_push_cur(fk, ki, ns, name, stage, val, vlen, NULL);
-}
+	struct crw *c = arg;
+	struct fetch_kube *fk = c->fk;
+	int adopting = c->adopting;
+	yajl_val cr, cached;
 
-/* status_push_cur - status_push against cur (NULL: the CR as cached) */
-static void
-status_push_cur(struct fetch_kube *fk, const struct kind_info *ki, const char *ns,
-    const char *name, const char *stage, const char *val, size_t vlen, yajl_val cur)
-{
-	struct kube_informer *inf = ki->kd == &kube_decofiles ? fk->dfs : fk->tpls;
-	yajl_val frag = NULL;
-
-	if (cur == NULL)
-		cur = kube_informer_get(inf, ns, name);
-	char manager[64];
-	struct push *p;
-	char *body;
-	size_t len;
-	int same;
-
-	if (cur == NULL || !fk_leading(fk))
-		return;		/* no CR (decoctl's own resource), not yet seen, or standby */
-	{
-		char *key = key_status(ki->plural, ns, name, stage);
-		struct flight **fs = flight_slot(fk, key);
-
-		if (*fs != NULL) {
-			/* written again when the one in flight lands; a waiting one reads the store */
-			if (!(*fs)->queued)
-				(*fs)->again = 1;
-			free(key);
-			return;
+	fk->inflight--;
+	c->state = CRW_IDLE;
+	c->adopting = 0;
+	if (kube_ok(r)) {
+		c->fails = 0;
+		crw_note(c, r);
+		if (adopting) {
+			fk->adoptions++;
+			c->force = 1;
+			log_kv(LOG_INFO, "CR adopted: the old managers' status entries removed",
+			    "object", c->what, NULL);
+		} else
+			fk->status_writes++;
+		if (c->again || adopting || !c->rechecked) {
+			if (!c->again && !adopting)
+				c->rechecked = 1;
+			c->again = 0;
+			cr = c->newest;
+			if ((cached = kube_informer_get(informer_of(fk, c), c->ns, c->name)) !=
+			    NULL && (cr == NULL || rv_newer(cached, cr)))
+				cr = cached;
+			write_cr(fk, c, cr);
 		}
-		if (fk->inflight >= MAX_INFLIGHT) {
-			enqueue(fk, key, ki, ns, name, stage);
-			return;
-		}
-		free(key);
-	}
-	if (val != NULL && (frag = json_parse(val, vlen, NULL)) == NULL)
-		return;
-	if (frag != NULL && YAJL_IS_OBJECT(frag)) {
-		yajl_val m = with_merged_conds(fk, ki->plural, ns, name, frag);
+	} else if (r->status != 404) {	/* 404: the CR went away meanwhile */
+		int64_t d = (int64_t)PUSH_RETRY_MIN_MS << (c->fails < 6 ? c->fails : 6);
 
-		if (m != NULL) {
-			yajl_tree_free(frag);
-			frag = m;
-		}
-	}
-	body = fetch_kube_status_body(ki->kd->kind, ns, name, frag, val != NULL ? cur : NULL,
-	    &same, &len);
-	yajl_tree_free(frag);
-	if (same) {
-		free(body);
-		return;
-	}
-	snprintf(manager, sizeof(manager), "decod-%s", stage);
-	p = xcalloc(1, sizeof(*p));
-	p->fk = fk;
-	p->ki = ki;
-	p->key = key_status(ki->plural, ns, name, stage);
-	snprintf(p->ns, sizeof(p->ns), "%s", ns);
-	snprintf(p->name, sizeof(p->name), "%s", name);
-	snprintf(p->stage, sizeof(p->stage), "%s", stage);
-	*flight_slot(fk, p->key) = flight_new(fk, xstrdup(p->key), ki, ns, name, stage);
-	snprintf(p->what, sizeof(p->what), "%s/%s/%s (%s)", ki->plural, ns, name, manager);
-	fk->inflight++;
-	kube_apply(fk->k, ki->kd, ns, name, "status", manager, 1, body, len, on_pushed, p);
-	free(body);
+		log_kv(LOG_WARN, adopting ? "cannot adopt the CR (remove its old managers' status "
+		    "entries); trying again later" : "cannot write status to the CR; trying again "
+		    "later", "object", c->what, "manager", FK_MANAGER, "error", r->err, NULL);
+		if (adopting)
+			c->adopt_tried = 0;
+		c->fails++;
+		c->again = 0;
+		c->state = CRW_RETRY;
+		c->timer = stage_add_timer(fk->st, d < PUSH_RETRY_MAX_MS ? d : PUSH_RETRY_MAX_MS,
+		    on_retry, c);
+	} else
+		c->again = 0;
+	crw_gc(fk, c);
+	pump(fk);
 }
 
 static void
@@ -679,8 +587,7 @@ on_status(void *arg, const struct store_event *ev)
 	if (sscanf(rest, "%63[^/]/%253[^/]/%253[^/]/%63[^/]", plural, ns, name, stage) != 4 ||
 	    (ki = kind_by_plural(plural)) == NULL)
 		return;
-	status_push(fk, ki, ns, name, stage, ev->type == STORE_EV_PUT ? ev->value : NULL,
-	    ev->type == STORE_EV_PUT ? ev->vlen : 0);
+	mark(fk, ki, ns, name);
 }
 
 int
@@ -705,22 +612,17 @@ fk_status_free(struct fetch_kube *fk)
 	fk->sw_attach = NULL;
 	store_watch_free(fk->sw);
 	fk->sw = NULL;
-	for (size_t i = 0; i < NFLIGHT; i++)
-		while (fk->flights[i] != NULL) {
-			struct flight *f = fk->flights[i];
-
-			fk->flights[i] = f->next;
-			if (f->timer > 0)
-				stage_cancel_timer(fk->st, f->timer);
-			if (f->wait != NULL)
-				push_free(f->wait);
-			flight_free(fk, f, 0);
-		}
+	if (fk->dtimer > 0)
+		stage_cancel_timer(fk->st, fk->dtimer);
+	fk->dtimer = 0;
+	fk->dhead = fk->dtail = fk->qhead = fk->qtail = NULL;
 	for (size_t i = 0; i < NFLIGHT; i++)
 		while (fk->crws[i] != NULL) {
 			struct crw *c = fk->crws[i];
 
 			fk->crws[i] = c->next;
+			if (c->timer > 0)
+				stage_cancel_timer(fk->st, c->timer);
 			crw_free(c);
 		}
 	free(fk->status_prefix);

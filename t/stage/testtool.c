@@ -13,6 +13,9 @@
  *   testtool -c CONF enqueue STAGE NS NAME HASH DETAIL   (prints the item id)
  *   testtool -c CONF fields NS NAME STAGE JSON   (a stage's status fields)
  *   testtool -c CONF condition NS NAME STAGE TYPE STATUS REASON MESSAGE
+ *   testtool -c CONF burst NS NAME TYPE STATUS REASON MESSAGE STAGE...
+ *                                                (condition TYPE-STAGE in each
+ *                                                 stage's fragment, back to back)
  *   testtool -c CONF fetch|render|publish|ack|drift|audit|inventory ...
  *                                                (journal rows, for decoctl's tests)
  */
@@ -40,6 +43,7 @@ usage(void)
 	    "       status NS NAME [STAGE] | spool FILE | enqueue STAGE NS NAME HASH DETAIL |\n"
 	    "       fields NS NAME STAGE JSON |\n"
 	    "       condition NS NAME STAGE TYPE STATUS REASON MESSAGE |\n"
+	    "       burst NS NAME TYPE STATUS REASON MESSAGE STAGE... |\n"
 	    "       fetch NS NAME SOURCE COMMIT TREE | render NS NAME HASH FORMAT SIZE |\n"
 	    "       publish NS NAME TARGET LOCATION HASH TS | ack NS NAME REPLICA HASH TS RESULT |\n"
 	    "       drift NS NAME LOCATION DETAIL | audit STAGE OBJECT ACTION DETAIL |\n"
@@ -278,7 +282,25 @@ main(int argc, char **argv)
 			journal_close(j);
 		}
 	}
-	else if (argc == 6 && strcmp(cmd, "rawput") == 0) {
+	else if (argc >= 9 && strcmp(cmd, "burst") == 0) {
+		/* one process, fragments of several stages a few µs apart */
+		struct journal *j = NULL;
+
+		if ((s = open_store(cf)) == NULL)
+			rv = 1;
+		else {
+			rv = 0;
+			j = open_journal(cf);
+			for (int i = 8; i < argc && rv == 0; i++) {
+				char type[128];
+
+				snprintf(type, sizeof(type), "%s-%s", argv[4], argv[i]);
+				rv = status_set_condition(s, j, "decofiles", argv[2], argv[3],
+				    argv[i], type, argv[5], argv[6], argv[7]) < 0;
+			}
+			journal_close(j);
+		}
+	} else if (argc == 6 && strcmp(cmd, "rawput") == 0) {
 		if ((s = open_store(cf)) == NULL)
 			rv = 1;
 		else
