@@ -58,8 +58,8 @@ char *fetch_kube_status_body(const char *kind, const char *ns, const char *name,
  * a test of its metadata.resourceVersion, then metadata.managedFields
  * without the status entries of the writers decod replaces (its old
  * per-stage managers decod-<stage>, the Go operator's `manager`); NULL
- * when cur has none.  Sent to the status subresource, which keeps the
- * managedFields a request sets.  Caller frees.
+ * when cur has none.  Sent to the CR itself (its status subresource
+ * ignores a request's managedFields).  Caller frees.
  */
 char *fetch_kube_adopt_patch(yajl_val cur, size_t *len);
 

@@ -352,7 +352,9 @@ static void on_answer(void *arg, const struct kube_resp *r);
 
 /*
  * write_cr - c's CR written now (the caller saw a free slot): its old managers'
- * entries removed first when it has any, else the merged status applied
+ * entries removed first when it has any (a JSON patch of the CR itself:
+ * its status subresource keeps the managedFields it had), else the merged
+ * status applied
  * unless cur (NULL: the CR as cached) already shows it.  c is idle after
  * when nothing was sent.
  */
@@ -375,7 +377,7 @@ write_cr(struct fetch_kube *fk, struct crw *c, yajl_val cur)
 		c->adopting = 1;
 		c->state = CRW_FLIGHT;
 		fk->inflight++;
-		path = kube_path(c->ki->kd, c->ns, c->name, "status", NULL);
+		path = kube_path(c->ki->kd, c->ns, c->name, NULL, NULL);
 		kube_send(fk->k, "PATCH", path, "application/json-patch+json", body, len, 0,
 		    on_answer, c);
 		free(path);
@@ -529,6 +531,7 @@ on_answer(void *arg, const struct kube_resp *r)
 	struct fetch_kube *fk = c->fk;
 	int adopting = c->adopting;
 	yajl_val cr, cached;
+	char *rest;
 
 	fk->inflight--;
 	c->state = CRW_IDLE;
@@ -536,7 +539,11 @@ on_answer(void *arg, const struct kube_resp *r)
 	if (kube_ok(r)) {
 		c->fails = 0;
 		crw_note(c, r);
-		if (adopting) {
+		if (adopting && (rest = fetch_kube_adopt_patch(r->json, NULL)) != NULL) {
+			free(rest);	/* written once per burst all the same: never a loop */
+			log_kv(LOG_WARN, "CR not adopted: the server kept the old managers' "
+			    "status entries", "object", c->what, NULL);
+		} else if (adopting) {
 			fk->adoptions++;
 			c->force = 1;
 			log_kv(LOG_INFO, "CR adopted: the old managers' status entries removed",
