@@ -101,5 +101,51 @@ main(void)
 	free(text);
 	yajl_tree_free(frag);
 	yajl_tree_free(cr);
+
+	/* adoption: the old managers' status entries go, the rest stay, guarded by the rv */
+	cur = parse("{\"metadata\":{\"resourceVersion\":\"42\",\"managedFields\":["
+	    "{\"manager\":\"kubectl\",\"operation\":\"Apply\",\"fieldsV1\":{\"f:spec\":{}}},"
+	    "{\"manager\":\"decod-fetcher\",\"operation\":\"Apply\",\"subresource\":\"status\"},"
+	    "{\"manager\":\"decod\",\"operation\":\"Apply\",\"subresource\":\"status\"},"
+	    "{\"manager\":\"kubectl-patch\",\"operation\":\"Update\",\"subresource\":\"status\"},"
+	    "{\"manager\":\"manager\",\"operation\":\"Update\",\"subresource\":\"status\"},"
+	    "{\"manager\":\"decod-publisher\",\"operation\":\"Apply\"}]}}");
+	text = fetch_kube_adopt_patch(cur, &len);
+	body = text != NULL ? parse(text) : NULL;
+	ok(body != NULL && YAJL_IS_ARRAY(body) && body->u.array.len == 2, "adoption: a JSON patch of two ops");
+	if (body != NULL && YAJL_IS_ARRAY(body) && body->u.array.len == 2) {
+		yajl_val t = body->u.array.values[0], r = body->u.array.values[1], mf;
+
+		is_str(json_get_str(t, "op", NULL), "test", "... first a test");
+		is_str(json_get_str(t, "path", NULL), "/metadata/resourceVersion", "... of the resourceVersion");
+		is_str(json_get_str(t, "value", NULL), "42", "... as read");
+		is_str(json_get_str(r, "op", NULL), "replace", "... then a replace");
+		is_str(json_get_str(r, "path", NULL), "/metadata/managedFields", "... of managedFields");
+		mf = json_get(r, "value", NULL);
+		ok(mf != NULL && YAJL_IS_ARRAY(mf) && mf->u.array.len == 4,
+		    "decod-fetcher's and the operator's status entries removed, four kept");
+		if (mf != NULL && YAJL_IS_ARRAY(mf) && mf->u.array.len == 4) {
+			is_str(json_get_str(mf->u.array.values[0], "manager", NULL), "kubectl", "kept: spec's");
+			is_str(json_get_str(mf->u.array.values[1], "manager", NULL), "decod", "kept: decod's");
+			is_str(json_get_str(mf->u.array.values[2], "manager", NULL), "kubectl-patch",
+			    "kept: a person's status edit");
+			is_str(json_get_str(mf->u.array.values[3], "manager", NULL), "decod-publisher",
+			    "kept: an entry not on the status subresource");
+		}
+	}
+	yajl_tree_free(body);
+	free(text);
+	yajl_tree_free(cur);
+	cur = parse("{\"metadata\":{\"resourceVersion\":\"7\",\"managedFields\":["
+	    "{\"manager\":\"decod-notifier\",\"subresource\":\"status\"}]}}");
+	text = fetch_kube_adopt_patch(cur, &len);
+	ok(text != NULL && strstr(text, "\"value\":[{}]") != NULL,
+	    "every entry stale: [{}] clears them (an empty list would change nothing)");
+	free(text);
+	yajl_tree_free(cur);
+	cur = parse("{\"metadata\":{\"resourceVersion\":\"7\",\"managedFields\":["
+	    "{\"manager\":\"decod\",\"subresource\":\"status\"}]}}");
+	ok(fetch_kube_adopt_patch(cur, &len) == NULL, "only decod's entry: nothing to adopt");
+	yajl_tree_free(cur);
 	return done_testing();
 }
