@@ -32,7 +32,7 @@ diag "writes across the restart: $w"
 check "no write to a Decofile or a ConfigMap across the restart" \
     sh -c '! echo "$1" | grep -q "\"[A-Z]* decofiles\"\|configmaps"' - "$w"
 # One write per CR in flight, and the recheck compares the answer with the
-# merge (fetch_kube_status.c), so no CR is left with an older merged status
+# merge (daemons/kube/kube_front_status.c), so no CR is left with an older merged status
 # for the restart to put right.
 sw=$(echo "$w" | sed -n 's/.*"APPLY decofiles\/status": \([0-9]*\).*/\1/p')
 diag "status applies across the restart: ${sw:-0}"

@@ -11,7 +11,7 @@
 
 #include "common/json.h"
 #include "common/util.h"
-#include "daemons/fetcher/fetch_kube.h"
+#include "daemons/kube/kube_front.h"
 #include "t/tap.h"
 
 static yajl_val
@@ -35,14 +35,14 @@ main(void)
 	size_t len;
 	int same;
 
-	doc = fetch_kube_mirror_doc(cr);
+	doc = kube_front_mirror_doc(cr);
 	ok(doc != NULL, "a CR has a store form");
 	is_str(json_get_str(doc, "metadata", "name", NULL), "loja", "name");
 	is_str(json_get_str(doc, "metadata", "namespace", NULL), "sites-loja", "namespace");
 	is_str(json_get_str(doc, "metadata", "labels", "a", NULL), "b", "labels kept");
 	is_str(json_get_str(doc, "metadata", "annotations", "deco.sites/deletion", NULL), "detach",
 	    "annotations kept (the deletion policy)");
-	is_str(json_get_str(doc, "metadata", "annotations", FETCH_KUBE_UID_ANNOTATION, NULL), "u-1",
+	is_str(json_get_str(doc, "metadata", "annotations", KUBE_FRONT_UID_ANNOTATION, NULL), "u-1",
 	    "marked with the CR's uid");
 	ok(json_get(doc, "metadata", "annotations", "kubectl.kubernetes.io/last-applied-configuration",
 	    NULL) == NULL, "kubectl's last-applied copy left out");
@@ -54,14 +54,14 @@ main(void)
 	{
 		yajl_val nospec = parse("{\"kind\":\"Decofile\",\"metadata\":{\"name\":\"a\",\"namespace\":\"b\"}}");
 
-		ok(fetch_kube_mirror_doc(nospec) == NULL, "no spec: not mirrored");
+		ok(kube_front_mirror_doc(nospec) == NULL, "no spec: not mirrored");
 		yajl_tree_free(nospec);
 	}
 
 	frag = parse("{\"contentHash\":\"abc\",\"timestamp\":5,\"conditions\":[{\"type\":\"Ready\","
 	    "\"status\":\"True\",\"reason\":\"ConfigMapCreated\",\"message\":\"m\","
 	    "\"lastTransitionTime\":\"2026-12-04T10:00:00Z\"}]}");
-	text = fetch_kube_status_body("Decofile", "sites-loja", "loja", frag, cr, &same, &len);
+	text = kube_front_status_body("Decofile", "sites-loja", "loja", frag, cr, &same, &len);
 	body = parse(text);
 	ok(body != NULL, "the status body is JSON");
 	ok(!same, "a CR without the fields needs the write");
@@ -76,23 +76,23 @@ main(void)
 	    "{\"type\":\"PodsNotified\",\"status\":\"True\"},{\"type\":\"Ready\",\"status\":\"True\","
 	    "\"reason\":\"ConfigMapCreated\",\"message\":\"m\",\"lastTransitionTime\":"
 	    "\"2026-12-04T10:00:00Z\"}]}}");
-	text = fetch_kube_status_body("Decofile", "sites-loja", "loja", frag, cur, &same, &len);
+	text = kube_front_status_body("Decofile", "sites-loja", "loja", frag, cur, &same, &len);
 	ok(same, "the CR already shows the fragment: no write (a restart writes nothing)");
 	free(text);
 	yajl_tree_free(cur);
 	cur = parse("{\"status\":{\"contentHash\":\"abc\",\"timestamp\":5,\"conditions\":["
 	    "{\"type\":\"Ready\",\"status\":\"True\",\"reason\":\"ConfigMapCreated\",\"message\":\"old\","
 	    "\"lastTransitionTime\":\"2026-12-04T10:00:00Z\"}]}}");
-	text = fetch_kube_status_body("Decofile", "sites-loja", "loja", frag, cur, &same, &len);
+	text = kube_front_status_body("Decofile", "sites-loja", "loja", frag, cur, &same, &len);
 	ok(!same, "a condition's message differs: write");
 	free(text);
 	yajl_tree_free(cur);
 	cur = parse("{\"status\":{\"contentHash\":\"abc\",\"timestamp\":6}}");
-	text = fetch_kube_status_body("Decofile", "sites-loja", "loja", frag, cur, &same, &len);
+	text = kube_front_status_body("Decofile", "sites-loja", "loja", frag, cur, &same, &len);
 	ok(!same, "a field differs: write");
 	free(text);
 	yajl_tree_free(cur);
-	text = fetch_kube_status_body("Decofile", "sites-loja", "loja", NULL, NULL, &same, &len);
+	text = kube_front_status_body("Decofile", "sites-loja", "loja", NULL, NULL, &same, &len);
 	body = parse(text);
 	ok(!same && body != NULL && json_get(body, "status", NULL) != NULL &&
 	    json_get(body, "status", NULL)->u.object.len == 0,
@@ -110,7 +110,7 @@ main(void)
 	    "{\"manager\":\"kubectl-patch\",\"operation\":\"Update\",\"subresource\":\"status\"},"
 	    "{\"manager\":\"manager\",\"operation\":\"Update\",\"subresource\":\"status\"},"
 	    "{\"manager\":\"decod-publisher\",\"operation\":\"Apply\"}]}}");
-	text = fetch_kube_adopt_patch(cur, &len);
+	text = kube_front_adopt_patch(cur, &len);
 	body = text != NULL ? parse(text) : NULL;
 	ok(body != NULL && YAJL_IS_ARRAY(body) && body->u.array.len == 2, "adoption: a JSON patch of two ops");
 	if (body != NULL && YAJL_IS_ARRAY(body) && body->u.array.len == 2) {
@@ -138,14 +138,14 @@ main(void)
 	yajl_tree_free(cur);
 	cur = parse("{\"metadata\":{\"resourceVersion\":\"7\",\"managedFields\":["
 	    "{\"manager\":\"decod-notifier\",\"subresource\":\"status\"}]}}");
-	text = fetch_kube_adopt_patch(cur, &len);
+	text = kube_front_adopt_patch(cur, &len);
 	ok(text != NULL && strstr(text, "\"value\":[{}]") != NULL,
 	    "every entry stale: [{}] clears them (an empty list would change nothing)");
 	free(text);
 	yajl_tree_free(cur);
 	cur = parse("{\"metadata\":{\"resourceVersion\":\"7\",\"managedFields\":["
 	    "{\"manager\":\"decod\",\"subresource\":\"status\"}]}}");
-	ok(fetch_kube_adopt_patch(cur, &len) == NULL, "only decod's entry: nothing to adopt");
+	ok(kube_front_adopt_patch(cur, &len) == NULL, "only decod's entry: nothing to adopt");
 	yajl_tree_free(cur);
 	return done_testing();
 }

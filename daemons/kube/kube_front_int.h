@@ -1,10 +1,10 @@
 /*
- * fetch_kube_int.h - what the front door's two halves share: fetch_kube.c
- * (CRs into the store, the Lease, life) and fetch_kube_status.c (the
- * merged status back onto the CRs, one writer).  Private to the fetcher.
+ * kube_front_int.h - what the front door's two halves share: kube_front.c
+ * (CRs into the store, the Lease, life) and kube_front_status.c (the
+ * merged status back onto the CRs, one writer).  Private to daemons/kube/
  */
-#ifndef DECOD_FETCH_KUBE_INT_H
-#define DECOD_FETCH_KUBE_INT_H
+#ifndef DECOD_KUBE_FRONT_INT_H
+#define DECOD_KUBE_FRONT_INT_H
 
 #include <stdint.h>
 
@@ -20,7 +20,7 @@ struct crw;
 
 struct stage_watch;
 
-struct fetch_kube {
+struct kube_front {
 	struct stage *st;
 	struct kube *k;
 	struct kube_informer *dfs, *tpls;
@@ -49,23 +49,23 @@ struct kind_info {
 };
 
 /* decofiles, decofiletemplates */
-extern const struct kind_info fk_kinds[2];
+extern const struct kind_info kf_kinds[2];
 
 static inline int
-fk_leading(const struct fetch_kube *fk)
+kf_leading(const struct kube_front *fk)
 {
 	return fk->lease == NULL || kube_lease_leading(fk->lease);
 }
 
-/* fk_caught_up - log "caught up" once everything listed has been compared and written */
-void fk_caught_up(struct fetch_kube *fk);
+/* kf_caught_up - log "caught up" once everything listed has been compared and written */
+void kf_caught_up(struct kube_front *fk);
 
-/* fk_status_start - watch the store's status fragments; -1 with err */
-int fk_status_start(struct fetch_kube *fk, char *err, size_t errlen);
-/* fk_status_free - stop the watch, drop the writes waiting and their records */
-void fk_status_free(struct fetch_kube *fk);
-/* fk_push_all - the merged status of ns/name onto the CR (when it differs) */
-void fk_push_all(struct fetch_kube *fk, const struct kind_info *ki, const char *ns,
+/* kf_status_start - watch the store's status fragments; -1 with err */
+int kf_status_start(struct kube_front *fk, char *err, size_t errlen);
+/* kf_status_free - stop the watch, drop the writes waiting and their records */
+void kf_status_free(struct kube_front *fk);
+/* kf_push_all - the merged status of ns/name onto the CR (when it differs) */
+void kf_push_all(struct kube_front *fk, const struct kind_info *ki, const char *ns,
     const char *name);
 
 #endif

@@ -1,5 +1,5 @@
 /*
- * fetch_kube_status - the one writer of the CRs' status: a store watch of
+ * kube_front_status - the one writer of the CRs' status: a store watch of
  * every stage's fragment; per CR, the fragments merged (conditions by
  * type, as `decoctl get` shows them) and applied once, by server-side
  * apply under the one field manager `decod`, a burst of fragments within
@@ -25,8 +25,8 @@
 #include "common/store.h"
 #include "common/store_keys.h"
 #include "common/util.h"
-#include "daemons/fetcher/fetch_kube.h"
-#include "daemons/fetcher/fetch_kube_int.h"
+#include "daemons/kube/kube_front.h"
+#include "daemons/kube/kube_front_int.h"
 
 /*
  * Status writes in flight at most.  Thousands at once (10,000 CRs created
@@ -62,7 +62,7 @@ enum crw_state { CRW_IDLE, CRW_DUE, CRW_QUEUED, CRW_FLIGHT, CRW_RETRY };
 struct crw {
 	struct crw *next;	/* hash chain */
 	struct crw *lnext;	/* the due or the queued list */
-	struct fetch_kube *fk;
+	struct kube_front *fk;
 	char *key;		/* plural/ns/name */
 	const struct kind_info *ki;
 	char *ns, *name;
@@ -82,9 +82,9 @@ struct crw {
 static const struct kind_info *
 kind_by_plural(const char *plural)
 {
-	for (size_t i = 0; i < sizeof(fk_kinds) / sizeof(fk_kinds[0]); i++)
-		if (strcmp(fk_kinds[i].plural, plural) == 0)
-			return &fk_kinds[i];
+	for (size_t i = 0; i < sizeof(kf_kinds) / sizeof(kf_kinds[0]); i++)
+		if (strcmp(kf_kinds[i].plural, plural) == 0)
+			return &kf_kinds[i];
 	return NULL;
 }
 
@@ -130,7 +130,7 @@ cond_same(yajl_val curconds, yajl_val c)
 }
 
 char *
-fetch_kube_status_body(const char *kind, const char *ns, const char *name,
+kube_front_status_body(const char *kind, const char *ns, const char *name,
     yajl_val frag, yajl_val cur, int *same, size_t *len)
 {
 	yajl_val curst = cur != NULL ? json_get(cur, "status", NULL) : NULL;
@@ -204,7 +204,7 @@ stale_manager(yajl_val e)
 }
 
 char *
-fetch_kube_adopt_patch(yajl_val cur, size_t *len)
+kube_front_adopt_patch(yajl_val cur, size_t *len)
 {
 	yajl_val mf = json_get(cur, "metadata", "managedFields", NULL);
 	const char *rv = json_get_str(cur, "metadata", "resourceVersion", NULL);
@@ -255,7 +255,7 @@ fetch_kube_adopt_patch(yajl_val cur, size_t *len)
 
 /* crw_slot - the record of plural/ns/name, or where it would go */
 static struct crw **
-crw_slot(struct fetch_kube *fk, const char *plural, const char *ns, const char *name)
+crw_slot(struct kube_front *fk, const char *plural, const char *ns, const char *name)
 {
 	char key[600];
 	struct crw **c;
@@ -268,7 +268,7 @@ crw_slot(struct fetch_kube *fk, const char *plural, const char *ns, const char *
 }
 
 static struct crw *
-crw_get(struct fetch_kube *fk, const struct kind_info *ki, const char *ns, const char *name)
+crw_get(struct kube_front *fk, const struct kind_info *ki, const char *ns, const char *name)
 {
 	struct crw **cs = crw_slot(fk, ki->plural, ns, name);
 
@@ -296,7 +296,7 @@ crw_free(struct crw *c)
 
 /* crw_gc - drop c's record once nothing of it is pending */
 static void
-crw_gc(struct fetch_kube *fk, struct crw *c)
+crw_gc(struct kube_front *fk, struct crw *c)
 {
 	struct crw **cs;
 
@@ -343,7 +343,7 @@ crw_note(struct crw *c, const struct kube_resp *r)
 }
 
 static struct kube_informer *
-informer_of(struct fetch_kube *fk, const struct crw *c)
+informer_of(struct kube_front *fk, const struct crw *c)
 {
 	return c->ki->kd == &kube_decofiles ? fk->dfs : fk->tpls;
 }
@@ -359,7 +359,7 @@ static void on_answer(void *arg, const struct kube_resp *r);
  * when nothing was sent.
  */
 static void
-write_cr(struct fetch_kube *fk, struct crw *c, yajl_val cur)
+write_cr(struct kube_front *fk, struct crw *c, yajl_val cur)
 {
 	yajl_val merged;
 	struct buf m;
@@ -370,9 +370,9 @@ write_cr(struct fetch_kube *fk, struct crw *c, yajl_val cur)
 	c->state = CRW_IDLE;
 	if (cur == NULL)
 		cur = kube_informer_get(informer_of(fk, c), c->ns, c->name);
-	if (cur == NULL || !fk_leading(fk))
+	if (cur == NULL || !kf_leading(fk))
 		return;		/* no CR (decoctl's own resource), not yet seen, or standby */
-	if (!c->adopt_tried && (body = fetch_kube_adopt_patch(cur, &len)) != NULL) {
+	if (!c->adopt_tried && (body = kube_front_adopt_patch(cur, &len)) != NULL) {
 		c->adopt_tried = 1;
 		c->adopting = 1;
 		c->state = CRW_FLIGHT;
@@ -397,7 +397,7 @@ write_cr(struct fetch_kube *fk, struct crw *c, yajl_val cur)
 		yajl_tree_free(merged);
 		return;
 	}
-	body = fetch_kube_status_body(c->ki->kd->kind, c->ns, c->name, merged, cur, &same, &len);
+	body = kube_front_status_body(c->ki->kd->kind, c->ns, c->name, merged, cur, &same, &len);
 	yajl_tree_free(merged);
 	if (same && !c->force) {
 		free(body);
@@ -413,7 +413,7 @@ write_cr(struct fetch_kube *fk, struct crw *c, yajl_val cur)
 
 /* queue - c waits for a write slot */
 static void
-queue(struct fetch_kube *fk, struct crw *c)
+queue(struct kube_front *fk, struct crw *c)
 {
 	c->state = CRW_QUEUED;
 	c->lnext = NULL;
@@ -426,7 +426,7 @@ queue(struct fetch_kube *fk, struct crw *c)
 
 /* pump - write waiting CRs while slots are free, each as the store has it now */
 static void
-pump(struct fetch_kube *fk)
+pump(struct kube_front *fk)
 {
 	while (fk->qhead != NULL && fk->inflight < MAX_INFLIGHT) {
 		struct crw *c = fk->qhead;
@@ -436,13 +436,13 @@ pump(struct fetch_kube *fk)
 		write_cr(fk, c, NULL);
 		crw_gc(fk, c);
 	}
-	fk_caught_up(fk);
+	kf_caught_up(fk);
 }
 
 static void on_due(struct stage *st, void *arg);
 
 static void
-arm_due(struct fetch_kube *fk)
+arm_due(struct kube_front *fk)
 {
 	int64_t d;
 
@@ -456,7 +456,7 @@ arm_due(struct fetch_kube *fk)
 static void
 on_due(struct stage *st, void *arg)
 {
-	struct fetch_kube *fk = arg;
+	struct kube_front *fk = arg;
 	int64_t now = now_ms();
 
 	(void)st;
@@ -474,7 +474,7 @@ on_due(struct stage *st, void *arg)
 
 /* mark - a fragment of ns/name changed (or its CR was seen): write it after the window */
 static void
-mark(struct fetch_kube *fk, const struct kind_info *ki, const char *ns, const char *name)
+mark(struct kube_front *fk, const struct kind_info *ki, const char *ns, const char *name)
 {
 	struct crw *c = crw_get(fk, ki, ns, name);
 
@@ -500,7 +500,7 @@ mark(struct fetch_kube *fk, const struct kind_info *ki, const char *ns, const ch
 }
 
 void
-fk_push_all(struct fetch_kube *fk, const struct kind_info *ki, const char *ns, const char *name)
+kf_push_all(struct kube_front *fk, const struct kind_info *ki, const char *ns, const char *name)
 {
 	mark(fk, ki, ns, name);
 }
@@ -528,7 +528,7 @@ static void
 on_answer(void *arg, const struct kube_resp *r)
 {
 	struct crw *c = arg;
-	struct fetch_kube *fk = c->fk;
+	struct kube_front *fk = c->fk;
 	int adopting = c->adopting;
 	yajl_val cr, cached;
 	char *rest;
@@ -539,7 +539,7 @@ on_answer(void *arg, const struct kube_resp *r)
 	if (kube_ok(r)) {
 		c->fails = 0;
 		crw_note(c, r);
-		if (adopting && (rest = fetch_kube_adopt_patch(r->json, NULL)) != NULL) {
+		if (adopting && (rest = kube_front_adopt_patch(r->json, NULL)) != NULL) {
 			free(rest);	/* written once per burst all the same: never a loop */
 			log_kv(LOG_WARN, "CR not adopted: the server kept the old managers' "
 			    "status entries", "object", c->what, NULL);
@@ -582,7 +582,7 @@ on_answer(void *arg, const struct kube_resp *r)
 static void
 on_status(void *arg, const struct store_event *ev)
 {
-	struct fetch_kube *fk = arg;
+	struct kube_front *fk = arg;
 	char plural[64], ns[254], name[254], stage[64];
 	const struct kind_info *ki;
 	const char *rest;
@@ -598,7 +598,7 @@ on_status(void *arg, const struct store_event *ev)
 }
 
 int
-fk_status_start(struct fetch_kube *fk, char *err, size_t errlen)
+kf_status_start(struct kube_front *fk, char *err, size_t errlen)
 {
 	struct stage *st = fk->st;
 
@@ -613,7 +613,7 @@ fk_status_start(struct fetch_kube *fk, char *err, size_t errlen)
 }
 
 void
-fk_status_free(struct fetch_kube *fk)
+kf_status_free(struct kube_front *fk)
 {
 	store_watch_detach(fk->sw_attach);
 	fk->sw_attach = NULL;
