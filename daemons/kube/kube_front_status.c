@@ -538,9 +538,11 @@ on_answer(void *arg, const struct kube_resp *r)
 	c->adopting = 0;
 	if (kube_ok(r)) {
 		c->fails = 0;
+		/* before crw_note: it may take the answer's CR */
+		rest = adopting && r->json != NULL ? kube_front_adopt_patch(r->json, NULL) : NULL;
 		crw_note(c, r);
-		if (adopting && (rest = kube_front_adopt_patch(r->json, NULL)) != NULL) {
-			free(rest);	/* written once per burst all the same: never a loop */
+		if (rest != NULL) {
+			free(rest);	/* adopt_tried stays: never a loop */
 			log_kv(LOG_WARN, "CR not adopted: the server kept the old managers' "
 			    "status entries", "object", c->what, NULL);
 		} else if (adopting) {

@@ -53,8 +53,18 @@ rolled() {
 	cr "$1" | jq -e --arg h "$(hash_of "$2")" '.status.contentHash == $h and
 	    .status.observedGeneration == .metadata.generation and
 	    ([.status.conditions[]? | select(.type == "Ready" and .status == "True")] | length) == 1 and
-	    ([.status.conditions[]? | select(.type == "PodsNotified" and .status != "Unknown")] | length) == 1' >/dev/null
+	    ([.status.conditions[]? | select(.type == "PodsNotified" and .status != "Unknown")] | length) == 1 and
+	    ([.status.conditions[]? | select(.type == "Syncing" and .status == "True")] | length) == 1' >/dev/null
 }
+# settled: the status applies counted stayed the same over five polls in a
+# row (the last stage's write and its recheck have landed)
+settled() {
+	_a=$(applies)
+	if [ "$_a" = "${_last:-}" ]; then _same=$((_same + 1)); else _same=0; fi
+	_last=$_a
+	[ "$_same" -ge 5 ]
+}
+quiet() { _last=; _same=0; wait_for "$(scaled 20)" settled; }
 start_decod() {
 	"$DECOD" $C >"$T/decod.log" 2>&1 &
 	D_PID=$!
@@ -79,6 +89,7 @@ for v in 2 3 4; do
 	a0=$(applies)
 	k patch decofile one --type merge -p "{\"spec\":{\"inline\":{\"value\":{\"v\":$v}}}}" >/dev/null
 	wait_for "$(scaled 30)" rolled one $v || bail "edit $v did not roll out"
+	quiet || bail "the status applies did not settle"
 	per="$per $(($(applies) - a0))"
 done
 diag "status applies per change (three edits):$per"
@@ -88,6 +99,7 @@ ok $? "each change: between 1 and 4 status applies (at most one per stage), meas
 is "$(managers one)" "decod" "... still one manager"
 
 # --- a burst of fragments of several stages is one apply ---------------------------
+quiet || bail "the status applies did not settle"
 a0=$(applies)
 "$TOOL" $C burst $NS one Burst True Probe "burst probe" fetcher renderer publisher notifier ||
     bail "testtool burst failed"

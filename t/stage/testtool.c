@@ -15,7 +15,8 @@
  *   testtool -c CONF condition NS NAME STAGE TYPE STATUS REASON MESSAGE
  *   testtool -c CONF burst NS NAME TYPE STATUS REASON MESSAGE STAGE...
  *                                                (condition TYPE-STAGE in each
- *                                                 stage's fragment, back to back)
+ *                                                 stage's fragment, back to back,
+ *                                                 not journaled)
  *   testtool -c CONF fetch|render|publish|ack|drift|audit|inventory ...
  *                                                (journal rows, for decoctl's tests)
  */
@@ -283,22 +284,21 @@ main(int argc, char **argv)
 		}
 	}
 	else if (argc >= 9 && strcmp(cmd, "burst") == 0) {
-		/* one process, fragments of several stages a few µs apart */
-		struct journal *j = NULL;
-
+		/*
+		 * one process, fragments of several stages a few µs apart (not
+		 * journaled: a journal commit between them would part them)
+		 */
 		if ((s = open_store(cf)) == NULL)
 			rv = 1;
 		else {
 			rv = 0;
-			j = open_journal(cf);
 			for (int i = 8; i < argc && rv == 0; i++) {
 				char type[128];
 
 				snprintf(type, sizeof(type), "%s-%s", argv[4], argv[i]);
-				rv = status_set_condition(s, j, "decofiles", argv[2], argv[3],
+				rv = status_set_condition(s, NULL, "decofiles", argv[2], argv[3],
 				    argv[i], type, argv[5], argv[6], argv[7]) < 0;
 			}
-			journal_close(j);
 		}
 	} else if (argc == 6 && strcmp(cmd, "rawput") == 0) {
 		if ((s = open_store(cf)) == NULL)
