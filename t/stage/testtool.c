@@ -285,21 +285,45 @@ main(int argc, char **argv)
 	}
 	else if (argc >= 9 && strcmp(cmd, "burst") == 0) {
 		/*
-		 * one process, fragments of several stages a few µs apart (not
-		 * journaled: a journal commit between them would part them)
+		 * one process, the fragments of several stages built first and
+		 * then put back to back (store_put_many_volatile, as stages put
+		 * theirs; not journaled), so they land microseconds apart
 		 */
+		int n = argc - 8;
+		char **keys = xcalloc((size_t)n, sizeof(*keys));
+		char **vals = xcalloc((size_t)n, sizeof(*vals));
+		size_t *lens = xcalloc((size_t)n, sizeof(*lens));
+
 		if ((s = open_store(cf)) == NULL)
 			rv = 1;
 		else {
 			rv = 0;
-			for (int i = 8; i < argc && rv == 0; i++) {
-				char type[128];
+			for (int i = 0; i < n && rv == 0; i++) {
+				char type[128], *old = NULL;
+				size_t olen = 0;
 
-				snprintf(type, sizeof(type), "%s-%s", argv[4], argv[i]);
-				rv = status_set_condition(s, NULL, "decofiles", argv[2], argv[3],
-				    argv[i], type, argv[5], argv[6], argv[7]) < 0;
+				keys[i] = key_status("decofiles", argv[2], argv[3], argv[8 + i]);
+				if (store_get(s, keys[i], &old, &olen) < 0)
+					rv = 1;
+				snprintf(type, sizeof(type), "%s-%s", argv[4], argv[8 + i]);
+				if (rv == 0 && (vals[i] = status_fragment_build(old, old != NULL ? olen : 0,
+				    NULL, type, argv[5], argv[6], argv[7], NULL, NULL)) == NULL)
+					rv = 1;
+				if (vals[i] != NULL)
+					lens[i] = strlen(vals[i]);
+				free(old);
 			}
+			if (rv == 0 && store_put_many_volatile(s, (const char *const *)keys,
+			    (const char *const *)vals, lens, (size_t)n) < 0)
+				rv = 1;
 		}
+		for (int i = 0; i < n; i++) {
+			free(keys[i]);
+			free(vals[i]);
+		}
+		free(keys);
+		free(vals);
+		free(lens);
 	} else if (argc == 6 && strcmp(cmd, "rawput") == 0) {
 		if ((s = open_store(cf)) == NULL)
 			rv = 1;
