@@ -461,6 +461,11 @@ on_due(struct stage *st, void *arg)
 
 	(void)st;
 	fk->dtimer = 0;
+	/*
+	 * the fragments written before the window ended, even if this loop
+	 * was slow to read them (a busy machine), join their CR's write
+	 */
+	(void)store_watch_dispatch(fk->sw);
 	while (fk->dhead != NULL && fk->dhead->due <= now) {
 		struct crw *c = fk->dhead;
 
