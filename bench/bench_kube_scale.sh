@@ -172,7 +172,7 @@ if step 2; then
 	$PY settled "$KUBE_ADMIN" bench "$N" 300 || bail "not every CR settled"
 	# and done: no journal item waits for any stage, and no write to a
 	# Decofile, its status or a ConfigMap has landed for 2 s (a status write
-	# still in flight, or the recheck it brings, fetch_kube.c)
+	# still in flight, or the recheck it brings, daemons/kube/kube_front_status.c)
 	wait_for 120 nothing_pending || bail "journal items still pending"
 	$PY quiet "$KUBE_ADMIN" 2 120 || bail "writes did not stop"
 	r=0

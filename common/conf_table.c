@@ -217,7 +217,7 @@ const struct conf_setting conf_table[] = {
 	  "deadline of every Kubernetes API call, retries of 429 and 5xx included",
 	  "fetcher publisher notifier acl webhook decod", 0 },
 	/* leader election: the supervisor (daemons/decod/decod_lease.c), or the
-	 * fetcher when it runs without one, as in deploy/'s pod (fetch_kube.c) */
+	 * fetcher when it runs without one, as in deploy/'s pod (daemons/kube/kube_front.c) */
 	{ "leader_elect", CONF_BOOL, "true", NULL, 0, 0,
 	  "with a cluster and the local store, run the stages only while holding the Lease",
 	  "decod fetcher", 0 },

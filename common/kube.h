@@ -353,6 +353,12 @@ int kube_lease_wanted(const struct conf *cf);
  */
 struct kube_lease *kube_lease_from_conf(struct kube *k, const struct conf *cf,
     kube_lease_changed_fn changed, void *arg);
+/*
+ * kube_lease_identity - decod's one identity rule, into out: POD_NAME when
+ * set, else HOST:PID.  Every contender (the supervisor's decod_lease.c, a
+ * supervisor-less front door in deploy/'s pod) takes it from here.
+ */
+void kube_lease_identity(char *out, size_t len);
 /* kube_lease_free - stop; a leader releases the lease (holder emptied) first, waiting at most 2 s */
 void kube_lease_free(struct kube_lease *l);
 int kube_lease_leading(const struct kube_lease *l);

@@ -197,22 +197,30 @@ kube_lease_wanted(const struct conf *cf)
 	return conf_get_bool(cf, "leader_elect") && strncmp(conf_get(cf, "store"), "local:", 6) == 0;
 }
 
+void
+kube_lease_identity(char *out, size_t len)
+{
+	const char *pod = getenv("POD_NAME");
+	char host[256];
+
+	if (pod != NULL && *pod != '\0') {
+		snprintf(out, len, "%s", pod);
+		return;
+	}
+	if (gethostname(host, sizeof(host)) < 0)
+		snprintf(host, sizeof(host), "decod");
+	host[sizeof(host) - 1] = '\0';
+	snprintf(out, len, "%s:%ld", host, (long)getpid());
+}
+
 struct kube_lease *
 kube_lease_from_conf(struct kube *k, const struct conf *cf, kube_lease_changed_fn changed,
     void *arg)
 {
 	struct kube_lease_params p;
-	const char *pod = getenv("POD_NAME");
-	char host[256], id[300];
+	char id[300];
 
-	if (pod != NULL && *pod != '\0') {
-		snprintf(id, sizeof(id), "%s", pod);
-	} else {
-		if (gethostname(host, sizeof(host)) < 0)
-			snprintf(host, sizeof(host), "decod");
-		host[sizeof(host) - 1] = '\0';
-		snprintf(id, sizeof(id), "%s:%ld", host, (long)getpid());
-	}
+	kube_lease_identity(id, sizeof(id));
 	p.duration_ms = conf_get_ms(cf, "leader_lease_duration");
 	p.renew_deadline_ms = conf_get_ms(cf, "leader_renew_deadline");
 	p.retry_ms = conf_get_ms(cf, "leader_retry_period");

@@ -122,3 +122,6 @@ TESTS += t/integration/kube_suspend.sh
 EXTRA_DIST += t/integration/kube_suspend.sh
 TESTS += t/integration/kube_faults.sh
 EXTRA_DIST += t/integration/kube_faults.sh
+# one owner of the CRs' status: one manager, applies counted, hand edits kept, adoption
+TESTS += t/integration/kube_status_owner.sh
+EXTRA_DIST += t/integration/kube_status_owner.sh

@@ -1,8 +1,9 @@
 /*
  * decod_lease - the supervisor's side of leader election: it owns the
  * Kubernetes client and the kube_lease (common/kube_lease.c) and tells the
- * supervisor's loop whether it leads.  The identity is host:pid, so two
- * decods on one host (or two pods) are told apart.
+ * supervisor's loop whether it leads.  The settings and the identity
+ * (POD_NAME, else HOST:PID) are read in one place, kube_lease_from_conf,
+ * shared with the front door of a supervisor-less pod (daemons/kube/kube_front.c).
  */
 #include "config.h"
 

@@ -24,7 +24,7 @@
 #include "common/spool.h"
 #include "common/stage.h"
 #include "common/store.h"
-#include "daemons/fetcher/fetch_kube.h"
+#include "daemons/kube/kube_front.h"
 #include "daemons/fetcher/fetcher.h"
 #include "proto/proto.h"
 
@@ -91,14 +91,14 @@ consume(struct stage *st, struct src *s, yajl_val doc, int suspend)
 	char err[512];
 	yajl_val held;
 
-	if (json_get_str(doc, "metadata", "annotations", FETCH_KUBE_UID_ANNOTATION, NULL) !=
+	if (json_get_str(doc, "metadata", "annotations", KUBE_FRONT_UID_ANNOTATION, NULL) !=
 	    NULL) {
 		const char *body = suspend ? "{\"metadata\":{\"annotations\":{\""
 		    DECOFILE_ROLLBACK_ANNOTATION "\":null}},\"spec\":{\"suspend\":true}}" :
 		    "{\"metadata\":{\"annotations\":{\"" DECOFILE_ROLLBACK_ANNOTATION
 		    "\":null}}}";
 
-		if (fetch_kube_patch(f->kube, s->ns, s->name, body, kube_patched, NULL) < 0)
+		if (kube_front_patch(f->kube, s->ns, s->name, body, kube_patched, NULL) < 0)
 			log_kv(LOG_WARN, "cannot consume the rollback annotation: no cluster client",
 			    "ns", s->ns, "name", s->name, NULL);
 		return;

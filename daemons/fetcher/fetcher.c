@@ -42,7 +42,7 @@
 #include "daemons/fetcher/fetch_http.h"
 #include "daemons/fetcher/fetch_inotify.h"
 #include "daemons/fetcher/fetch_inline.h"
-#include "daemons/fetcher/fetch_kube.h"
+#include "daemons/kube/kube_front.h"
 #include "daemons/fetcher/fetch_lock.h"
 #include "daemons/fetcher/fetch_oci.h"
 #include "daemons/fetcher/fetch_poll.h"
@@ -483,7 +483,7 @@ fetcher_init(struct stage *st)
 	{
 		char kerr[512];
 
-		if ((f->kube = fetch_kube_new(st, kerr, sizeof(kerr))) == NULL && kerr[0] != '\0') {
+		if ((f->kube = kube_front_new(st, kerr, sizeof(kerr))) == NULL && kerr[0] != '\0') {
 			log_kv(LOG_ERROR, "Kubernetes configuration", "error", kerr, NULL);
 			return -1;
 		}
@@ -541,7 +541,7 @@ fetcher_shutdown(struct stage *st)
 		stage_cancel_timer(st, f->flush_timer);
 	if (f->npend > 0 && fetch_status_flush(st, (int)(f->npend / FLUSH_BATCH) + 1) < 0)
 		log_kv(LOG_WARN, "status changes lost at shutdown", NULL);
-	fetch_kube_free(f->kube);
+	kube_front_free(f->kube);
 	while (f->srcs != NULL)
 		fetcher_src_free(st, f->srcs);
 	fetch_inotify_free(f->ino);

@@ -25,7 +25,7 @@ struct stage;
 struct store_watch;
 struct stage_watch;
 struct fetch_lock;
-struct fetch_kube;
+struct kube_front;
 struct spool;
 struct fetch_poll;
 struct fetch_inotify;
@@ -63,7 +63,7 @@ struct src {
 };
 
 struct fetcher {
-	struct fetch_kube *kube;	/* Decofile CRs as a front door; NULL: no cluster */
+	struct kube_front *kube;	/* Decofile CRs as a front door; NULL: no cluster */
 	struct src *srcs;
 	struct src *htab[NBUCKET];
 	struct store_watch *watch, *sync_watch;

@@ -17,10 +17,9 @@ daemons_fetcher_libfetch_a_SOURCES = \
 	daemons/fetcher/fetch_archive.c daemons/fetcher/fetch_archive.h \
 	daemons/fetcher/fetch_github.c daemons/fetcher/fetch_github.h \
 	daemons/fetcher/fetch_oci.c daemons/fetcher/fetch_oci.h \
-	daemons/fetcher/fetch_oci_layers.c daemons/fetcher/fetch_oci_int.h \
-	daemons/fetcher/fetch_kube.c daemons/fetcher/fetch_kube.h \
-	daemons/fetcher/fetch_kube_status.c daemons/fetcher/fetch_kube_int.h
-FETCH_LIBS = daemons/fetcher/libfetch.a
+	daemons/fetcher/fetch_oci_layers.c daemons/fetcher/fetch_oci_int.h
+# the Kubernetes front door (daemons/kube/) runs in the fetcher's loop
+FETCH_LIBS = daemons/fetcher/libfetch.a $(KUBE_FRONT_LIBS)
 
 decodlibexec_PROGRAMS += daemons/fetcher/fetcher
 daemons_fetcher_fetcher_SOURCES = daemons/fetcher/fetcher.c daemons/fetcher/fetcher.h \
@@ -58,9 +57,3 @@ t_fuzz_fuzz_archive_replay_SOURCES = t/fuzz/fuzz_archive.c t/fuzz/replay.c t/fuz
 t_fuzz_fuzz_archive_replay_LDADD = $(FETCH_LIBS) $(DECOD_LIBS) $(ARCHIVE_LIBS)
 TESTS += t/integration/fetch_fuzz_replay.sh
 EXTRA_DIST += t/integration/fetch_fuzz_replay.sh t/fuzz/seeds/archive t/fuzz/regress/archive
-
-# Decofile CRs as a front door, against a real API server (t/lib/kube.sh)
-check_PROGRAMS += t/unit/fetch_kube_test
-t_unit_fetch_kube_test_LDADD = $(FETCH_LIBS) $(DECOD_LIBS) $(ARCHIVE_LIBS)
-TESTS += t/unit/fetch_kube_test t/integration/fetch_kube.sh
-EXTRA_DIST += t/integration/fetch_kube.sh

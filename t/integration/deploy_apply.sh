@@ -194,8 +194,9 @@ list,decofiles.deco.sites,-A fetcher: list every namespace
 watch,decofiles.deco.sites,-A fetcher: watch every namespace
 list,decofiletemplates.deco.sites,-A fetcher: templates
 watch,decofiletemplates.deco.sites,-A fetcher: templates
-patch,decofiles.deco.sites,--subresource=status,-n,$S each stage: its conditions by SSA
-patch,decofiletemplates.deco.sites,--subresource=status,-n,$S fetcher: template status
+patch,decofiles.deco.sites,--subresource=status,-n,$S front door: the merged status by SSA (manager decod)
+patch,decofiletemplates.deco.sites,--subresource=status,-n,$S front door: template status
+patch,decofiletemplates.deco.sites,-n,$S front door: adopt a CR (the old managers' managedFields removed)
 update,decofiles.deco.sites,--subresource=finalizers,-n,$S publisher: blockOwnerDeletion
 patch,decofiles.deco.sites,-n,$S fetcher: consume deco.sites/rollback-to, hold with spec.suspend
 create,configmaps,-n,$S publisher: decofile-NAME
@@ -235,6 +236,7 @@ watch,secrets,-A Secrets of every namespace
 get,secrets/decod-webhook-tls,-n,decod-system its own TLS key is the kubelet's business
 get,secrets/other,-n,kube-system another namespace's Secret
 update,secrets/valkey-acl,-n,$S the acl stage only patches (server-side apply)
+update,decofiles.deco.sites,--subresource=status,-n,$S the front door only applies (patch)
 delete,secrets/other,-n,$S other Secrets
 create,pods/exec,-n,$S exec into sites
 create,pods,-n,$S run pods

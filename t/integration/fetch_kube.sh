@@ -2,9 +2,9 @@
 # fetch_kube - Decofile CRs as a front door against a real API server, the
 # fetcher running as deploy/'s ServiceAccount: a CR applied with kubectl is
 # mirrored into the store (edit, delete, and a delete made while the fetcher
-# was down); each stage's status fragment shows on the CR under its own
-# field manager, so `kubectl wait --for=condition=PodsNotified` works; a
-# restart writes nothing; the CRD accepts the Go operator's values
+# was down); every stage's status fragment shows on the CR, merged, under
+# the one field manager `decod`, so `kubectl wait
+# --for=condition=PodsNotified` works; a restart writes nothing; the CRD accepts the Go operator's values
 # (tanstack-kv, endpoint objects).
 . "$top_srcdir/t/lib/common.sh"
 . "$top_srcdir/t/lib/kube.sh"
@@ -40,6 +40,12 @@ start_fetcher() {
 }
 stop_fetcher() { kill -TERM $F_PID; wait $F_PID 2>/dev/null; }
 cr() { kubectl_admin -n sites-loja get decofile "$1" -o json --show-managed-fields; }
+# status_applies: server-side applies of Decofile status the API server counted
+status_applies() {
+	curl -sf --cacert "$KUBE_DIR/ca.crt" --cert "$KUBE_DIR/admin.crt" --key "$KUBE_DIR/admin.key" \
+	    "$KUBE_URL/metrics" | awk '/^apiserver_request_total\{/ && /resource="decofiles"/ &&
+	    /subresource="status"/ && /verb="APPLY"/ { n += $NF } END { print n + 0 }'
+}
 # table NAME COLUMN: a printer column's cell, as kubectl's table shows it
 table() {
 	curl -sf --cacert "$KUBE_DIR/ca.crt" --cert "$KUBE_DIR/admin.crt" --key "$KUBE_DIR/admin.key" \
@@ -67,9 +73,9 @@ check "... with its spec" grep -q '"inline":{"value":{"Header":{"title":"Loja"}}
 check "the fetcher's status shows on the CR" wait_for 10 sh -c \
     "kubectl --kubeconfig $KUBE_DIR/admin.kubeconfig -n sites-loja get decofile loja -o jsonpath='{.status.sourceType}' | grep -qx inline"
 is "$(cr loja | jq -r '[.metadata.managedFields[] | select(.subresource=="status") | .manager] | sort | join(",")')" \
-    "decod-fetcher" "... written under field manager decod-fetcher, on the status subresource"
+    "decod" "... written under field manager decod, on the status subresource"
 
-# another stage's fragment (the notifier's) under its own manager
+# another stage's fragment (the notifier's): the same one manager
 "$TOOL" $C condition sites-loja loja notifier PodsNotified True NotificationSucceeded \
     "Successfully notified all pods for timestamp:1731598481" >/dev/null
 t0=$(date +%s%N)
@@ -78,7 +84,7 @@ ok $? "kubectl wait --for=condition=PodsNotified decofile/loja ($(( ($(date +%s%
 is "$(cr loja | jq -r '.status.conditions[] | select(.type=="PodsNotified") | .message')" \
     "Successfully notified all pods for timestamp:1731598481" "the condition's message as the notifier wrote it"
 is "$(cr loja | jq -r '[.metadata.managedFields[] | select(.subresource=="status") | .manager] | sort | join(",")')" \
-    "decod-fetcher,decod-notifier" "each stage under its own field manager"
+    "decod" "every stage's fragment under the one field manager decod"
 is "$(table loja PodsNotified)" "True" "printer column PodsNotified"
 is "$(table loja Source)" "inline" "printer column Source"
 "$TOOL" $C condition sites-loja loja notifier PodsNotified False NotificationFailed "Failed to notify pods for timestamp:2: a (HTTP 500)" >/dev/null
@@ -91,21 +97,25 @@ is "$(cr loja | jq '[.status.conditions[] | select(.type=="PodsNotified")] | len
 kubectl_admin -n sites-loja patch decofile loja --type merge -p '{"spec":{"inline":{"value":{"Header":{"title":"Nova"}}}}}' >/dev/null
 check "a CR edit reaches the store" wait_for 10 grep -q '"title":"Nova"' "$STORE/loja.v"
 
-# a restart writes nothing to the CR
-cr loja | jq -c '.metadata.managedFields[] | [.manager, .time]' >"$T/mf.before"
-"$TOOL" $C status sites-loja loja fetcher >"$T/frag.before"
+# a restart writes nothing to the CR: the API server counts the status
+# applies (metrics), and across the restart only the new fragment is one
+A0=$(status_applies)
+"$TOOL" $C status sites-loja loja >"$T/st.before"
 stop_fetcher
 start_fetcher
-check "restarted and listed" wait_for 10 grep -q 'Kubernetes front door on' "$T/fetcher.log"
+check "restarted and caught up" wait_for 10 grep -q 'Kubernetes front door caught up' "$T/fetcher.log"
+check "... having written no status: every CR listed already showed its merged status" \
+    grep -q 'Kubernetes front door caught up.*status_writes=0' "$T/fetcher.log"
 "$TOOL" $C condition sites-loja loja renderer Probe True Probe "restart probe" >/dev/null
 wait_for 10 sh -c "kubectl --kubeconfig $KUBE_DIR/admin.kubeconfig -n sites-loja get decofile loja -o json | jq -e '.status.conditions[] | select(.type==\"Probe\")' >/dev/null"
-cr loja | jq -c '.metadata.managedFields[] | [.manager, .time]' >"$T/mf.after"
-"$TOOL" $C status sites-loja loja fetcher >"$T/frag.after"
-is "$(grep decod-notifier "$T/mf.after")" "$(grep decod-notifier "$T/mf.before")" \
-    "after a restart the unchanged notifier fragment is not written again"
+A1=$(status_applies)
+diag "status applies across the restart and the probe: $((A1 - A0))"
 # (the fetcher itself may pass through Syncing=Unknown at start, which the
-# mirror faithfully writes: its own entry is not asserted)
-is "$(grep -c decod-renderer "$T/mf.after")" 1 "... only the new fragment was written"
+# mirror faithfully writes, so one or two more may follow the probe's)
+[ "$((A1 - A0))" -ge 1 ] && [ "$((A1 - A0))" -le 3 ]
+ok $? "after the restart: the probe's apply, and at most the fetcher's own Syncing moves"
+is "$(cr loja | jq -r '[.metadata.managedFields[] | select(.subresource=="status") | .manager] | join(",")')" \
+    "decod" "... still under the one manager"
 
 kubectl_admin -n sites-loja delete decofile loja >/dev/null
 check "a CR delete removes the store's copy" wait_for 10 sh -c "! test -e $STORE/loja.v"

@@ -13,6 +13,10 @@
  *   testtool -c CONF enqueue STAGE NS NAME HASH DETAIL   (prints the item id)
  *   testtool -c CONF fields NS NAME STAGE JSON   (a stage's status fields)
  *   testtool -c CONF condition NS NAME STAGE TYPE STATUS REASON MESSAGE
+ *   testtool -c CONF burst NS NAME TYPE STATUS REASON MESSAGE STAGE...
+ *                                                (condition TYPE-STAGE in each
+ *                                                 stage's fragment, back to back,
+ *                                                 not journaled)
  *   testtool -c CONF fetch|render|publish|ack|drift|audit|inventory ...
  *                                                (journal rows, for decoctl's tests)
  */
@@ -40,6 +44,7 @@ usage(void)
 	    "       status NS NAME [STAGE] | spool FILE | enqueue STAGE NS NAME HASH DETAIL |\n"
 	    "       fields NS NAME STAGE JSON |\n"
 	    "       condition NS NAME STAGE TYPE STATUS REASON MESSAGE |\n"
+	    "       burst NS NAME TYPE STATUS REASON MESSAGE STAGE... |\n"
 	    "       fetch NS NAME SOURCE COMMIT TREE | render NS NAME HASH FORMAT SIZE |\n"
 	    "       publish NS NAME TARGET LOCATION HASH TS | ack NS NAME REPLICA HASH TS RESULT |\n"
 	    "       drift NS NAME LOCATION DETAIL | audit STAGE OBJECT ACTION DETAIL |\n"
@@ -278,7 +283,48 @@ main(int argc, char **argv)
 			journal_close(j);
 		}
 	}
-	else if (argc == 6 && strcmp(cmd, "rawput") == 0) {
+	else if (argc >= 9 && strcmp(cmd, "burst") == 0) {
+		/*
+		 * one process, the fragments of several stages built first and
+		 * then put back to back (store_put_many_volatile, as stages put
+		 * theirs; not journaled), so they land microseconds apart
+		 */
+		int n = argc - 8;
+		char **keys = xcalloc((size_t)n, sizeof(*keys));
+		char **vals = xcalloc((size_t)n, sizeof(*vals));
+		size_t *lens = xcalloc((size_t)n, sizeof(*lens));
+
+		if ((s = open_store(cf)) == NULL)
+			rv = 1;
+		else {
+			rv = 0;
+			for (int i = 0; i < n && rv == 0; i++) {
+				char type[128], *old = NULL;
+				size_t olen = 0;
+
+				keys[i] = key_status("decofiles", argv[2], argv[3], argv[8 + i]);
+				if (store_get(s, keys[i], &old, &olen) < 0)
+					rv = 1;
+				snprintf(type, sizeof(type), "%s-%s", argv[4], argv[8 + i]);
+				if (rv == 0 && (vals[i] = status_fragment_build(old, old != NULL ? olen : 0,
+				    NULL, type, argv[5], argv[6], argv[7], NULL, NULL)) == NULL)
+					rv = 1;
+				if (vals[i] != NULL)
+					lens[i] = strlen(vals[i]);
+				free(old);
+			}
+			if (rv == 0 && store_put_many_volatile(s, (const char *const *)keys,
+			    (const char *const *)vals, lens, (size_t)n) < 0)
+				rv = 1;
+		}
+		for (int i = 0; i < n; i++) {
+			free(keys[i]);
+			free(vals[i]);
+		}
+		free(keys);
+		free(vals);
+		free(lens);
+	} else if (argc == 6 && strcmp(cmd, "rawput") == 0) {
 		if ((s = open_store(cf)) == NULL)
 			rv = 1;
 		else

@@ -11,7 +11,7 @@
 
 #include "common/json.h"
 #include "common/util.h"
-#include "daemons/fetcher/fetch_kube.h"
+#include "daemons/kube/kube_front.h"
 #include "t/tap.h"
 
 static yajl_val
@@ -35,14 +35,14 @@ main(void)
 	size_t len;
 	int same;
 
-	doc = fetch_kube_mirror_doc(cr);
+	doc = kube_front_mirror_doc(cr);
 	ok(doc != NULL, "a CR has a store form");
 	is_str(json_get_str(doc, "metadata", "name", NULL), "loja", "name");
 	is_str(json_get_str(doc, "metadata", "namespace", NULL), "sites-loja", "namespace");
 	is_str(json_get_str(doc, "metadata", "labels", "a", NULL), "b", "labels kept");
 	is_str(json_get_str(doc, "metadata", "annotations", "deco.sites/deletion", NULL), "detach",
 	    "annotations kept (the deletion policy)");
-	is_str(json_get_str(doc, "metadata", "annotations", FETCH_KUBE_UID_ANNOTATION, NULL), "u-1",
+	is_str(json_get_str(doc, "metadata", "annotations", KUBE_FRONT_UID_ANNOTATION, NULL), "u-1",
 	    "marked with the CR's uid");
 	ok(json_get(doc, "metadata", "annotations", "kubectl.kubernetes.io/last-applied-configuration",
 	    NULL) == NULL, "kubectl's last-applied copy left out");
@@ -54,14 +54,14 @@ main(void)
 	{
 		yajl_val nospec = parse("{\"kind\":\"Decofile\",\"metadata\":{\"name\":\"a\",\"namespace\":\"b\"}}");
 
-		ok(fetch_kube_mirror_doc(nospec) == NULL, "no spec: not mirrored");
+		ok(kube_front_mirror_doc(nospec) == NULL, "no spec: not mirrored");
 		yajl_tree_free(nospec);
 	}
 
 	frag = parse("{\"contentHash\":\"abc\",\"timestamp\":5,\"conditions\":[{\"type\":\"Ready\","
 	    "\"status\":\"True\",\"reason\":\"ConfigMapCreated\",\"message\":\"m\","
 	    "\"lastTransitionTime\":\"2026-12-04T10:00:00Z\"}]}");
-	text = fetch_kube_status_body("Decofile", "sites-loja", "loja", frag, cr, &same, &len);
+	text = kube_front_status_body("Decofile", "sites-loja", "loja", frag, cr, &same, &len);
 	body = parse(text);
 	ok(body != NULL, "the status body is JSON");
 	ok(!same, "a CR without the fields needs the write");
@@ -76,23 +76,23 @@ main(void)
 	    "{\"type\":\"PodsNotified\",\"status\":\"True\"},{\"type\":\"Ready\",\"status\":\"True\","
 	    "\"reason\":\"ConfigMapCreated\",\"message\":\"m\",\"lastTransitionTime\":"
 	    "\"2026-12-04T10:00:00Z\"}]}}");
-	text = fetch_kube_status_body("Decofile", "sites-loja", "loja", frag, cur, &same, &len);
+	text = kube_front_status_body("Decofile", "sites-loja", "loja", frag, cur, &same, &len);
 	ok(same, "the CR already shows the fragment: no write (a restart writes nothing)");
 	free(text);
 	yajl_tree_free(cur);
 	cur = parse("{\"status\":{\"contentHash\":\"abc\",\"timestamp\":5,\"conditions\":["
 	    "{\"type\":\"Ready\",\"status\":\"True\",\"reason\":\"ConfigMapCreated\",\"message\":\"old\","
 	    "\"lastTransitionTime\":\"2026-12-04T10:00:00Z\"}]}}");
-	text = fetch_kube_status_body("Decofile", "sites-loja", "loja", frag, cur, &same, &len);
+	text = kube_front_status_body("Decofile", "sites-loja", "loja", frag, cur, &same, &len);
 	ok(!same, "a condition's message differs: write");
 	free(text);
 	yajl_tree_free(cur);
 	cur = parse("{\"status\":{\"contentHash\":\"abc\",\"timestamp\":6}}");
-	text = fetch_kube_status_body("Decofile", "sites-loja", "loja", frag, cur, &same, &len);
+	text = kube_front_status_body("Decofile", "sites-loja", "loja", frag, cur, &same, &len);
 	ok(!same, "a field differs: write");
 	free(text);
 	yajl_tree_free(cur);
-	text = fetch_kube_status_body("Decofile", "sites-loja", "loja", NULL, NULL, &same, &len);
+	text = kube_front_status_body("Decofile", "sites-loja", "loja", NULL, NULL, &same, &len);
 	body = parse(text);
 	ok(!same && body != NULL && json_get(body, "status", NULL) != NULL &&
 	    json_get(body, "status", NULL)->u.object.len == 0,
@@ -101,5 +101,51 @@ main(void)
 	free(text);
 	yajl_tree_free(frag);
 	yajl_tree_free(cr);
+
+	/* adoption: the old managers' status entries go, the rest stay, guarded by the rv */
+	cur = parse("{\"metadata\":{\"resourceVersion\":\"42\",\"managedFields\":["
+	    "{\"manager\":\"kubectl\",\"operation\":\"Apply\",\"fieldsV1\":{\"f:spec\":{}}},"
+	    "{\"manager\":\"decod-fetcher\",\"operation\":\"Apply\",\"subresource\":\"status\"},"
+	    "{\"manager\":\"decod\",\"operation\":\"Apply\",\"subresource\":\"status\"},"
+	    "{\"manager\":\"kubectl-patch\",\"operation\":\"Update\",\"subresource\":\"status\"},"
+	    "{\"manager\":\"manager\",\"operation\":\"Update\",\"subresource\":\"status\"},"
+	    "{\"manager\":\"decod-publisher\",\"operation\":\"Apply\"}]}}");
+	text = kube_front_adopt_patch(cur, &len);
+	body = text != NULL ? parse(text) : NULL;
+	ok(body != NULL && YAJL_IS_ARRAY(body) && body->u.array.len == 2, "adoption: a JSON patch of two ops");
+	if (body != NULL && YAJL_IS_ARRAY(body) && body->u.array.len == 2) {
+		yajl_val t = body->u.array.values[0], r = body->u.array.values[1], mf;
+
+		is_str(json_get_str(t, "op", NULL), "test", "... first a test");
+		is_str(json_get_str(t, "path", NULL), "/metadata/resourceVersion", "... of the resourceVersion");
+		is_str(json_get_str(t, "value", NULL), "42", "... as read");
+		is_str(json_get_str(r, "op", NULL), "replace", "... then a replace");
+		is_str(json_get_str(r, "path", NULL), "/metadata/managedFields", "... of managedFields");
+		mf = json_get(r, "value", NULL);
+		ok(mf != NULL && YAJL_IS_ARRAY(mf) && mf->u.array.len == 4,
+		    "decod-fetcher's and the operator's status entries removed, four kept");
+		if (mf != NULL && YAJL_IS_ARRAY(mf) && mf->u.array.len == 4) {
+			is_str(json_get_str(mf->u.array.values[0], "manager", NULL), "kubectl", "kept: spec's");
+			is_str(json_get_str(mf->u.array.values[1], "manager", NULL), "decod", "kept: decod's");
+			is_str(json_get_str(mf->u.array.values[2], "manager", NULL), "kubectl-patch",
+			    "kept: a person's status edit");
+			is_str(json_get_str(mf->u.array.values[3], "manager", NULL), "decod-publisher",
+			    "kept: an entry not on the status subresource");
+		}
+	}
+	yajl_tree_free(body);
+	free(text);
+	yajl_tree_free(cur);
+	cur = parse("{\"metadata\":{\"resourceVersion\":\"7\",\"managedFields\":["
+	    "{\"manager\":\"decod-notifier\",\"subresource\":\"status\"}]}}");
+	text = kube_front_adopt_patch(cur, &len);
+	ok(text != NULL && strstr(text, "\"value\":[{}]") != NULL,
+	    "every entry stale: [{}] clears them (an empty list would change nothing)");
+	free(text);
+	yajl_tree_free(cur);
+	cur = parse("{\"metadata\":{\"resourceVersion\":\"7\",\"managedFields\":["
+	    "{\"manager\":\"decod\",\"subresource\":\"status\"}]}}");
+	ok(kube_front_adopt_patch(cur, &len) == NULL, "only decod's entry: nothing to adopt");
+	yajl_tree_free(cur);
 	return done_testing();
 }

@@ -330,6 +330,24 @@ test_paths(void)
 	p = kube_apply_path(&kube_configmaps, "ns", "cm", NULL, "m", 0);
 	is_str(p, "/api/v1/namespaces/ns/configmaps/cm?fieldManager=m", "apply path without force");
 	free(p);
+	{	/* the Lease's one identity rule: POD_NAME, else HOST:PID */
+		char id[300], host[256], want[300];
+		const char *old = getenv("POD_NAME");
+		char *keep = old != NULL ? xstrdup(old) : NULL;
+
+		setenv("POD_NAME", "decod-7d9f-abcde", 1);
+		kube_lease_identity(id, sizeof(id));
+		is_str(id, "decod-7d9f-abcde", "lease identity: the pod's name when POD_NAME is set");
+		unsetenv("POD_NAME");
+		kube_lease_identity(id, sizeof(id));
+		gethostname(host, sizeof(host));
+		host[sizeof(host) - 1] = '\0';
+		snprintf(want, sizeof(want), "%s:%ld", host, (long)getpid());
+		is_str(id, want, "lease identity: HOST:PID without POD_NAME");
+		if (keep != NULL)
+			setenv("POD_NAME", keep, 1);
+		free(keep);
+	}
 }
 
 /* ---- a scripted HTTP/1.1 server on loopback ---- */

@@ -1,11 +1,13 @@
 /*
- * fetch_kube - the Kubernetes front door.  It owns a client on the
+ * kube_front - the Kubernetes front door (a component of its own, run by the
+ * fetcher: see doc/design.md, "Status").  It owns a client on the
  * fetcher's loop, informers of Decofile and DecofileTemplate CRs, and a
  * store watch of the status fragments.  CR changes become store puts and
  * deletes (marked with the CR's uid so a re-list can tell its own mirrors
- * from what decoctl applied); each stage's fragment becomes a server-side
- * apply of the CR's status under field manager decod-<stage>, skipped when
- * the CR already shows it, so a restart writes nothing.
+ * from what decoctl applied); every stage's fragment of a CR, merged,
+ * becomes one server-side apply of the CR's status under the one field
+ * manager `decod` (kube_front_status.c), skipped when the CR already shows
+ * it, so a restart writes nothing.
  */
 #include "config.h"
 
@@ -24,10 +26,10 @@
 #include "common/store.h"
 #include "common/store_keys.h"
 #include "common/util.h"
-#include "daemons/fetcher/fetch_kube.h"
-#include "daemons/fetcher/fetch_kube_int.h"
+#include "daemons/kube/kube_front.h"
+#include "daemons/kube/kube_front_int.h"
 
-const struct kind_info fk_kinds[2] = {
+const struct kind_info kf_kinds[2] = {
 	{ "decofiles", &kube_decofiles },
 	{ "decofiletemplates", &kube_decofiletemplates },
 };
@@ -35,7 +37,7 @@ const struct kind_info fk_kinds[2] = {
 /* ---- pure parts (unit-tested) ---- */
 
 yajl_val
-fetch_kube_mirror_doc(yajl_val obj)
+kube_front_mirror_doc(yajl_val obj)
 {
 	const char *name = kube_obj_name(obj), *ns = kube_obj_ns(obj), *uid = kube_obj_uid(obj);
 	const char *kind = json_get_str(obj, "kind", NULL);
@@ -58,14 +60,14 @@ fetch_kube_mirror_doc(yajl_val obj)
 	if ((v = json_get(obj, "metadata", "annotations", NULL)) != NULL && YAJL_IS_OBJECT(v))
 		for (size_t i = 0; i < v->u.object.len; i++) {
 			/* kubectl's copy of the whole object is noise in the store */
-			if (strcmp(v->u.object.keys[i], FETCH_KUBE_UID_ANNOTATION) == 0 ||
+			if (strcmp(v->u.object.keys[i], KUBE_FRONT_UID_ANNOTATION) == 0 ||
 			    strcmp(v->u.object.keys[i],
 			    "kubectl.kubernetes.io/last-applied-configuration") == 0)
 				continue;
 			jw_key(&w, v->u.object.keys[i]);
 			jw_value(&w, v->u.object.values[i]);
 		}
-	jw_key(&w, FETCH_KUBE_UID_ANNOTATION);
+	jw_key(&w, KUBE_FRONT_UID_ANNOTATION);
 	jw_str(&w, uid);
 	jw_end_obj(&w);
 	jw_end_obj(&w);
@@ -78,12 +80,12 @@ fetch_kube_mirror_doc(yajl_val obj)
 }
 
 int
-fetch_kube_patch(struct fetch_kube *fk, const char *ns, const char *name,
+kube_front_patch(struct kube_front *fk, const char *ns, const char *name,
     const char *body, void (*done)(void *arg, const struct kube_resp *r), void *arg)
 {
 	if (fk == NULL)
 		return -1;
-	(void)kube_merge_patch(fk->k, fk_kinds[0].kd, ns, name, NULL, body, strlen(body), done,
+	(void)kube_merge_patch(fk->k, kf_kinds[0].kd, ns, name, NULL, body, strlen(body), done,
 	    arg);
 	return 0;
 }
@@ -91,7 +93,7 @@ fetch_kube_patch(struct fetch_kube *fk, const char *ns, const char *name,
 /* ---- CRs into the store ---- */
 
 static void
-mirror(struct fetch_kube *fk, const struct kind_info *ki, enum kube_event ev, yajl_val obj)
+mirror(struct kube_front *fk, const struct kind_info *ki, enum kube_event ev, yajl_val obj)
 {
 	struct store *s = stage_store(fk->st);
 	char plural[64], ns[254], name[254], err[512];
@@ -110,7 +112,7 @@ mirror(struct fetch_kube *fk, const struct kind_info *ki, enum kube_event ev, ya
 		free(key);
 		return;
 	}
-	if ((doc = fetch_kube_mirror_doc(obj)) == NULL) {
+	if ((doc = kube_front_mirror_doc(obj)) == NULL) {
 		log_kv(LOG_WARN, "CR without name, namespace or spec: ignored", "kind", ki->plural,
 		    "ns", kube_obj_ns(obj), "name", kube_obj_name(obj), NULL);
 		return;
@@ -128,12 +130,12 @@ mirror(struct fetch_kube *fk, const struct kind_info *ki, enum kube_event ev, ya
 	}
 	yajl_tree_free(doc);
 	if (ev == KUBE_ADDED)
-		fk_push_all(fk, ki, kube_obj_ns(obj), kube_obj_name(obj));
+		kf_push_all(fk, ki, kube_obj_ns(obj), kube_obj_name(obj));
 }
 
 /* sweep - after a complete list: mirrors whose CR is gone are deleted */
 static void
-sweep(struct fetch_kube *fk, const struct kind_info *ki, struct kube_informer *inf)
+sweep(struct kube_front *fk, const struct kind_info *ki, struct kube_informer *inf)
 {
 	struct store *s = stage_store(fk->st);
 	char *prefix = key_resource_prefix(ki->plural, NULL);
@@ -151,7 +153,7 @@ sweep(struct fetch_kube *fk, const struct kind_info *ki, struct kube_informer *i
 			continue;
 		if ((doc = json_parse(l.kvs[i].value, l.kvs[i].vlen, NULL)) == NULL)
 			continue;
-		if (json_get_str(doc, "metadata", "annotations", FETCH_KUBE_UID_ANNOTATION,
+		if (json_get_str(doc, "metadata", "annotations", KUBE_FRONT_UID_ANNOTATION,
 		    NULL) != NULL && kube_informer_get(inf, ns, name) == NULL) {
 			log_kv(LOG_INFO, "CR gone while not watched: removed from the store",
 			    "kind", ki->plural, "ns", ns, "name", name, NULL);
@@ -169,11 +171,11 @@ sweep(struct fetch_kube *fk, const struct kind_info *ki, struct kube_informer *i
  * have landed (after a restart with everything reconciled: none)
  */
 void
-fk_caught_up(struct fetch_kube *fk)
+kf_caught_up(struct kube_front *fk)
 {
 	char crs[32], mirrored[32], writes[32];
 
-	if (fk->caught_up || fk->inflight > 0 || fk->qhead != NULL ||
+	if (fk->caught_up || fk->inflight > 0 || fk->qhead != NULL || fk->dhead != NULL ||
 	    !kube_informer_synced(fk->dfs) ||
 	    !kube_informer_synced(fk->tpls))
 		return;
@@ -190,14 +192,14 @@ static void
 on_cr(void *arg, enum kube_event ev, yajl_val obj, yajl_val old, const struct kind_info *ki,
     struct kube_informer *inf)
 {
-	struct fetch_kube *fk = arg;
+	struct kube_front *fk = arg;
 
 	(void)old;
-	if (!fk_leading(fk))
+	if (!kf_leading(fk))
 		return;		/* a standby: the leader's pod does the work */
 	if (ev == KUBE_SYNCED) {
 		sweep(fk, ki, inf);
-		fk_caught_up(fk);
+		kf_caught_up(fk);
 	} else
 		mirror(fk, ki, ev, obj);
 }
@@ -206,19 +208,19 @@ on_cr(void *arg, enum kube_event ev, yajl_val obj, yajl_val old, const struct ki
 static void
 catch_up_df(void *arg, yajl_val obj)
 {
-	mirror(arg, &fk_kinds[0], KUBE_ADDED, obj);
+	mirror(arg, &kf_kinds[0], KUBE_ADDED, obj);
 }
 
 static void
 catch_up_tpl(void *arg, yajl_val obj)
 {
-	mirror(arg, &fk_kinds[1], KUBE_ADDED, obj);
+	mirror(arg, &kf_kinds[1], KUBE_ADDED, obj);
 }
 
 static void
 on_lease(void *arg, int now_leading)
 {
-	struct fetch_kube *fk = arg;
+	struct kube_front *fk = arg;
 
 	if (!now_leading) {
 		/* as controller-runtime: stop; the kubelet restarts us as a standby */
@@ -226,11 +228,11 @@ on_lease(void *arg, int now_leading)
 		exit(1);
 	}
 	if (kube_informer_synced(fk->dfs)) {
-		sweep(fk, &fk_kinds[0], fk->dfs);
+		sweep(fk, &kf_kinds[0], fk->dfs);
 		kube_informer_foreach(fk->dfs, catch_up_df, fk);
 	}
 	if (kube_informer_synced(fk->tpls)) {
-		sweep(fk, &fk_kinds[1], fk->tpls);
+		sweep(fk, &kf_kinds[1], fk->tpls);
 		kube_informer_foreach(fk->tpls, catch_up_tpl, fk);
 	}
 }
@@ -238,27 +240,27 @@ on_lease(void *arg, int now_leading)
 static void
 on_df(void *arg, enum kube_event ev, yajl_val obj, yajl_val old)
 {
-	struct fetch_kube *fk = arg;
+	struct kube_front *fk = arg;
 
-	on_cr(arg, ev, obj, old, &fk_kinds[0], fk->dfs);
+	on_cr(arg, ev, obj, old, &kf_kinds[0], fk->dfs);
 }
 
 static void
 on_tpl(void *arg, enum kube_event ev, yajl_val obj, yajl_val old)
 {
-	struct fetch_kube *fk = arg;
+	struct kube_front *fk = arg;
 
-	on_cr(arg, ev, obj, old, &fk_kinds[1], fk->tpls);
+	on_cr(arg, ev, obj, old, &kf_kinds[1], fk->tpls);
 }
 
 /* ---- life ---- */
 
-struct fetch_kube *
-fetch_kube_new(struct stage *st, char *err, size_t errlen)
+struct kube_front *
+kube_front_new(struct stage *st, char *err, size_t errlen)
 {
 	struct conf *cf = stage_conf(st);
 	struct kube *k;
-	struct fetch_kube *fk;
+	struct kube_front *fk;
 
 	if ((k = kube_from_conf(cf, err, errlen)) == NULL)
 		return NULL;
@@ -266,8 +268,8 @@ fetch_kube_new(struct stage *st, char *err, size_t errlen)
 	fk->st = st;
 	fk->k = k;
 	kube_attach(fk->k, st);
-	if (fk_status_start(fk, err, errlen) < 0) {
-		fetch_kube_free(fk);
+	if (kf_status_start(fk, err, errlen) < 0) {
+		kube_front_free(fk);
 		return NULL;
 	}
 	fk->dfs = kube_informer_new(fk->k, &kube_decofiles, NULL, NULL, on_df, fk);
@@ -280,12 +282,12 @@ fetch_kube_new(struct stage *st, char *err, size_t errlen)
 }
 
 void
-fetch_kube_free(struct fetch_kube *fk)
+kube_front_free(struct kube_front *fk)
 {
 	if (fk == NULL)
 		return;
 	kube_lease_free(fk->lease);
 	kube_free(fk->k);	/* cancels the writes in flight */
-	fk_status_free(fk);	/* the store watch, the writes waiting, their records */
+	kf_status_free(fk);	/* the store watch, the writes waiting, their records */
 	free(fk);
 }

@@ -1,0 +1,66 @@
+/*
+ * kube_front - Decofile and DecofileTemplate CRs as a front door (SPEC §10):
+ * run by the fetcher, it lists and watches them, mirrors them into the store
+ * (decod's truth stays the store), and is the one writer of the CRs'
+ * status: every stage's fragment, merged, by one server-side apply per CR
+ * per change under the one field manager `decod`.
+ */
+#ifndef DECOD_KUBE_FRONT_H
+#define DECOD_KUBE_FRONT_H
+
+#include <yajl/yajl_tree.h>
+
+#include "common/resource.h"
+#include "common/util.h"
+
+struct stage;
+struct kube_front;
+struct kube_resp;
+
+/* the annotation that marks a store resource as a CR's mirror (value: the CR's uid) */
+#define KUBE_FRONT_UID_ANNOTATION RESOURCE_MIRROR_ANNOTATION
+
+/*
+ * kube_front_new - start mirroring when decod works against a cluster.
+ * NULL with err "" when no cluster is configured, NULL with err set when
+ * the configuration is broken (fatal for the stage).
+ */
+struct kube_front *kube_front_new(struct stage *st, char *err, size_t errlen);
+void kube_front_free(struct kube_front *fk);
+
+/*
+ * kube_front_patch - a JSON merge patch (body) of Decofile CR ns/name,
+ * sent on the loop; done gets the answer.  The mirror follows through the
+ * informer.  0 sent, -1 no cluster (fk NULL).
+ */
+int kube_front_patch(struct kube_front *fk, const char *ns, const char *name,
+    const char *body, void (*done)(void *arg, const struct kube_resp *r), void *arg);
+
+/*
+ * kube_front_mirror_doc - the store's form of a CR: apiVersion, kind,
+ * metadata (name, namespace, labels, annotations plus the uid annotation)
+ * and spec; NULL when obj is not a usable CR.  Free with yajl_tree_free.
+ */
+yajl_val kube_front_mirror_doc(yajl_val obj);
+
+/*
+ * kube_front_status_body - the status apply body for a status (a JSON
+ * object: fields and conditions; the merge of every stage's fragments),
+ * for kind/ns/name; *same is set when cur (the CR as cached; may be NULL)
+ * already shows every field and condition of it, so no write is needed.
+ * Caller frees.
+ */
+char *kube_front_status_body(const char *kind, const char *ns, const char *name,
+    yajl_val fragment, yajl_val cur, int *same, size_t *len);
+
+/*
+ * kube_front_adopt_patch - the JSON patch (RFC 6902) that adopts CR cur:
+ * a test of its metadata.resourceVersion, then metadata.managedFields
+ * without the status entries of the writers decod replaces (its old
+ * per-stage managers decod-<stage>, the Go operator's `manager`); NULL
+ * when cur has none.  Sent to the CR itself (its status subresource
+ * ignores a request's managedFields).  Caller frees.
+ */
+char *kube_front_adopt_patch(yajl_val cur, size_t *len);
+
+#endif
