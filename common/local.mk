@@ -12,7 +12,7 @@ libdecod_a_SOURCES = \
 	common/journal_versions.c \
 	common/stage.c common/stage.h common/stage_impl.h common/stage_items.c \
 	common/stage_health.c common/stage_health.h \
-	common/stage_ctl.c common/stage_ctl.h \
+	common/stage_ctl.c common/stage_ctl.h common/stage_metrics.c \
 	common/stage_watch.c common/stage_watch.h \
 	common/housekeeping.c common/housekeeping.h \
 	common/store.c common/store.h common/store_impl.h \
