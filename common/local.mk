@@ -28,6 +28,6 @@ libdecod_a_SOURCES = \
 	common/kube.c common/kube_client.c common/kube.h common/kube_impl.h common/kube_objects.c \
 	common/kube_config.c common/kube_informer.c common/kube_lease.c \
 	common/yaml.c common/yaml.h common/yaml_read.c \
-	common/metrics.c common/metrics.h \
+	common/metrics.c common/metrics.h common/metrics_series.c common/metrics_series.h \
 	common/manifest.c common/manifest.h \
 	proto/proto.c proto/proto.h proto/proto_detail.c

@@ -23,6 +23,7 @@
 #include <microhttpd.h>
 
 #include "common/conf.h"
+#include "common/json.h"
 #include "common/log.h"
 #include "common/metrics.h"
 #include "common/util.h"
@@ -571,6 +572,18 @@ metrics_addr(const struct conf *cf, const char *who, char *out, size_t outlen)
 	}
 	snprintf(out, outlen, "%.*s:%ld", (int)(colon - base), base, port + k);
 	return "metrics_listen";
+}
+
+void
+metrics_addr_json(struct jw *w, const struct conf *cf, const char *who)
+{
+	char addr[300];
+
+	jw_key(w, "metrics");
+	if (metrics_addr(cf, who, addr, sizeof(addr)) != NULL && addr[0] != '\0')
+		jw_str(w, addr);
+	else
+		jw_null(w);
 }
 
 const char *

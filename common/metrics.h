@@ -99,6 +99,13 @@ int metrics_serve_addr(struct metrics *m, const char *addr, char *err, size_t er
  */
 const char *metrics_addr(const struct conf *cf, const char *who, char *out, size_t outlen);
 
+/*
+ * metrics_addr_json - "metrics": the address metrics_addr gives who, or
+ * null when off (or bad), as one more key of the object w is writing
+ */
+struct jw;
+void metrics_addr_json(struct jw *w, const struct conf *cf, const char *who);
+
 /* metrics_step_name - "fetch" for "fetcher" and so on; NULL for other stages */
 const char *metrics_step_name(const char *stage);
 

@@ -13,6 +13,7 @@
 #include "common/conf.h"
 #include "common/log.h"
 #include "common/metrics.h"
+#include "common/metrics_series.h"
 #include "common/stage.h"
 #include "common/stage_impl.h"
 #include "common/util.h"
@@ -29,6 +30,14 @@ step_family(const char *stage, char *out, size_t len)
 		snprintf(out, len, "decod_%s_duration_seconds", step);
 	else
 		out[0] = '\0';
+}
+
+/* journal_size - the collect hook: the journal's bytes, read at scrape time */
+static void
+journal_size(struct metrics *m, void *arg)
+{
+	(void)m;
+	metrics_journal_size(arg);
 }
 
 int
@@ -49,6 +58,14 @@ stage_metrics_start(struct stage *st)
 		snprintf(help, sizeof(help), "how long one %s took, by result",
 		    metrics_step_name(st->ops->name));
 		metrics_define(m, fam, METRIC_HISTOGRAM, help);
+	}
+	/* the stage that prunes the journal reports its size (the supervisor too) */
+	if (st->ops->housekeeping) {
+		static char state_dir[4096];
+
+		snprintf(state_dir, sizeof(state_dir), "%s", conf_get(st->cf, "state_dir"));
+		metrics_journal_size(state_dir);
+		metrics_set_collect(m, journal_size, state_dir);
 	}
 	setting = metrics_addr(st->cf, st->ops->name, addr, sizeof(addr));
 	if (setting == NULL) {
