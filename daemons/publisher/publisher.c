@@ -30,6 +30,7 @@
 #include "common/journal.h"
 #include "common/json.h"
 #include "common/log.h"
+#include "common/metrics_series.h"
 #include "common/resource.h"
 #include "common/spool.h"
 #include "common/stage.h"
@@ -461,6 +462,8 @@ on_item(struct stage *st, const struct journal_item *it)
 		yajl_tree_free(doc);
 		return publisher_finish_later(st, it, STAGE_RETRY, err);
 	}
+	if (res.wrote_doc)
+		metrics_published_bytes(TARGET, len);
 	free(data);
 
 	if (o == NULL) {
