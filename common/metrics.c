@@ -53,6 +53,7 @@ struct metrics {
 	struct MHD_Daemon *httpd;
 	void (*collect)(struct metrics *, void *);
 	void *collect_arg;
+	size_t max_series;
 };
 
 static const double default_bounds[] = {
@@ -65,8 +66,7 @@ metrics_new(void)
 	struct metrics *m = xcalloc(1, sizeof(*m));
 
 	pthread_mutex_init(&m->mu, NULL);
-	metrics_define(m, DROPPED, METRIC_COUNTER,
-	    "series not kept because their family had too many label sets (a bug)");
+	m->max_series = METRICS_MAX_SERIES;
 	return m;
 }
 
@@ -77,6 +77,8 @@ static void
 proc_make(void)
 {
 	proc = metrics_new();
+	metrics_define(proc, DROPPED, METRIC_COUNTER,
+	    "series not kept because their family had too many label sets (a bug)");
 }
 
 struct metrics *
@@ -84,6 +86,14 @@ metrics_proc(void)
 {
 	pthread_once(&proc_once, proc_make);
 	return proc;
+}
+
+void
+metrics_set_max_series(struct metrics *m, size_t n)
+{
+	pthread_mutex_lock(&m->mu);
+	m->max_series = n;
+	pthread_mutex_unlock(&m->mu);
 }
 
 void
@@ -142,7 +152,7 @@ series(struct metrics *m, struct family *f, const char *labels)
 
 	if (s != NULL)
 		return s;
-	if (f->n >= METRICS_MAX_SERIES) {
+	if (f->n >= m->max_series) {
 		struct family *d = family(m, DROPPED);
 
 		if (d != NULL && (s = find_series(d, NULL)) != NULL)
@@ -340,6 +350,17 @@ metrics_set_collect(struct metrics *m, void (*cb)(struct metrics *, void *), voi
 	pthread_mutex_unlock(&m->mu);
 }
 
+/* shortest - the shortest of %.15g..%.17g that reads back as v */
+static void
+shortest(double v, char *out, size_t len)
+{
+	for (int prec = 15; prec <= 17; prec++) {
+		snprintf(out, len, "%.*g", prec, v);
+		if (strtod(out, NULL) == v)
+			return;
+	}
+}
+
 /* put_value - a sample value: whole numbers without a fraction */
 static void
 put_value(struct buf *b, double v)
@@ -350,8 +371,12 @@ put_value(struct buf *b, double v)
 		buf_adds(b, v > 0 ? "+Inf\n" : "-Inf\n");
 	else if (v == (double)(long long)v && v < 9e15 && v > -9e15)
 		buf_printf(b, "%lld\n", (long long)v);
-	else
-		buf_printf(b, "%.17g\n", v);
+	else {
+		char s[40];
+
+		shortest(v, s, sizeof(s));
+		buf_printf(b, "%s\n", s);
+	}
 }
 
 /* put_histogram - one histogram series: cumulative buckets, sum, count */
@@ -363,10 +388,13 @@ put_histogram(struct buf *b, const struct family *f, const struct series *s)
 
 	for (size_t i = 0; i <= f->nbounds; i++) {
 		cum += s->counts[i];
-		if (i < f->nbounds)
-			buf_printf(b, "%s_bucket{%s%sle=\"%.17g\"} %llu\n", f->name, l, comma,
-			    f->bounds[i], cum);
-		else
+		if (i < f->nbounds) {
+			char le[40];
+
+			shortest(f->bounds[i], le, sizeof(le));
+			buf_printf(b, "%s_bucket{%s%sle=\"%s\"} %llu\n", f->name, l, comma,
+			    le, cum);
+		} else
 			buf_printf(b, "%s_bucket{%s%sle=\"+Inf\"} %llu\n", f->name, l, comma,
 			    cum);
 	}

@@ -26,6 +26,9 @@ struct conf;
 struct metrics *metrics_new(void);
 void metrics_free(struct metrics *m);
 
+/* metrics_set_max_series - the bound on series per family (tests lower it) */
+void metrics_set_max_series(struct metrics *m, size_t n);
+
 /*
  * metrics_proc - the process's registry, made on first call and never
  * freed: what the stage skeleton serves and what common/ code (store, kube,
