@@ -219,7 +219,7 @@ finish_first(struct stage *st, struct job *j, int in_txn)
 		    fetch_schedule_backoff(s->failures + 1);
 
 		s->failures++;
-		stage_observe(st, "failed", (double)j->took_ms / 1000.0);
+		stage_observe(st, "retry", (double)j->took_ms / 1000.0);
 		snprintf(n, sizeof(n), "%lld", (long long)wait);
 		log_kv(LOG_WARN, "fetch failed", "ns", s->ns, "name", s->name, "source",
 		    s->source, "reason", j->res.reason, "error", j->res.error, "retry_ms", n,
@@ -267,7 +267,7 @@ finish_second(struct stage *st, struct job *j, int committed)
 	}
 	snprintf(ms, sizeof(ms), "%lld", (long long)j->took_ms);
 	/* a poll that found nothing new is work too, counted apart */
-	stage_observe(st, j->handed == -1 ? "failed" : j->unchanged ? "unchanged" : "done",
+	stage_observe(st, j->handed == -1 ? "retry" : j->unchanged ? "unchanged" : "done",
 	    (double)j->took_ms / 1000.0);
 	if (j->handed >= 0 && j->etag[0] != '\0')
 		snprintf(s->etag, sizeof(s->etag), "%s", j->etag);
