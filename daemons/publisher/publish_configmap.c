@@ -24,6 +24,7 @@
 #include "common/json.h"
 #include "common/kube.h"
 #include "common/log.h"
+#include "common/metrics_series.h"
 #include "common/resource.h"
 #include "common/s3key.h"
 #include "common/spool.h"
@@ -603,5 +604,6 @@ publish_configmap_decofile(struct pcm *c, const char *ns, const char *name, yajl
 	if (store_delete(stage_store(c->st), path) < 0)
 		log_kv(LOG_WARN, "cannot delete status fragment", "key", path, NULL);
 	free(path);
+	metrics_decofile_gone(ns, name);
 	obj_free(c, o);
 }

@@ -21,6 +21,7 @@
 #include "common/journal.h"
 #include "common/json.h"
 #include "common/log.h"
+#include "common/metrics_series.h"
 #include "common/resource.h"
 #include "common/s3key.h"
 #include "common/spool.h"
@@ -393,6 +394,7 @@ forget(struct s3t *t, struct s3obj *o)
 		log_kv(LOG_WARN, "cannot delete status fragment", "key", key, "error",
 		    store_error(stage_store(t->st)), NULL);
 	free(key);
+	metrics_decofile_gone(o->ns, o->name);
 	s3t_obj_free(t, o);
 }
 

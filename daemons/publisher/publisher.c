@@ -256,6 +256,7 @@ forget(struct stage *st, struct obj *o, const char *why)
 		log_kv(LOG_WARN, "cannot delete status fragment", "key", key, "error",
 		    store_error(stage_store(st)), NULL);
 	free(key);
+	metrics_decofile_gone(o->ns, o->name);
 	publisher_obj_free(st, o);
 }
 

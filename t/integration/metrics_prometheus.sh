@@ -247,6 +247,14 @@ for s in $STAGES; do
 done
 wait_for "$(scaled 10)" has 'decod_decofile_ready{namespace="sites-loja",name="loja"} == 1 and on() up{program="publisher"} == 1'
 ok $? "per-stage mode: decod_decofile_ready == 1 from the publisher alone"
+# a deleted decofile leaves no series behind (bounded: only live decofiles)
+ctl delete decofile loja >/dev/null 2>&1
+ok $? "delete the Decofile"
+gone() { ! curl -s --max-time 5 "http://127.0.0.1:$((MBASE + 3))/metrics" | grep -q 'name="loja"'; }
+wait_for "$(scaled 20)" gone
+ok $? "the publisher forgets decod_decofile_ready and the publish time of a deleted decofile"
+wait_for "$(scaled 10)" sh -c "[ -z \"\$(curl -s -G 'http://127.0.0.1:$PPORT/api/v1/query' --data-urlencode 'query=decod_decofile_ready{name=\"loja\"}' | python3 -c 'import json,sys; print(json.load(sys.stdin)[\"data\"][\"result\"] or \"\")')\" ]"
+ok $? "... and Prometheus no longer returns the series"
 for i in 1 2 3 4; do
 	curl -s --max-time 5 "http://127.0.0.1:$((MBASE + i))/metrics" | promtool check metrics >"$T/ucheck$i.out" 2>&1
 	[ $? -eq 0 ] && [ ! -s "$T/ucheck$i.out" ]
