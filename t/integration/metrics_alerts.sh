@@ -1,5 +1,7 @@
 #!/bin/sh
-# metrics_alerts.sh - deploy/monitoring/decod-alerts.yaml is a valid rule
+# metrics_alerts.sh - deploy/components/metrics renders (kubectl kustomize)
+# with every container on its metrics_listen port in decod's fixed order and
+# a ServiceMonitor over them; deploy/monitoring/decod-alerts.yaml is a valid rule
 # file (`promtool check rules` on its spec) and its alerts fire when they
 # should and not otherwise (`promtool test rules` over synthetic series:
 # a decofile not Ready for 15 minutes, a fetcher failing every poll, a stage
@@ -101,4 +103,34 @@ YAML
 st=$?
 ok $st "promtool test rules: stuck rollout after 15 min (not a blip), a fetcher failing every poll (not one that also succeeds), a restarting stage (not one restart), a stage down"
 [ $st -eq 0 ] || sed 's/^/# /' "$T/test.out" | head -40
+
+# the pod's component: each container its own port, as metrics_addr orders them
+if command -v kubectl >/dev/null; then
+	mkdir -p "$T/overlay"
+	R=$(python3 -c 'import os, sys; print(os.path.relpath(sys.argv[1], sys.argv[2]))' \
+	    "$(cd "$top_srcdir/deploy" && pwd)" "$T/overlay")
+	printf 'resources: [%s]\ncomponents: [%s/components/metrics]\n' "$R" "$R" \
+	    >"$T/overlay/kustomization.yaml"
+	kubectl kustomize "$T/overlay" >"$T/rendered.yaml" 2>"$T/kz.err"
+	ok $? "deploy/ with components/metrics renders ($(head -c 200 "$T/kz.err"))"
+	python3 - "$T/rendered.yaml" <<'PY'
+import sys, yaml
+docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d]
+order = ["fetcher", "renderer", "publisher", "notifier", "webhook", "acl", "web"]
+dep = [d for d in docs if d["kind"] == "Deployment"][0]
+ports = {}
+for c in dep["spec"]["template"]["spec"]["containers"]:
+    env = {e["name"]: e.get("value") for e in c.get("env", [])}
+    assert env.get("METRICS_LISTEN") == "0.0.0.0:9100", c["name"]
+    p = [x for x in c["ports"] if x["name"].startswith("m-")]
+    assert p[0]["containerPort"] == 9101 + order.index(c["name"]), c["name"]
+    ports[p[0]["name"]] = p[0]["containerPort"]
+svc = [d for d in docs if d["kind"] == "Service" and d["metadata"]["name"] == "decod-metrics"][0]
+assert {p["name"]: p["port"] for p in svc["spec"]["ports"]} == ports
+sm = [d for d in docs if d["kind"] == "ServiceMonitor"][0]
+assert sorted(e["port"] for e in sm["spec"]["endpoints"]) == sorted(ports)
+assert sm["spec"]["selector"]["matchLabels"].items() <= svc["metadata"]["labels"].items()
+PY
+	ok $? "every container serves metrics on metrics_listen's port for it; the Service and ServiceMonitor name them all"
+fi
 done_testing
