@@ -27,6 +27,7 @@ journal_size(struct metrics *m, void *arg)
 int
 decod_metrics_start(struct sup *s)
 {
+	static char state_dir[4096];	/* the collect hook's, for the process's life */
 	struct metrics *m = metrics_proc();
 	char addr[300], err[512];
 	const char *setting = metrics_addr(s->cf, "decod", addr, sizeof(addr));
@@ -35,8 +36,7 @@ decod_metrics_start(struct sup *s)
 	    "times the supervisor started a stage again after its first start");
 	metrics_define(m, M_UP, METRIC_GAUGE,
 	    "1 while the stage is running and ready, else 0 (starting, backing off, down)");
-	static char state_dir[4096];
-
+	/* the journal's size too, as the renderer reports it */
 	snprintf(state_dir, sizeof(state_dir), "%s", conf_get(s->cf, "state_dir"));
 	metrics_journal_size(state_dir);
 	metrics_set_collect(m, journal_size, state_dir);
