@@ -172,6 +172,7 @@ print_stages(struct cli *c, yajl_val v)
 {
 	yajl_val stages = json_get(v, "stages", NULL);
 	struct table t;
+	int with_metrics = 0;
 
 	const char *role = json_get_str(v, "role", NULL);
 	const char *holder = json_get_str(v, "holder", NULL);
@@ -184,7 +185,13 @@ print_stages(struct cli *c, yajl_val v)
 		    holder != NULL && *holder ? holder : "nobody yet");
 	else if (role != NULL && strcmp(role, "unit") == 0)
 		printf("no supervisor: each stage answered on its own control socket\n");
-	table_init(&t, 5, "STAGE", "STATE", "PID", "RESTARTS", "UPTIME");
+	/* a METRICS column once metrics_listen (or metrics_port) gives addresses */
+	for (size_t i = 0; i < stages->u.array.len; i++)
+		with_metrics |= json_get_str(stages->u.array.values[i], "metrics", NULL) != NULL;
+	if (with_metrics)
+		table_init(&t, 6, "STAGE", "STATE", "PID", "RESTARTS", "UPTIME", "METRICS");
+	else
+		table_init(&t, 5, "STAGE", "STATE", "PID", "RESTARTS", "UPTIME");
 	for (size_t i = 0; i < stages->u.array.len; i++) {
 		yajl_val s = stages->u.array.values[i];
 		const char *name = json_get_str(s, "name", NULL);
@@ -201,7 +208,14 @@ print_stages(struct cli *c, yajl_val v)
 			snprintf(up, sizeof(up), "-");
 		snprintf(st, sizeof(st), "%s%s", state ? state : "?",
 		    json_get_bool(s, 0, "admin_down", NULL) ? " (stopped by admin)" : "");
-		table_row(&t, name ? name : "?", st, pid > 0 ? spid : "-", restarts, up);
+		if (with_metrics) {
+			const char *ma = json_get_str(s, "metrics", NULL);
+
+			table_row(&t, name ? name : "?", st, pid > 0 ? spid : "-", restarts, up,
+			    ma != NULL ? ma : "-");
+		} else {
+			table_row(&t, name ? name : "?", st, pid > 0 ? spid : "-", restarts, up);
+		}
 	}
 	table_print(&t, stdout);
 	table_free(&t);

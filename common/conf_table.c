@@ -29,9 +29,15 @@ const struct conf_setting conf_table[] = {
 	  "* decod", CONF_LIVE },
 	{ "log_format", CONF_STR, "kv", "LOG_FORMAT", 0, 0, "kv or json",
 	  "* decod", CONF_LIVE },
+	{ "metrics_listen", CONF_STR, "", "METRICS_LISTEN", 0, 0,
+	  "HOST:PORT of the supervisor's Prometheus metrics; each stage serves on the "
+	  "next port, in the order fetcher, renderer, publisher, notifier, webhook, acl, "
+	  "web (PORT+1 to PORT+7), alone or supervised (unset: off)",
+	  "* decod", CONF_LISTEN },
 	{ "metrics_port", CONF_INT, "0", "METRICS_PORT", 0, 65535,
-	  "Prometheus metrics port (0: off)",
-	  "*", CONF_LISTEN },
+	  "the acl stage's Prometheus metrics port on every address, as the Go operator "
+	  "had it; wins over metrics_listen for acl (0: metrics_listen decides)",
+	  "acl decod", CONF_LISTEN },
 	{ "json_max_depth", CONF_INT, "512", NULL, 16, 100000,
 	  "deepest nesting of objects and arrays accepted in any JSON or YAML input "
 	  "(blocks, resources, store values); a rendered decofile counts one more",

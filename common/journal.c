@@ -20,6 +20,7 @@
 
 #include "common/journal.h"
 #include "common/journal_impl.h"
+#include "common/metrics_series.h"
 #include "common/util.h"
 
 
@@ -568,9 +569,12 @@ int
 journal_record_publish(struct journal *j, const char *ns, const char *name,
     const char *target, const char *location, const char *content_hash, int64_t timestamp)
 {
-	return journal_run(j, NULL, "INSERT INTO publishes (ns, name, target, location, content_hash,"
+	if (journal_run(j, NULL, "INSERT INTO publishes (ns, name, target, location, content_hash,"
 	    " timestamp) VALUES (?, ?, ?, ?, ?, ?)", "sssssi", ns, name, target, location,
-	    content_hash, timestamp) < 0 ? -1 : 0;
+	    content_hash, timestamp) < 0)
+		return -1;
+	metrics_publish(ns, name, timestamp);
+	return 0;
 }
 
 int
@@ -600,8 +604,11 @@ int
 journal_record_drift(struct journal *j, const char *ns, const char *name,
     const char *location, const char *detail)
 {
-	return journal_run(j, NULL, "INSERT INTO drift (ns, name, location, detail) VALUES"
-	    " (?, ?, ?, ?)", "ssss", ns, name, location, detail) < 0 ? -1 : 0;
+	if (journal_run(j, NULL, "INSERT INTO drift (ns, name, location, detail) VALUES"
+	    " (?, ?, ?, ?)", "ssss", ns, name, location, detail) < 0)
+		return -1;
+	metrics_drift_repaired();
+	return 0;
 }
 
 int

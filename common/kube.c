@@ -25,6 +25,7 @@
 #include "common/kube.h"
 #include "common/kube_impl.h"
 #include "common/log.h"
+#include "common/metrics_series.h"
 #include "common/stage.h"
 #include "common/util.h"
 
@@ -395,6 +396,7 @@ attempt_done(struct kube_call *c, CURLcode rc)
 
 	if (rc == CURLE_OK)
 		curl_easy_getinfo(c->easy, CURLINFO_RESPONSE_CODE, &status);
+	metrics_kube_request(c->method, status);
 	call_stop_easy(c);
 	if (status == 429)
 		k->stats.throttled++;

@@ -18,6 +18,7 @@
 #include "common/kube.h"
 #include "common/kube_impl.h"
 #include "common/log.h"
+#include "common/metrics_series.h"
 #include "common/util.h"
 
 #define INF_PAGE		500
@@ -380,6 +381,7 @@ list_page(struct kube_informer *inf, int64_t delay)
 static void
 relist(struct kube_informer *inf, int64_t delay)
 {
+	metrics_watch_relist("kube");
 	page_drop(inf);
 	t_free(&inf->fresh);
 	free(inf->cont);
@@ -541,9 +543,11 @@ on_watch_end(void *arg, const struct kube_resp *r)
 		relist(inf, 0);
 	} else if (kube_ok(r)) {
 		/* the server's timeout, or a clean close: go on from where we are */
+		metrics_watch_reconnect("kube");
 		watch_start(inf, 0);
 	} else if (r->status == 0) {
 		inf->stats.reconnects++;
+		metrics_watch_reconnect("kube");
 		log_kv(LOG_INFO, "kube watch broken, reconnecting", "resource",
 		    inf->kd->resource, "error", r->err, NULL);
 		watch_start(inf, next_backoff(inf));

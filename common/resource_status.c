@@ -15,6 +15,7 @@
 #include "common/journal.h"
 #include "common/json.h"
 #include "common/log.h"
+#include "common/metrics_series.h"
 #include "common/resource.h"
 #include "common/resource_impl.h"
 #include "common/store.h"
@@ -243,6 +244,10 @@ frag_set(struct store *s, struct journal *j, const char *plural, const char *ns,
 		else
 			rc = 1;
 	}
+	/* Ready of a decofile as a gauge, written or already so */
+	for (size_t i = 0; rc >= 0 && i < n; i++)
+		if (strcmp(plural, "decofiles") == 0 && strcmp(conds[i].type, "Ready") == 0)
+			metrics_decofile_ready(ns, name, conds[i].status);
 	for (size_t i = 0; rc == 1 && j != NULL && i < n; i++)
 		if (moved[i] && journal_record_condition(j, plural, ns, name, conds[i].type,
 		    conds[i].status, conds[i].reason, conds[i].message) < 0)
@@ -378,5 +383,7 @@ status_delete(struct store *s, const char *plural, const char *ns, const char *n
 	long n = store_delete_prefix(s, prefix);
 
 	free(prefix);
+	if (n >= 0 && strcmp(plural, "decofiles") == 0)
+		metrics_decofile_gone(ns, name);
 	return n < 0 ? -1 : 0;
 }

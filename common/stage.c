@@ -25,6 +25,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <sysexits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -506,6 +507,8 @@ stage_main(int argc, char **argv, const struct stage_ops *ops)
 	stage_alive_path(st->cf, ops->name, st->alive_path, sizeof(st->alive_path));
 	(void)unlink(st->alive_path);
 	setup(st);
+	if (stage_metrics_start(st) < 0)
+		exit(EX_CONFIG);	/* a restart would not help: the settings are wrong */
 	if (ops->init != NULL && ops->init(st) < 0)
 		fatal("%s: init failed", ops->name);
 	journal_audit(st->j, ops->name, "-", "start", "");
@@ -605,6 +608,7 @@ stage_main(int argc, char **argv, const struct stage_ops *ops)
 	free(st->fds);
 	free(st->timers);
 	free(st->inflight);
+	free(st->inflight_t0);
 	free(st->argv);
 	free(st);
 	return 0;

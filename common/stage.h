@@ -88,6 +88,16 @@ void stage_finish(struct stage *st, int64_t id, enum stage_result r, const char 
  */
 void stage_item_error(struct stage *st, const char *why);
 
+/*
+ * stage_observe - count one piece of work in decod_items_total{stage,result}
+ * and, for the fetcher, renderer, publisher and notifier, its duration in
+ * decod_<step>_duration_seconds{result}.  The skeleton does it for items
+ * handed to on_item; a stage that works outside items (the fetcher's
+ * polls) calls it itself.  result: "done", "retry" or "failed"; seconds
+ * < 0: count only.
+ */
+void stage_observe(struct stage *st, const char *result, double seconds);
+
 /* stage_kick - process due items soon (e.g. after a store watch event) */
 void stage_kick(struct stage *st);
 

@@ -16,6 +16,7 @@
 #include "common/conf.h"
 #include "common/json.h"
 #include "common/log.h"
+#include "common/metrics.h"
 #include "common/stage.h"
 #include "common/stage_ctl.h"
 #include "common/util.h"
@@ -56,6 +57,7 @@ answer(struct stage *st, struct stage_ctl *c, const char *req, size_t len, struc
 		jw_int(&w, 0);
 		jw_key(&w, "uptime_s");
 		jw_int(&w, (now_ms() - c->started_ms) / 1000);
+		metrics_addr_json(&w, stage_conf(st), stage_name(st));
 		jw_end_obj(&w);
 		jw_end_arr(&w);
 	} else {

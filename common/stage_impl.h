@@ -45,6 +45,7 @@ struct stage {
 	size_t ntimers;
 	int64_t timer_seq;
 	int64_t *inflight;
+	int64_t *inflight_t0;	/* monotonic ms each in-flight item started */
 	size_t ninflight;
 	struct { char to[32]; struct proto_msg m; } rings[MAX_RINGS];
 	int nrings;
@@ -77,5 +78,10 @@ int stage_open_pull(struct stage *st);
 void stage_process_due(struct stage *st);
 /* stage_recv_doorbells - drain the PULL socket; a good doorbell kicks the loop */
 void stage_recv_doorbells(struct stage *st);
+
+/* stage_metrics_start - define the skeleton's series, serve them; 0 or -1, logged */
+int stage_metrics_start(struct stage *st);
+/* stage_observe_item - stage_observe for an item's result, timed from t0 (ms) */
+void stage_observe_item(struct stage *st, enum stage_result r, int64_t t0);
 
 #endif

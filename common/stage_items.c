@@ -179,15 +179,28 @@ inflight_has(struct stage *st, int64_t id)
 	return 0;
 }
 
-static void
+/* inflight_del - forget an in-flight item; when it started (ms), or 0 */
+static int64_t
 inflight_del(struct stage *st, int64_t id)
 {
 	for (size_t i = 0; i < st->ninflight; i++) {
 		if (st->inflight[i] == id) {
-			st->inflight[i] = st->inflight[--st->ninflight];
-			return;
+			int64_t t0 = st->inflight_t0[i];
+
+			st->ninflight--;
+			st->inflight[i] = st->inflight[st->ninflight];
+			st->inflight_t0[i] = st->inflight_t0[st->ninflight];
+			return t0;
 		}
 	}
+	return 0;
+}
+
+void
+stage_observe_item(struct stage *st, enum stage_result r, int64_t t0)
+{
+	stage_observe(st, r == STAGE_DONE ? "done" : r == STAGE_FAIL ? "failed" : "retry",
+	    t0 > 0 ? (double)(now_ms() - t0) / 1000.0 : -1);
 }
 
 /* retry_delay - 1 s doubling per attempt, capped by retry_max */
@@ -234,11 +247,14 @@ stage_finish(struct stage *st, int64_t id, enum stage_result r, const char *why)
 {
 	struct journal_item it;
 
+	int64_t t0;
+
 	if (!inflight_has(st, id))
 		return;
-	inflight_del(st, id);
+	t0 = inflight_del(st, id);
 	if (r == STAGE_ASYNC)
 		r = STAGE_RETRY;
+	stage_observe_item(st, r, t0);
 	if (journal_item_get(st->j, id, &it) != 0)
 		return;
 	if (it.state == ITEM_PENDING || it.state == ITEM_SUPERSEDED)
@@ -267,6 +283,7 @@ stage_process_due(struct stage *st)
 	for (int i = 0; i < n && !stage_stopping(st); i++) {
 		struct journal_item *it = &items[i];
 		enum stage_result r;
+		int64_t t0;
 
 		if (i > 0)
 			stage_check_supervisor(st);
@@ -279,6 +296,7 @@ stage_process_due(struct stage *st)
 		st->cur_id = it->id;
 		st->cur_closed = 0;
 		st->cur_error[0] = '\0';
+		t0 = now_ms();
 		r = st->ops->on_item(st, it);
 		if (st->in_txn) {
 			log_kv(LOG_ERROR, "stage left a transaction open (a bug)", NULL);
@@ -287,8 +305,14 @@ stage_process_due(struct stage *st)
 		if (r == STAGE_ASYNC) {
 			st->inflight = xrealloc(st->inflight,
 			    (st->ninflight + 1) * sizeof(*st->inflight));
+			st->inflight_t0 = xrealloc(st->inflight_t0,
+			    (st->ninflight + 1) * sizeof(*st->inflight_t0));
+			st->inflight_t0[st->ninflight] = t0;
 			st->inflight[st->ninflight++] = it->id;
-		} else if (!(r == STAGE_DONE && st->cur_closed)) {
+		} else {
+			stage_observe_item(st, r, t0);
+		}
+		if (r != STAGE_ASYNC && !(r == STAGE_DONE && st->cur_closed)) {
 			settle(st, it->id, it->attempts, r, r == STAGE_DONE ? "done" :
 			    (st->cur_error[0] ? st->cur_error : "see log"));
 		}

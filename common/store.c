@@ -9,9 +9,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/conf.h"
+#include "common/metrics_series.h"
 #include "common/store_impl.h"
 #include "common/util.h"
 
@@ -142,18 +144,39 @@ store_identity(const struct store *s)
 	return s->identity;
 }
 
+/* mono_s - monotonic seconds, for the store calls' latency */
+static double
+mono_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/*
+ * TIMED - return the backend call's result, its latency and failure (< 0)
+ * recorded by operation (decod_store_request_duration_seconds, ..._errors)
+ */
+#define TIMED(op, type, call) do { \
+	double t0_ = mono_s(); \
+	type rv_ = (call); \
+	metrics_store_call(op, rv_ < 0, mono_s() - t0_); \
+	return rv_; \
+} while (0)
+
 int
 store_put(struct store *s, const char *key, const void *val, size_t len)
 {
-	return s->ops->put(s->be, key, val, len, 0);
+	TIMED("put", long, s->ops->put(s->be, key, val, len, 0));
 }
 
 int
 store_put_volatile(struct store *s, const char *key, const void *val, size_t len)
 {
 	if (s->ops->put_volatile != NULL)
-		return s->ops->put_volatile(s->be, key, val, len);
-	return s->ops->put(s->be, key, val, len, 0);
+		TIMED("put", long, s->ops->put_volatile(s->be, key, val, len));
+	TIMED("put", long, s->ops->put(s->be, key, val, len, 0));
 }
 
 static int put_many(struct store *s, const char *const *keys, const char *const *vals,
@@ -190,7 +213,7 @@ put_many(struct store *s, const char *const *keys, const char *const *vals,
 	if (n == 0)
 		return 0;
 	if (s->ops->put_many != NULL)
-		return s->ops->put_many(s->be, keys, vals, lens, n);
+		TIMED("put_many", long, s->ops->put_many(s->be, keys, vals, lens, n));
 	for (size_t i = 0; i < n; i++)
 		if ((volatile_ ? store_put_volatile(s, keys[i], vals[i] ? vals[i] : "", lens[i]) :
 		    s->ops->put(s->be, keys[i], vals[i] ? vals[i] : "", lens[i], 0)) < 0)
@@ -205,32 +228,32 @@ store_put_ttl(struct store *s, const char *key, const void *val, size_t len, int
 		store_set_error(s, "put %s: ttl must be positive", key);
 		return -1;
 	}
-	return s->ops->put(s->be, key, val, len, ttl_s);
+	TIMED("put_ttl", long, s->ops->put(s->be, key, val, len, ttl_s));
 }
 
 int
 store_get(struct store *s, const char *key, char **val, size_t *len)
 {
-	return s->ops->get(s->be, key, val, len);
+	TIMED("get", long, s->ops->get(s->be, key, val, len));
 }
 
 int
 store_delete(struct store *s, const char *key)
 {
-	return s->ops->del(s->be, key);
+	TIMED("delete", long, s->ops->del(s->be, key));
 }
 
 long
 store_delete_prefix(struct store *s, const char *prefix)
 {
-	return s->ops->del_prefix(s->be, prefix);
+	TIMED("delete_prefix", long, s->ops->del_prefix(s->be, prefix));
 }
 
 int
 store_list(struct store *s, const char *prefix, struct store_list *out)
 {
 	memset(out, 0, sizeof(*out));
-	return s->ops->list(s->be, prefix, out);
+	TIMED("list", long, s->ops->list(s->be, prefix, out));
 }
 
 void
@@ -294,7 +317,7 @@ store_try_lock(struct store *s, const char *key, char **holder)
 {
 	if (holder != NULL)
 		*holder = NULL;
-	return s->ops->try_lock(s->be, key, holder);
+	TIMED("try_lock", long, s->ops->try_lock(s->be, key, holder));
 }
 
 int
@@ -304,11 +327,11 @@ store_try_lock_many(struct store *s, const char *const *keys, size_t n, int *res
 		results[i] = 0;
 	if (n == 0)
 		return 0;
-	return s->ops->try_lock_many(s->be, keys, n, results);
+	TIMED("try_lock_many", long, s->ops->try_lock_many(s->be, keys, n, results));
 }
 
 int
 store_unlock(struct store *s, const char *key)
 {
-	return s->ops->unlock(s->be, key);
+	TIMED("unlock", long, s->ops->unlock(s->be, key));
 }

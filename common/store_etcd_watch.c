@@ -20,6 +20,7 @@
 
 #include "common/json.h"
 #include "common/log.h"
+#include "common/metrics_series.h"
 #include "common/store_etcd.h"
 #include "common/util.h"
 
@@ -108,6 +109,7 @@ watch_line(struct ewatch *w, const char *s, size_t n)
 			log_kv(LOG_INFO, "etcd watch: history compacted; caller must re-list",
 			    "compact_revision", rs, NULL);
 			w->next_rev = crev;
+			metrics_watch_relist("etcd");
 			wev_push(w, STORE_EV_RELIST, xstrdup(""), NULL, 0, crev);
 			w->resume_now = 1;
 		} else {
@@ -278,6 +280,7 @@ watch_main(void *arg)
 
 		if (__atomic_load_n(&w->stop, __ATOMIC_ACQUIRE))
 			break;
+		metrics_watch_reconnect("etcd");
 		if (w->resume_now) {
 			backoff = ETCD_BACKOFF_MIN_MS;
 			continue;

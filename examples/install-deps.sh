@@ -19,6 +19,9 @@ PKGS="$PKGS redis-server redis-sentinel redis-tools"
 # deploy/ on a real node (t/integration/deploy_node.sh, t/lib/node.sh): the
 # kubelet's container runtime, the image's Debian root, the test's netns
 PKGS="$PKGS containerd runc debootstrap iproute2 util-linux libc6-dev"
+# metrics: a real Prometheus scrapes every daemon and promtool checks the
+# expositions and deploy/monitoring's rules (t/integration/metrics_*.sh)
+PKGS="$PKGS prometheus"
 # decod's systemd units booted under a real systemd (t/integration/systemd_boot.sh)
 PKGS="$PKGS systemd-container"
 # the web stage's page in a real browser (t/integration/web_page.sh drives
@@ -49,4 +52,7 @@ if command -v systemctl >/dev/null 2>&1; then
 	systemctl disable --now docker-registry >/dev/null 2>&1 || true
 	# and containerd: deploy_node.sh runs its own in its own namespace
 	systemctl disable --now containerd >/dev/null 2>&1 || true
+	# prometheus (:9090) and the node exporter it pulls in (:9100, the port
+	# doc/metrics.md's example gives metrics_listen): the tests start their own
+	systemctl disable --now prometheus prometheus-node-exporter >/dev/null 2>&1 || true
 fi

@@ -40,6 +40,12 @@ TESTS += t/integration/housekeeping.sh
 EXTRA_DIST += t/integration/housekeeping.sh
 TESTS += t/integration/rollout.sh
 EXTRA_DIST += t/integration/rollout.sh
+# metrics on every daemon, read back through a real Prometheus; ports refused at start
+TESTS += t/integration/metrics_prometheus.sh t/integration/metrics_bind.sh t/integration/metrics_alerts.sh
+EXTRA_DIST += t/integration/metrics_prometheus.sh t/integration/metrics_bind.sh t/integration/metrics_alerts.sh deploy/monitoring/decod-alerts.yaml \
+	deploy/components/metrics/kustomization.yaml deploy/components/metrics/metrics-env.yaml \
+	deploy/components/metrics/service.yaml deploy/components/metrics/servicemonitor.yaml \
+	doc/metrics.md
 TESTS += t/integration/readme.sh t/integration/demo.sh
 EXTRA_DIST += t/integration/readme.sh t/lib/doc_paths.py t/integration/demo.sh
 check_PROGRAMS += t/unit/resource_test

@@ -585,7 +585,6 @@ acl_init(struct stage *st)
 	struct conf *cf = stage_conf(st);
 	const char *url = conf_get(cf, "valkey_url"), *sentinels;
 	char err[512], pw[256];
-	int port = (int)conf_get_int(cf, "metrics_port");
 
 	stage_set_data(st, a);
 	a->st = st;
@@ -611,12 +610,9 @@ acl_init(struct stage *st)
 	}
 	if (admin_password(a, cf) < 0)
 		return -1;
-	a->m = metrics_new();
+	/* the skeleton serves the process registry on metrics_port or metrics_listen */
+	a->m = metrics_proc();
 	define_metrics(a->m);
-	if (metrics_serve(a->m, port, err, sizeof(err)) < 0) {
-		log_kv(LOG_ERROR, "metrics", "error", err, NULL);
-		return -1;
-	}
 	sentinels = conf_get(cf, "valkey_sentinel_urls");
 	if (*url != '\0') {
 		a->direct = 1;
@@ -688,7 +684,7 @@ acl_shutdown(struct stage *st)
 		a->gone = g->next;
 		free(g);
 	}
-	metrics_free(a->m);
+	/* a->m is the process registry: not ours to free */
 	acl_wipe(a->admin_pw, sizeof(a->admin_pw));
 	free(a);
 	stage_set_data(st, NULL);

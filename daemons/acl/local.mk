@@ -16,7 +16,7 @@ t_unit_acl_cmd_test_SOURCES = t/unit/acl_cmd_test.c $(ACL_CORE_SRC)
 t_unit_acl_cmd_test_LDADD = $(DECOD_LIBS)
 t_unit_acl_cred_test_SOURCES = t/unit/acl_cred_test.c $(ACL_CORE_SRC)
 t_unit_acl_cred_test_LDADD = $(DECOD_LIBS)
-t_unit_metrics_test_LDADD = $(DECOD_LIBS) $(MHD_LIBS)
+t_unit_metrics_test_LDADD = $(DECOD_LIBS) -lpthread
 TESTS += t/unit/acl_cmd_test t/unit/acl_cred_test t/unit/metrics_test
 
 TESTS += t/integration/acl_stage.sh t/integration/acl_failover.sh t/integration/acl_kube.sh

@@ -270,6 +270,8 @@ main(int argc, char **argv)
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
+	if (decod_metrics_start(s) < 0)
+		return DECOD_EXIT_CONFIG;
 	if (ctl_open(s) < 0)
 		fatal("cannot open the control socket in %s", conf_get(s->cf, "runtime_dir"));
 	journal_audit(s->j, "decod", "-", "start", "");
@@ -279,6 +281,7 @@ main(int argc, char **argv)
 	s->lease = lease;
 	/* the stages to run once leading: a standby lists them (decoctl stages) */
 	set_children(s);
+	decod_metrics_update(s);
 	s->standby = lease != NULL && !decod_lease_leading(lease);
 	while (s->standby && !got_term) {
 		struct pollfd lp[3] = { { .fd = sig_pipe[0], .events = POLLIN },
@@ -355,6 +358,7 @@ main(int argc, char **argv)
 			}
 		}
 		children_tick(s);
+		decod_metrics_update(s);
 		if (children_all_ready(s)) {
 			if (!s->sd_ready_sent) {
 				sd_notify_send("READY=1");

@@ -135,6 +135,12 @@ void ctl_close(void);
 #define DECOD_EXIT_CONFIG 78	/* EX_CONFIG: systemd's RestartPreventExitStatus */
 int decod_check(const struct conf *cf, FILE *errs);
 
+/* decod_metrics.c */
+/* decod_metrics_start - define the supervisor's series, serve them; 0 or -1, logged */
+int decod_metrics_start(struct sup *s);
+/* decod_metrics_update - restarts and up per stage, from the children table */
+void decod_metrics_update(struct sup *s);
+
 /* decod_notify.c */
 void sd_notify_send(const char *msg);
 int64_t sd_watchdog_interval_ms(void);

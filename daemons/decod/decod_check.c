@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "common/conf.h"
+#include "common/metrics.h"
 #include "common/stage_health.h"
 #include "common/store.h"
 #include "common/util.h"
@@ -244,6 +245,43 @@ check_settings(const struct conf *cf, FILE *errs)
 	return bad;
 }
 
+/*
+ * check_metrics - the metrics ports the stages will take after
+ * metrics_listen's own (checked as a CONF_LISTEN setting) are free, and
+ * metrics_port is not set where no acl stage runs to serve it
+ */
+static int
+check_metrics(const struct conf *cf, FILE *errs)
+{
+	char *list = xstrdup(conf_get(cf, "stages")), *save = NULL, addr[300], name[96];
+	int bad = 0, acl = 0;
+
+	for (char *st = strtok_r(list, " ,", &save); st; st = strtok_r(NULL, " ,", &save)) {
+		struct conf_setting s = { .name = name, .type = CONF_STR };
+		const char *setting;
+
+		acl |= strcmp(st, "acl") == 0;
+		if (!stage_name_ok(st))
+			continue;
+		if ((setting = metrics_addr(cf, st, addr, sizeof(addr))) == NULL) {
+			fprintf(errs, "%s\n", addr);
+			free(list);
+			return 1;
+		}
+		if (addr[0] == '\0' || strcmp(setting, "metrics_listen") != 0)
+			continue;
+		snprintf(name, sizeof(name), "metrics_listen (the %s's port)", st);
+		bad += check_listen(cf, &s, addr, errs);
+	}
+	free(list);
+	if (!acl && conf_get_int(cf, "metrics_port") != 0) {
+		fprintf(errs, "metrics_port: only the acl stage serves it and stages does not "
+		    "name acl; metrics_listen gives the supervisor and every stage an address\n");
+		bad++;
+	}
+	return bad;
+}
+
 int
 decod_check(const struct conf *cf, FILE *errs)
 {
@@ -254,5 +292,5 @@ decod_check(const struct conf *cf, FILE *errs)
 		fprintf(errs, "%s\n", err);
 		bad++;
 	}
-	return bad + check_stages(cf, errs) + check_settings(cf, errs);
+	return bad + check_stages(cf, errs) + check_settings(cf, errs) + check_metrics(cf, errs);
 }

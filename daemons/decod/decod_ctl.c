@@ -20,6 +20,7 @@
 #include "common/conf.h"
 #include "common/json.h"
 #include "common/log.h"
+#include "common/metrics.h"
 #include "common/util.h"
 #include "daemons/decod/decod.h"
 #include "daemons/decod/decod_lease.h"
@@ -89,6 +90,8 @@ reply_stages(struct sup *s, struct jw *w)
 		jw_key(w, "holder");
 		jw_str(w, decod_lease_holder(s->lease));
 	}
+	/* the supervisor's own metrics address */
+	metrics_addr_json(w, s->cf, "decod");
 	jw_key(w, "stages");
 	jw_arr(w);
 	for (size_t i = 0; i < s->nchildren; i++) {
@@ -109,6 +112,7 @@ reply_stages(struct sup *s, struct jw *w)
 		jw_int(w, c->pid > 0 ? (now - c->started) / 1000 : 0);
 		jw_key(w, "admin_down");
 		jw_bool(w, c->admin_down);
+		metrics_addr_json(w, s->cf, c->name);
 		jw_end_obj(w);
 	}
 	jw_end_arr(w);

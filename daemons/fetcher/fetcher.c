@@ -221,6 +221,7 @@ finish_first(struct stage *st, struct job *j, int in_txn)
 		    fetch_schedule_backoff(s->failures + 1);
 
 		s->failures++;
+		stage_observe(st, "retry", (double)j->took_ms / 1000.0);
 		snprintf(n, sizeof(n), "%lld", (long long)wait);
 		log_kv(LOG_WARN, "fetch failed", "ns", s->ns, "name", s->name, "source",
 		    s->source, "reason", j->res.reason, "error", j->res.error, "retry_ms", n,
@@ -267,6 +268,9 @@ finish_second(struct stage *st, struct job *j, int committed)
 		    "commit", j->res.commit, "tree", j->res.tree_hash, "generation", gen, NULL);
 	}
 	snprintf(ms, sizeof(ms), "%lld", (long long)j->took_ms);
+	/* a poll that found nothing new is work too, counted apart */
+	stage_observe(st, j->handed == -1 ? "retry" : j->unchanged ? "unchanged" : "done",
+	    (double)j->took_ms / 1000.0);
 	if (j->handed >= 0 && j->etag[0] != '\0')
 		snprintf(s->etag, sizeof(s->etag), "%s", j->etag);
 	if (j->handed >= 0 && j->oci_auth != NULL) {

@@ -18,6 +18,7 @@
 #include "common/journal.h"
 #include "common/json.h"
 #include "common/log.h"
+#include "common/metrics_series.h"
 #include "common/resource.h"
 #include "common/spool.h"
 #include "common/stage.h"
@@ -210,6 +211,8 @@ on_job_done(void *arg, struct notify_job *job)
 
 	record_acks(r);
 	notify_job_summary(job, &s);
+	metrics_replicas(1, (unsigned)s.confirmed);
+	metrics_replicas(0, (unsigned)(s.failed + s.missing_token));
 	journal_obj(obj, sizeof(obj), "decofile", r->ns, r->name);
 	snprintf(result, sizeof(result), "confirmed=%zu failed=%zu gone=%zu missing_token=%zu",
 	    s.confirmed, s.failed, s.gone, s.missing_token);

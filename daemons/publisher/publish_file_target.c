@@ -24,6 +24,7 @@
 #include "common/journal.h"
 #include "common/json.h"
 #include "common/log.h"
+#include "common/metrics_series.h"
 #include "common/resource.h"
 #include "common/spool.h"
 #include "common/stage.h"
@@ -356,6 +357,8 @@ file_publish(struct stage *st, void *arg, const struct journal_item *it,
 		return publish_item_failed(st, it, STAGE_RETRY, err);
 	}
 	free(data);
+	if (res.wrote_doc)
+		metrics_published_bytes(TARGET, len);
 	if (o == NULL) {
 		o = pft_obj_get(t, it->ns, it->name);
 		o->detach = publish_doc_detach(doc);

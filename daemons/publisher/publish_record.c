@@ -14,6 +14,7 @@
 #include "common/journal.h"
 #include "common/json.h"
 #include "common/log.h"
+#include "common/metrics_series.h"
 #include "common/resource.h"
 #include "common/stage.h"
 #include "common/store.h"
@@ -59,6 +60,7 @@ publish_record_removal(struct stage *st, const char *ns, const char *name,
 		journal_rollback(j);
 		rv = -1;
 	}
+	metrics_decofile_gone(ns, name);	/* its series go with it: a bounded set */
 	if (!drop_status)
 		return rv;
 	key = key_status("decofiles", ns, name, PUBLISH_STAGE);

@@ -24,6 +24,7 @@
 
 #include "common/conf.h"
 #include "common/log.h"
+#include "common/metrics.h"
 #include "common/stage.h"
 #include "common/util.h"
 #include "daemons/webhook/webhook_admit.h"
@@ -73,11 +74,6 @@ struct webhook {
 	uint64_t max_request;
 	int64_t request_ms, idle_ms;
 	struct wh_env env;
-	/* metrics */
-	unsigned long requests[NROUTES][NOUTCOMES];
-	unsigned long hist[NBUCKETS + 1];
-	double hist_sum;
-	unsigned long hist_count;
 	unsigned long max_conns;
 	unsigned long cert_errors;
 };
@@ -120,86 +116,99 @@ env_token(void *arg, char *out, size_t len)
 
 /* ---- metrics ---- */
 
-static void
-observe(struct webhook *wh, int64_t ms)
-{
-	double s = (double)ms / 1000.0;
-	size_t i;
+/*
+ * The webhook's series live in the process registry (common/metrics.c),
+ * served on its metrics_listen port like every stage's and on its own
+ * HTTPS /metrics as before.  Counters move as requests are answered; the
+ * gauges read from the connections, certificates and index are refreshed
+ * on the loop (every second and before an HTTPS scrape), never from the
+ * metrics thread.
+ */
+#define M_REQ "decod_webhook_requests_total"
+#define M_ADMIT "decod_webhook_admission_seconds"
 
-	for (i = 0; i < NBUCKETS && s > buckets[i]; i++)
-		;
-	wh->hist[i]++;
-	wh->hist_sum += s;
-	wh->hist_count++;
+static const struct { const char *name; enum metric_type type; const char *help; } fams[] = {
+	{ "decod_webhook_tls_sessions", METRIC_GAUGE, "TLS sessions holding a certificate "
+	    "pair (old pairs are freed with their last session)." },
+	{ "decod_webhook_connections_open", METRIC_GAUGE, "Connections open now." },
+	{ "decod_webhook_connections_total", METRIC_COUNTER, "Connections accepted." },
+	{ "decod_webhook_deadline_closed_total", METRIC_COUNTER, "Connections closed for a "
+	    "request that overran webhook_request_timeout (counted from accept: TLS "
+	    "handshake and headers included)." },
+	{ "decod_webhook_evicted_total", METRIC_COUNTER, "Connections closed at "
+	    "webhook_max_connections to free a slot for a waiting one (the oldest slow or "
+	    "idle)." },
+	{ "decod_webhook_idle_closed_total", METRIC_COUNTER, "Keep-alive connections closed "
+	    "after webhook_idle_timeout without a request." },
+	{ "decod_webhook_cert_loads_total", METRIC_COUNTER, "Certificate pairs loaded (1 at "
+	    "start, then one per rotation)." },
+	{ "decod_webhook_cert_errors_total", METRIC_COUNTER, "Changed certificate files that "
+	    "could not be used (the old pair kept)." },
+	{ "decod_webhook_decofiles", METRIC_GAUGE, "Decofiles in the webhook's index." },
+	{ "decod_webhook_injected_services", METRIC_GAUGE, "Services known to use a "
+	    "Decofile." },
+	{ "decod_webhook_record_writes_pending", METRIC_GAUGE, "Service records waiting to "
+	    "be written to the store." },
+	{ "decod_webhook_record_write_errors_total", METRIC_COUNTER, "Service record writes "
+	    "that failed." },
+};
+
+static void
+metrics_init(void)
+{
+	struct metrics *m = metrics_proc();
+
+	metrics_define(m, M_REQ, METRIC_COUNTER, "Requests answered, by path and outcome.");
+	metrics_define_histogram(m, M_ADMIT, "Time from a review's headers to its answer.",
+	    buckets, NBUCKETS);
+	for (size_t i = 0; i < sizeof(fams) / sizeof(fams[0]); i++)
+		metrics_define(m, fams[i].name, fams[i].type, fams[i].help);
+}
+
+/* count - one request answered on route rt with outcome o */
+static void
+count(enum route rt, int o)
+{
+	char l[96];
+
+	metrics_add(metrics_proc(), M_REQ, metrics_labels(l, sizeof(l), "path",
+	    route_names[rt], "outcome", outcome_names[o], NULL), 1);
 }
 
 static void
-metrics(struct webhook *wh, struct buf *b)
+observe(int64_t ms)
 {
-	unsigned long loads, cum = 0, errors;
+	metrics_observe(metrics_proc(), M_ADMIT, NULL, (double)ms / 1000.0);
+}
+
+/* metrics_refresh - the gauges and the counters kept elsewhere, now (loop thread) */
+static void
+metrics_refresh(struct webhook *wh)
+{
+	struct metrics *m = metrics_proc();
+	unsigned long loads, errors;
 	size_t held, ndf, nsvc, pending;
 	struct wh_conn_counts k;
+	double v[sizeof(fams) / sizeof(fams[0])];
 
-	buf_adds(b, "# HELP decod_webhook_requests_total Requests answered, by path and outcome.\n"
-	    "# TYPE decod_webhook_requests_total counter\n");
-	for (int r = 0; r < NROUTES; r++)
-		for (int o = 0; o < NOUTCOMES; o++)
-			if (wh->requests[r][o] > 0)
-				buf_printf(b, "decod_webhook_requests_total{path=\"%s\","
-				    "outcome=\"%s\"} %lu\n", route_names[r], outcome_names[o],
-				    wh->requests[r][o]);
-	buf_adds(b, "# HELP decod_webhook_admission_seconds Time from a review's headers to "
-	    "its answer.\n# TYPE decod_webhook_admission_seconds histogram\n");
-	for (size_t i = 0; i < NBUCKETS; i++) {
-		cum += wh->hist[i];
-		buf_printf(b, "decod_webhook_admission_seconds_bucket{le=\"%g\"} %lu\n",
-		    buckets[i], cum);
-	}
-	buf_printf(b, "decod_webhook_admission_seconds_bucket{le=\"+Inf\"} %lu\n",
-	    wh->hist_count);
-	buf_printf(b, "decod_webhook_admission_seconds_sum %.6f\n", wh->hist_sum);
-	buf_printf(b, "decod_webhook_admission_seconds_count %lu\n", wh->hist_count);
 	wh_tls_counts(wh->tls, &loads, &held);
 	wh_conns_counts(wh->conns, &k);
 	wh_index_counts(wh_store_index(wh->store), &ndf, &nsvc);
 	wh_store_counts(wh->store, &pending, &errors);
-	buf_printf(b, "# HELP decod_webhook_tls_sessions TLS sessions holding a certificate "
-	    "pair (old pairs are freed with their last session).\n"
-	    "# TYPE decod_webhook_tls_sessions gauge\ndecod_webhook_tls_sessions %zu\n", held);
-	buf_printf(b, "# TYPE decod_webhook_connections_open gauge\n"
-	    "decod_webhook_connections_open %lu\n"
-	    "# TYPE decod_webhook_connections_total counter\n"
-	    "decod_webhook_connections_total %lu\n"
-	    "# HELP decod_webhook_deadline_closed_total Connections closed for a request "
-	    "that overran webhook_request_timeout (counted from accept: TLS handshake and "
-	    "headers included).\n"
-	    "# TYPE decod_webhook_deadline_closed_total counter\n"
-	    "decod_webhook_deadline_closed_total %lu\n"
-	    "# HELP decod_webhook_evicted_total Connections closed at webhook_max_connections "
-	    "to free a slot for a waiting one (the oldest slow or idle).\n"
-	    "# TYPE decod_webhook_evicted_total counter\n"
-	    "decod_webhook_evicted_total %lu\n"
-	    "# HELP decod_webhook_idle_closed_total Keep-alive connections closed after "
-	    "webhook_idle_timeout without a request.\n"
-	    "# TYPE decod_webhook_idle_closed_total counter\n"
-	    "decod_webhook_idle_closed_total %lu\n"
-	    "# HELP decod_webhook_cert_loads_total Certificate pairs loaded (1 at start, "
-	    "then one per rotation).\n"
-	    "# TYPE decod_webhook_cert_loads_total counter\n"
-	    "decod_webhook_cert_loads_total %lu\n"
-	    "# TYPE decod_webhook_cert_errors_total counter\n"
-	    "decod_webhook_cert_errors_total %lu\n"
-	    "# TYPE decod_webhook_decofiles gauge\n"
-	    "decod_webhook_decofiles %zu\n"
-	    "# HELP decod_webhook_injected_services Services known to use a Decofile.\n"
-	    "# TYPE decod_webhook_injected_services gauge\n"
-	    "decod_webhook_injected_services %zu\n"
-	    "# TYPE decod_webhook_record_writes_pending gauge\n"
-	    "decod_webhook_record_writes_pending %zu\n"
-	    "# TYPE decod_webhook_record_write_errors_total counter\n"
-	    "decod_webhook_record_write_errors_total %lu\n",
-	    k.open, k.total, k.deadline_closed, k.evicted, k.idle_closed, loads, wh->cert_errors,
-	    ndf, nsvc, pending, errors);
+	v[0] = (double)held;
+	v[1] = (double)k.open;
+	v[2] = (double)k.total;
+	v[3] = (double)k.deadline_closed;
+	v[4] = (double)k.evicted;
+	v[5] = (double)k.idle_closed;
+	v[6] = (double)loads;
+	v[7] = (double)wh->cert_errors;
+	v[8] = (double)ndf;
+	v[9] = (double)nsvc;
+	v[10] = (double)pending;
+	v[11] = (double)errors;
+	for (size_t i = 0; i < sizeof(fams) / sizeof(fams[0]); i++)
+		metrics_set(m, fams[i].name, NULL, v[i]);
 }
 
 /* ---- HTTP ---- */
@@ -267,7 +276,7 @@ admit(struct webhook *wh, struct MHD_Connection *c, enum route rt, struct req *q
 		wh_validate_managed(&wh->env, q->body.data, q->body.len, &r);
 	else
 		wh_track_service(&wh->env, q->body.data, q->body.len, &r);
-	wh->requests[rt][r.outcome]++;
+	count(rt, r.outcome);
 	if (r.outcome != WH_ALLOWED || r.track != WH_TRACK_NONE)
 		log_kv(r.outcome == WH_INVALID ? LOG_WARN : LOG_INFO,
 		    r.outcome == WH_PATCHED ? "Service injected" :
@@ -278,7 +287,7 @@ admit(struct webhook *wh, struct MHD_Connection *c, enum route rt, struct req *q
 	wh_store_track(wh->store, &r);
 	rc = reply(c, (unsigned int)r.http_status, r.http_status == 200 ?
 	    "application/json" : "text/plain; charset=utf-8", &r.body);
-	observe(wh, now_ms() - q->start);
+	observe(now_ms() - q->start);
 	wh_result_free(&r);
 	return rc;
 }
@@ -323,15 +332,22 @@ on_request(void *cls, struct MHD_Connection *c, const char *url, const char *met
 
 		if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0)
 			return reply_text(c, MHD_HTTP_METHOD_NOT_ALLOWED, "use GET\n");
-		wh->requests[rt][O_OK]++;
+		count(rt, O_OK);
 		if (rt == R_HEALTHZ)
 			return reply_text(c, MHD_HTTP_OK, "ok\n");
 		buf_init(&b);
-		metrics(wh, &b);
+		metrics_refresh(wh);
+		{
+			size_t len;
+			char *text = metrics_render(metrics_proc(), &len);
+
+			buf_add(&b, text, len);
+			free(text);
+		}
 		return reply(c, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8", &b);
 	}
 	if (rt == R_OTHER) {
-		wh->requests[rt][O_NOT_FOUND]++;
+		count(rt, O_NOT_FOUND);
 		return reply_text(c, MHD_HTTP_NOT_FOUND, "not found\n");
 	}
 	if (strcmp(method, "POST") != 0)
@@ -339,7 +355,7 @@ on_request(void *cls, struct MHD_Connection *c, const char *url, const char *met
 	if (q->too_large) {
 		char msg[160];
 
-		wh->requests[rt][O_TOO_LARGE]++;
+		count(rt, O_TOO_LARGE);
 		log_kv(LOG_WARN, "review larger than webhook_max_request refused", "path",
 		    route_names[rt], NULL);
 		snprintf(msg, sizeof(msg), "malformed AdmissionReview: body larger than %llu "
@@ -412,6 +428,7 @@ on_cert_timer(struct stage *st, void *arg)
 		log_kv(LOG_WARN, "certificate files changed but cannot be used yet; keeping "
 		    "the old pair", "error", err, NULL);
 	}
+	metrics_refresh(wh);
 	wh->cert_timer = stage_add_timer(st, CERT_CHECK_MS, on_cert_timer, NULL);
 }
 
@@ -468,6 +485,7 @@ webhook_init(struct stage *st)
 
 	stage_set_data(st, wh);
 	wh->st = st;
+	metrics_init();
 	wh->s3_host = xstrdup(conf_get(cf, "s3_public_host"));
 	wh->s3_prefix = xstrdup(conf_get(cf, "s3_prefix"));
 	wh->max_conns = (unsigned long)conf_get_int(cf, "webhook_max_connections");

@@ -16,7 +16,10 @@ webhook_prereqs
 
 make_ca "$T" && make_cert "$T" tls && make_cert "$T" tls2 && make_cert "$T" tls3 ||
 	bail "openssl could not make the test certificates"
+# the webhook's metrics port is metrics_listen + 5: a free port, less 5
+WM_PORT=$(free_port)
 cat > "$T/conf" <<CONF
+metrics_listen = 127.0.0.1:$((WM_PORT - 5))
 state_dir = $T/state
 runtime_dir = $T/run
 store = local:$T/store
@@ -239,6 +242,16 @@ curl -s --cacert "$T/ca.crt" "$URL/metrics" > "$T/metrics"
 check "/metrics counts admissions by outcome" \
     grep -q '^decod_webhook_requests_total{path="validate-decofile",outcome="allowed"} 1$' "$T/metrics"
 check "/metrics has the latency histogram" grep -q '^decod_webhook_admission_seconds_count ' "$T/metrics"
+curl -s "http://127.0.0.1:$WM_PORT/metrics" > "$T/metrics-plain"
+check "the same series on the webhook's metrics_listen port (+5), from the shared registry" \
+    grep -q '^decod_webhook_requests_total{path="validate-decofile",outcome="allowed"} 1$' "$T/metrics-plain"
+check "... with the latency histogram" grep -q '^decod_webhook_admission_seconds_bucket{le="+Inf"} [1-9]' "$T/metrics-plain"
+if command -v promtool >/dev/null; then
+	promtool check metrics <"$T/metrics" >"$T/promtool.out" 2>&1 && ! [ -s "$T/promtool.out" ]
+	ok $? "promtool check metrics passes on the HTTPS /metrics"
+	promtool check metrics <"$T/metrics-plain" >"$T/promtool.out" 2>&1 && ! [ -s "$T/promtool.out" ]
+	ok $? "promtool check metrics passes on the metrics_listen port"
+fi
 is "$(curl -s --cacert "$T/ca.crt" "$URL/healthz")" ok "/healthz"
 
 # ---- drift prevention, and a live setting changed by SIGHUP ----

@@ -1,0 +1,66 @@
+#!/bin/sh
+# metrics_bind.sh - a metrics port that cannot be had is an error at start,
+# not silence: decod exits EX_CONFIG (78) naming the setting when
+# metrics_listen's own port, or a stage's port after it, is taken, or when
+# metrics_port is set where no acl stage serves it; a stage run alone with
+# its port taken exits 78 with a log line naming metrics_listen.
+. "$top_srcdir/t/lib/common.sh"
+
+DECOD=$top_builddir/decod
+for s in fetcher renderer; do
+	[ -x "$top_builddir/daemons/$s/$s" ] || bail "$s not built"
+	mkdir -p "$T/libexec"
+	ln -sf "$top_builddir/daemons/$s/$s" "$T/libexec/$s"
+done
+[ -x "$DECOD" ] || bail "decod not built"
+
+# a listener holding a port, on every address as a busy host would
+python3 -c 'import socket, sys, time, os
+s = socket.socket(); s.bind(("0.0.0.0", 0)); s.listen(1)
+open(sys.argv[1] + ".tmp", "w").write(str(s.getsockname()[1])); os.rename(sys.argv[1] + ".tmp", sys.argv[1])
+time.sleep(600)' "$T/busy.port" &
+track_pid $!
+wait_for "$(scaled 10)" test -s "$T/busy.port" || bail "no listener for the taken port"
+BUSY=$(cat "$T/busy.port")
+
+conf() { # conf EXTRA: a config with two stages and EXTRA
+	printf 'state_dir = %s\nruntime_dir = %s\nlibexec_dir = %s\nstore = local:%s\nstages = fetcher renderer\n%s\n' \
+	    "$T/state" "$T/run" "$T/libexec" "$T/store" "$1" >"$T/c.conf"
+}
+start() { # start: run decod; its exit status in $st, its stderr in $T/start
+	timeout 20 "$DECOD" -c "$T/c.conf" >"$T/start" 2>&1
+	st=$?
+}
+
+conf "metrics_listen = 127.0.0.1:$BUSY"
+start
+is "$st" 78 "metrics_listen's own port taken: decod exits EX_CONFIG"
+check "... naming the setting and the reason" grep -q "metrics_listen: cannot listen on 127.0.0.1:$BUSY: Address already in use" "$T/start"
+check "... having started nothing" sh -c "! grep -q 'supervisor running' '$T/start'"
+
+# the renderer's port is base+2: take it with base = BUSY-2
+conf "metrics_listen = 127.0.0.1:$((BUSY - 2))"
+start
+is "$st" 78 "the renderer's port (metrics_listen+2) taken: decod exits EX_CONFIG"
+check "... naming the stage's port" grep -qF "metrics_listen (the renderer's port): cannot listen on 127.0.0.1:$BUSY: Address already in use" "$T/start"
+"$DECOD" --check-config -c "$T/c.conf" >"$T/check" 2>&1
+is "$?" 1 "... and --check-config says so too"
+
+conf "metrics_listen = 127.0.0.1:65530"
+start
+is "$st" 78 "a base port the stages cannot follow (65530 + 7 > 65535) is refused"
+check "... saying why" grep -q "metrics_listen: .* wants a port from 1 to 65528" "$T/start"
+
+conf "metrics_port = $(free_port)"
+start
+is "$st" 78 "metrics_port with no acl stage: decod exits EX_CONFIG, not silence"
+check "... pointing at metrics_listen" grep -q "metrics_port: only the acl stage serves it.*metrics_listen" "$T/start"
+
+# a stage alone (per-stage mode) whose port is taken
+conf "metrics_listen = 127.0.0.1:$((BUSY - 1))"
+timeout 20 "$top_builddir/daemons/fetcher/fetcher" -c "$T/c.conf" >"$T/alone" 2>&1
+is "$?" 78 "the fetcher alone with its port (metrics_listen+1) taken exits EX_CONFIG"
+check "... with a log line naming the setting and the address" \
+    grep -q "cannot serve metrics.*setting=metrics_listen addr=127.0.0.1:$BUSY.*Address already in use" "$T/alone"
+check "... before it reports ready" sh -c "! grep -q 'msg=ready' '$T/alone'"
+done_testing
