@@ -122,3 +122,7 @@ TESTS += t/integration/kube_suspend.sh
 EXTRA_DIST += t/integration/kube_suspend.sh
 TESTS += t/integration/kube_faults.sh
 EXTRA_DIST += t/integration/kube_faults.sh
+# the template update window's cron expressions
+check_PROGRAMS += t/unit/cron_test
+t_unit_cron_test_LDADD = $(TEST_LIBS)
+TESTS += t/unit/cron_test
