@@ -126,3 +126,5 @@ EXTRA_DIST += t/integration/kube_faults.sh
 check_PROGRAMS += t/unit/cron_test
 t_unit_cron_test_LDADD = $(TEST_LIBS)
 TESTS += t/unit/cron_test
+TESTS += t/integration/template_policy.sh
+EXTRA_DIST += t/integration/template_policy.sh
