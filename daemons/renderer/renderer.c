@@ -169,7 +169,10 @@ status_rendered(struct stage *st, const struct journal_item *it,
 
 	if (pending != NULL && pending[0] != '\0') {
 		c[1].status = "True";
-		c[1].reason = pol->mode == RENDER_WINDOW ? "WaitingForWindow" : "PendingChanges";
+		if (pol->mode == RENDER_WINDOW)
+			c[1].reason = "WaitingForWindow";
+		else
+			c[1].reason = "PendingChanges";
 		c[1].message = pending;
 	}
 	buf_init(&b);
