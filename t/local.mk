@@ -128,3 +128,7 @@ t_unit_cron_test_LDADD = $(TEST_LIBS)
 TESTS += t/unit/cron_test
 TESTS += t/integration/template_policy.sh
 EXTRA_DIST += t/integration/template_policy.sh
+# DecofileTemplate generations and what each site used
+check_PROGRAMS += t/unit/journal_templates_test
+t_unit_journal_templates_test_LDADD = $(TEST_LIBS)
+TESTS += t/unit/journal_templates_test

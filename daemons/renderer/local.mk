@@ -20,3 +20,7 @@ daemons_renderer_renderer_LDADD = $(RENDER_LIBS) $(DECOD_LIBS)
 
 TESTS += t/integration/render_stage.sh
 EXTRA_DIST += t/integration/render_stage.sh
+
+check_PROGRAMS += t/unit/render_policy_test
+t_unit_render_policy_test_LDADD = $(RENDER_LIBS) $(DECOD_LIBS)
+TESTS += t/unit/render_policy_test
