@@ -114,3 +114,30 @@ journal_template_users(struct journal *j, const char *ns, const char *tpl,
 	}
 	return n;
 }
+
+int
+journal_template_waiting(struct journal *j,
+    void (*fn)(void *arg, const char *ns, const char *name), void *arg)
+{
+	sqlite3_stmt *st;
+	int rc, n = 0;
+
+	if ((rc = journal_run(j, &st, "SELECT ns, name FROM conditions WHERE id IN"
+	    " (SELECT MAX(id) FROM conditions WHERE kind='decofiles' AND"
+	    " type='TemplateUpdateAvailable' GROUP BY ns, name)"
+	    " AND reason='WaitingForWindow' ORDER BY ns, name", "")) < 0)
+		return -1;
+	while (rc == SQLITE_ROW) {
+		const unsigned char *ns = sqlite3_column_text(st, 0), *nm = sqlite3_column_text(st, 1);
+
+		fn(arg, ns ? (const char *)ns : "", nm ? (const char *)nm : "");
+		n++;
+		rc = sqlite3_step(st);
+	}
+	sqlite3_finalize(st);
+	if (rc != SQLITE_DONE) {
+		journal_jerr(j, "step");
+		return -1;
+	}
+	return n;
+}

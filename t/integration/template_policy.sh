@@ -100,7 +100,12 @@ is "$(jq -c '[.sites[] | [.name, .policy, .generation, .state, (.nextWindow // "
 ctl template status base >"$T/ts1.txt"
 check "template status: a table" grep -Eq '^man +Manual +1 +pending' "$T/ts1.txt"
 
-# --- the window opens: win takes generation 2 by itself -------------------
+# --- the window opens: win takes generation 2 by itself, even after the ---
+# --- renderer (which holds the window's timer) restarted -----------------
+ctl restart renderer >/dev/null
+ok $? "restart the renderer while win waits for its window"
+check "the renderer re-armed win's window" wait_for "$(scaled 20)" \
+    grep -q 'update windows re-armed.*decofiles=1' "$T/decod.log"
 check "win adopts when its window opens" wait_for "$(scaled 90)" label_is win g2
 check "win: UpToDate after" wait_for "$(scaled 10)" cond_status win False
 
