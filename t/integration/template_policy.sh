@@ -67,7 +67,19 @@ ok $? "apply the DecofileTemplate base (generation 1)"
 site auto ""
 site man "  updatePolicy: {templateChanges: Manual}"
 site win "  updatePolicy: {templateChanges: Window, window: \"0 2 * * SUN\", duration: 1h}"
+# plain lists no template: a template edit must not wake it
+cat >"$T/plain.yaml" <<YAML
+apiVersion: deco.sites/v1alpha1
+kind: Decofile
+metadata: {name: plain, namespace: $NS}
+spec:
+  source: inline
+  inline: {value: {Page: {"site": "plain"}}}
+YAML
+ctl apply -f "$T/plain.yaml" >/dev/null
 pipeline_start
+DB="$T/state/journal.db"
+ren_items() { db_read "$DB" "SELECT count(*) FROM items WHERE stage='renderer' AND name='$1'"; }
 
 for s in auto man win; do
 	check "$s: first render takes generation 1" wait_for "$(scaled 20)" label_is $s g1
@@ -77,8 +89,14 @@ is "$(st man '.status.resolvedTemplates | map([.name, .generation, (.hash | leng
 check "a site that took the newest says UpToDate" wait_for "$(scaled 10)" cond_status man False
 
 # --- generation 2: auto takes it, man and win wait ------------------------
+plain_done() { [ "$(db_read "$DB" "SELECT count(*) FROM items WHERE stage='renderer' AND name='plain' AND state='done'")" -ge 1 ]; }
+check "plain rendered" wait_for "$(scaled 20)" plain_done
+PLAIN=$(ren_items plain)
+AUTO=$(ren_items auto)
 tpl g2 '{"v": 2}'
 check "auto adopts generation 2 at once" wait_for "$(scaled 20)" label_is auto g2
+is "$(ren_items plain)" "$PLAIN" "the edit woke no decofile that does not use the template"
+is "$(ren_items auto)" "$((AUTO + 1))" "... and each that does once"
 check "man: TemplateUpdateAvailable=True" wait_for "$(scaled 20)" cond_status man True
 is "$(cond man | jq -r .message)" \
     "DecofileTemplate 'base' has pending changes (generation 1 → 2)" \
@@ -141,7 +159,6 @@ edit_seen() { [ "$(doc man | jq -r .Page.edit 2>/dev/null)" = 2 ]; }
 check "man's own edit is live" wait_for "$(scaled 20)" edit_seen
 ok "$(label_is man g2; echo $?)" "... rendered on the pinned generation 2 after two more edits"
 is "$(st man '.status.resolvedTemplates[0].hash' | tr -d '"')" "$H2" "... the same tree hash"
-DB="$T/state/journal.db"
 is "$(db_read "$DB" "SELECT count(*) FROM template_trees WHERE name='base'")" 4 \
     "the journal keeps all four generations' trees"
 ok "$([ -s "$T/state/spool/$(echo "$H2" | cut -c1-2)/$H2" ]; echo $?)" \
