@@ -16,7 +16,7 @@
 . "$top_srcdir/t/lib/pipeline.sh"
 
 command -v jq >/dev/null || skip_all "jq not installed"
-pipeline_setup "fetcher renderer publisher"
+pipeline_setup "fetcher renderer publisher" "housekeeping_interval = 1s"
 
 # the window opens OPEN_IN seconds after decod starts (on the test clock)
 OPEN_IN=$(scaled 60)
@@ -163,11 +163,25 @@ is "$(db_read "$DB" "SELECT count(*) FROM template_trees WHERE name='base'")" 4 
     "the journal keeps all four generations' trees"
 ok "$([ -s "$T/state/spool/$(echo "$H2" | cut -c1-2)/$H2" ]; echo $?)" \
     "generation 2's tree is in the spool"
-# housekeeping keeps the pinned tree: run it through the stage's own timer
-# is not needed; journal_referenced names template_uses (unit-tested), so
-# here only the hash it must keep is checked against the table
 is "$(db_read "$DB" "SELECT tree_hash FROM template_uses WHERE name='man'")" "$H2" \
     "template_uses names generation 2's tree for man"
+# spool housekeeping (every second here): make every blob older than its
+# one-hour grace, then after a run generation 2's tree (man's) is kept and
+# generation 3's (used by nobody now) is collected
+H3=$(db_read "$DB" "SELECT tree_hash FROM template_trees WHERE name='base' AND generation=3")
+spool() { echo "$T/state/spool/$(echo "$1" | cut -c1-2)/$1"; }
+ok "$([ -s "$(spool "$H3")" ]; echo $?)" "generation 3's tree is in the spool before"
+HK=$(grep -c 'housekeeping done' "$T/decod.log")
+find "$T/state/spool" -type f -exec touch -d '2 hours ago' {} +
+hk_ran() { [ "$(grep -c 'housekeeping done' "$T/decod.log")" -ge $((HK + 2)) ]; }
+check "housekeeping ran" wait_for "$(scaled 20)" hk_ran
+ok "$([ ! -e "$(spool "$H3")" ]; echo $?)" "housekeeping collected generation 3's tree (unused)"
+ok "$([ -s "$(spool "$H2")" ]; echo $?)" "... and kept generation 2's, which man still renders"
+sed -i 's/"edit": 2/"edit": 3/' "$T/man.yaml"
+ctl apply -f "$T/man.yaml" >/dev/null
+edit3_seen() { [ "$(doc man | jq -r .Page.edit 2>/dev/null)" = 3 ]; }
+check "man's next own edit, after housekeeping, is live" wait_for "$(scaled 20)" edit3_seen
+ok "$(label_is man g2; echo $?)" "... still rendered on generation 2's kept tree"
 
 # --- the annotation (as kubectl users set it) --------------------------------
 python3 - "$T/man.yaml" <<'PY'
