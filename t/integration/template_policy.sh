@@ -10,8 +10,10 @@
 # the condition names, and takes it when the window opens.  man stays
 # pinned to generation 2 through two more edits, its published document
 # still rendered from generation 2; a broken generation publishes nothing
-# anywhere; a site with a bad policy is refused naming the field; and
-# `decoctl template status` reports each site's state.
+# anywhere; a bad policy is refused naming the field; `decoctl template
+# status` reports each site's state; a decofile without the template is
+# not woken by its edits; spool housekeeping collects an unused
+# generation's tree and keeps the pinned one.
 . "$top_srcdir/t/lib/common.sh"
 . "$top_srcdir/t/lib/pipeline.sh"
 
@@ -210,8 +212,10 @@ ok "$(label_is auto g4 && label_is man g4 && label_is win g4; echo $?)" \
     "every site keeps its last good version live (win took 3 and 4 in its open window)"
 
 # --- a bad policy names the field ----------------------------------------------
-site bad "  updatePolicy: {templateChanges: Window, window: \"0 25 * * *\"}"
-check "bad policy: Syncing=False naming the field" wait_for "$(scaled 20)" sh -c \
-    "'$DECOCTL' -n $NS get decofile bad -o json | jq -r '.status.conditions[] | select(.type==\"Syncing\") | .message' | grep -q '^spec.updatePolicy.window: hour field'"
+site bad "  updatePolicy: {templateChanges: Window, window: \"0 25 * * *\"}" 2>"$T/bad.err"
+ok "$([ $? -ne 0 ]; echo $?)" "decoctl apply refuses a bad policy"
+check "... naming the field" grep -q 'decofile/bad: spec.updatePolicy.window: hour field' "$T/bad.err"
+site bad2 "  updatePolicy: {templateChanges: Sometimes}" 2>"$T/bad2.err"
+check "... and an unknown mode" grep -q 'spec.updatePolicy.templateChanges: "Sometimes" is not Auto, Manual or Window' "$T/bad2.err"
 
 done_testing
