@@ -74,6 +74,7 @@ int cli_suspend(struct cli *c);		/* suspend and resume */
 int cli_rollback(struct cli *c);
 int cli_versions(struct cli *c);	/* history --versions */
 int cli_diff(struct cli *c);
+int cli_template(struct cli *c);	/* template status|apply */
 
 /*
  * cli_load_docs - read -f FILE (or standard input for "-") and split it

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "daemons/renderer/render_policy.h"
 #include "cli/cli_yaml.h"
 #include "common/json.h"
 #include "common/kube.h"
@@ -85,6 +86,7 @@ cli_apply_doc(struct cli *c, const char *fname, const struct yaml_doc *d, int id
 	struct json_error je;
 	yajl_val doc = json_parse(d->json, strlen(d->json), &je);
 	const char *kind, *name, *ns, *plural;
+	struct render_policy policy;
 	char err[512];
 
 	if (doc == NULL || !YAJL_IS_OBJECT(doc)) {
@@ -115,7 +117,9 @@ cli_apply_doc(struct cli *c, const char *fname, const struct yaml_doc *d, int id
 	}
 	if (ns == NULL)
 		ns = c->ns;
-	if (resource_validate(doc, plural, name, ns, err, sizeof(err)) < 0) {
+	if (resource_validate(doc, plural, name, ns, err, sizeof(err)) < 0 ||
+	    (strcmp(plural, "decofiles") == 0 &&
+	    render_policy_parse(doc, &policy, err, sizeof(err)) < 0)) {
 		cli_error("%s:%d: %s/%s: %s", fname, d->line, cli_kind_singular(plural),
 		    strlen(name) > 80 ? "(name)" : name, err);
 		goto bad;

@@ -276,7 +276,7 @@ last_rendered(struct diff *d, const char *ns, const char *name, char **out, size
 }
 
 /*
- * template_trees - the last fetched tree of each template doc lists, on
+ * template_trees - the newest generation's tree of each template doc lists, on
  * layers 0..n-1, into t.  The count, or -1: with *err set after printing
  * an error, or *err 0 after a warning that a template has not been fetched
  * (the renderer would wait for it: there is nothing to compare).
@@ -289,6 +289,7 @@ template_trees(struct diff *d, yajl_val doc, const char *ns, const char *name,
 	struct journal *j;
 	char why[1200], th[65];
 	int n, missing, rv;
+	int64_t gen;
 
 	*err = 0;
 	if ((n = render_template_names(doc, names, RENDER_MAX_TEMPLATES, why,
@@ -298,7 +299,7 @@ template_trees(struct diff *d, yajl_val doc, const char *ns, const char *name,
 	}
 	j = n > 0 ? cli_journal_open(d->c, 1) : NULL;
 	for (int i = 0; i < n; i++) {
-		if (j == NULL || (rv = journal_last_fetch(j, ns, names[i], th)) == 1) {
+		if (j == NULL || (rv = journal_template_newest(j, ns, names[i], &gen, th)) == 1) {
 			fprintf(stderr, "Warning: decofile/%s: DecofileTemplate '%s' has not been "
 			    "fetched yet; its rendered document cannot be compared\n", name,
 			    names[i]);

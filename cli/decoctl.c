@@ -136,6 +136,21 @@ static const struct command commands[] = {
 	  "Against a cluster (kubeconfig, or in a pod) TENANT is the namespace\n"
 	  "annotated deco.sites/valkey-acl, as in: acl resync sites-loja\n"
 	  "Writes a trigger the acl stage watches, as sync does for the fetcher.\n" },
+	{ "template", cli_template, "o", 2, 2, "template status TEMPLATE | template apply DECOFILE",
+	  "a DecofileTemplate's rollout to its sites, or take its pending changes",
+	  "template status TEMPLATE   the template's generation (as applied and as\n"
+	  "                           fetched) and each decofile in -n that lists it:\n"
+	  "                           its update policy, the generation it renders\n"
+	  "                           and its state (adopted; pending under Manual\n"
+	  "                           or Window, with the next window; updating;\n"
+	  "                           not-rendered)\n"
+	  "template apply DECOFILE    the decofile takes the newest generation of\n"
+	  "                           every template it lists now, whatever its\n"
+	  "                           policy: sets the annotation\n"
+	  "                           deco.sites/apply-template-update: \"true\",\n"
+	  "                           which decod removes once applied (kubectl\n"
+	  "                           users set the same annotation on the CR)\n"
+	  "\nOptions:\n  -o, --output FORMAT   json or yaml (status)\n" },
 	{ "history", cli_history, "olV", 1, 1, "history NAME [--versions]",
 	  "the journal's record of a decofile, oldest first",
 	  "Fetches (commit, tree), renders (hash, format, size), publishes\n"

@@ -23,6 +23,12 @@
 	  "A block is not valid JSON or holds a duplicate key; the message names the file and line") \
 	X("Syncing", "TemplateNotReady", "False", "renderer", \
 	  "A DecofileTemplate it uses has not been fetched yet; retried") \
+	X("TemplateUpdateAvailable", "UpToDate", "False", "renderer", \
+	  "Every DecofileTemplate the decofile lists is rendered at its newest generation") \
+	X("TemplateUpdateAvailable", "PendingChanges", "True", "renderer", \
+	  "Manual policy: newer template generations wait for decoctl template apply or the apply annotation") \
+	X("TemplateUpdateAvailable", "WaitingForWindow", "True", "renderer", \
+	  "Window policy: newer template generations wait for the update window; the message says when it opens") \
 	X("Syncing", "Suspended", "False", "fetcher", \
 	  "Held by decoctl suspend, spec.suspend or a rollback: no fetch and no publish until resumed") \
 	X("Syncing", "RollbackFailed", "False", "fetcher", \

@@ -126,6 +126,28 @@ static const char *const migrations[] = {
 	"  AND EXISTS (SELECT 1 FROM items i WHERE i.stage = 'renderer'"
 	"  AND i.name = audit.object);"
 	"CREATE INDEX audit_object ON audit (object, id);",
+	/*
+	 * 3 -> 4: every DecofileTemplate generation's tree (history, kept
+	 * while a decofile still uses it), and what each decofile's last
+	 * valid render used (state: one row per template it resolved), so a
+	 * site pinned to an older generation still renders.  Template fetches
+	 * leave the fetches table, where a Decofile of the same name would
+	 * shadow them.
+	 */
+	"CREATE TABLE template_trees ("
+	"  id INTEGER PRIMARY KEY AUTOINCREMENT,"
+	"  at TEXT NOT NULL DEFAULT (" NOW "),"
+	"  ns TEXT NOT NULL, name TEXT NOT NULL,"
+	"  generation INTEGER NOT NULL, commit_id TEXT NOT NULL DEFAULT '',"
+	"  tree_hash TEXT NOT NULL);"
+	"CREATE INDEX template_trees_object ON template_trees (ns, name, id);"
+	"CREATE TABLE template_uses ("
+	"  ns TEXT NOT NULL, name TEXT NOT NULL, template TEXT NOT NULL,"
+	"  position INTEGER NOT NULL, generation INTEGER NOT NULL,"
+	"  tree_hash TEXT NOT NULL,"
+	"  at TEXT NOT NULL DEFAULT (" NOW "),"
+	"  PRIMARY KEY (ns, name, template));"
+	"CREATE INDEX template_uses_template ON template_uses (ns, template);",
 };
 
 #define NMIGRATIONS ((int)(sizeof(migrations) / sizeof(migrations[0])))
@@ -715,6 +737,10 @@ journal_referenced(struct journal *j, void (*fn)(void *arg, const char *hash), v
 		"SELECT bin_hash FROM renders WHERE bin_hash<>'' AND id IN"
 		"  (SELECT MAX(id) FROM renders GROUP BY ns, name)",
 		"SELECT content_hash FROM inventory",
+		/* a template's newest tree, and every older one a site still uses */
+		"SELECT tree_hash FROM template_trees WHERE id IN"
+		"  (SELECT MAX(id) FROM template_trees GROUP BY ns, name)",
+		"SELECT tree_hash FROM template_uses",
 		/* the bin blob of what is published, to repair drift of a .bin */
 		"SELECT DISTINCT r.bin_hash FROM renders r JOIN inventory i"
 		"  ON r.ns=i.ns AND r.name=i.name AND r.content_hash=i.content_hash"
@@ -750,6 +776,13 @@ journal_prune(struct journal *j, int64_t age_ms)
 		return -1;
 	if (journal_run(j, NULL, "DELETE FROM items WHERE state<>'pending' AND updated_at<?", "s",
 	    cutoff) < 0)
+		goto fail;
+	/* template generations: old ones go unless a decofile still uses them */
+	if (journal_run(j, NULL, "DELETE FROM template_trees WHERE at<? AND id NOT IN"
+	    " (SELECT MAX(id) FROM template_trees GROUP BY ns, name) AND NOT EXISTS"
+	    " (SELECT 1 FROM template_uses u WHERE u.ns=template_trees.ns AND"
+	    " u.template=template_trees.name AND u.tree_hash=template_trees.tree_hash)",
+	    "s", cutoff) < 0)
 		goto fail;
 	for (size_t i = 0; i < sizeof(tables) / sizeof(tables[0]); i++) {
 		/* keep the newest row of each object, however old */

@@ -20,7 +20,7 @@
 
 struct journal;
 
-#define JOURNAL_SCHEMA_VERSION 3
+#define JOURNAL_SCHEMA_VERSION 4
 
 enum item_state { ITEM_PENDING, ITEM_DONE, ITEM_FAILED, ITEM_SUPERSEDED };
 
@@ -272,5 +272,54 @@ int journal_version_find(struct journal *j, const char *ns, const char *name,
  */
 int journal_versions_referenced(struct journal *j, int keep,
     void (*fn)(void *arg, const char *hash), void *arg);
+
+/* ---- DecofileTemplate generations (journal_templates.c) ---- */
+
+/* one template a decofile's render used: the generation and its tree */
+struct journal_template_use {
+	char template[254];
+	int64_t generation;
+	char tree_hash[65];
+};
+
+/*
+ * journal_template_record - the fetcher's record of template ns/name's
+ * tree at generation (commit may be "").  1 recorded, 0 the newest record
+ * already says the same generation and tree, -1 error.
+ */
+int journal_template_record(struct journal *j, const char *ns, const char *name,
+    int64_t generation, const char *commit, const char *tree_hash);
+/*
+ * journal_template_newest - the newest generation and tree (65 bytes) of
+ * template ns/name.  0 found, 1 never fetched, -1 error.
+ */
+int journal_template_newest(struct journal *j, const char *ns, const char *name,
+    int64_t *generation, char *tree_hash);
+/*
+ * journal_template_uses_set - what the valid render of decofile ns/name
+ * used, replacing what it recorded before (n may be 0).  0 or -1.
+ */
+int journal_template_uses_set(struct journal *j, const char *ns, const char *name,
+    const struct journal_template_use *u, size_t n);
+/*
+ * journal_template_used - the generation and tree decofile ns/name's last
+ * valid render used of template tpl.  0 found, 1 not used, -1 error.
+ */
+int journal_template_used(struct journal *j, const char *ns, const char *name,
+    const char *tpl, struct journal_template_use *u);
+/*
+ * journal_template_users - fn for each decofile in ns whose last valid
+ * render used template tpl (its name and the generation it uses), in name
+ * order.  The count, or -1.
+ */
+int journal_template_users(struct journal *j, const char *ns, const char *tpl,
+    void (*fn)(void *arg, const char *name, int64_t generation), void *arg);
+/*
+ * journal_template_waiting - fn for each decofile whose newest recorded
+ * TemplateUpdateAvailable transition is WaitingForWindow (its window timer
+ * is to be armed again after a restart).  The count, or -1.
+ */
+int journal_template_waiting(struct journal *j,
+    void (*fn)(void *arg, const char *ns, const char *name), void *arg);
 
 #endif

@@ -9,7 +9,7 @@ libdecod_a_SOURCES = \
 	common/conf.c common/conf.h common/conf_table.c \
 	common/spool.c common/spool.h \
 	common/journal.c common/journal.h common/journal_impl.h common/journal_query.c \
-	common/journal_versions.c \
+	common/journal_versions.c common/journal_templates.c \
 	common/stage.c common/stage.h common/stage_impl.h common/stage_items.c \
 	common/stage_health.c common/stage_health.h \
 	common/stage_ctl.c common/stage_ctl.h common/stage_metrics.c \
@@ -24,7 +24,7 @@ libdecod_a_SOURCES = \
 	common/resource.c common/resource.h common/resource_impl.h common/resource_status.c \
 	common/view.c common/view.h \
 	common/resource_hold.c common/condition.c common/condition.h \
-	common/s3key.c common/s3key.h \
+	common/s3key.c common/s3key.h common/cron.c common/cron.h \
 	common/curl_epoll.c common/curl_epoll.h \
 	common/kube.c common/kube_client.c common/kube.h common/kube_impl.h common/kube_objects.c \
 	common/kube_config.c common/kube_informer.c common/kube_lease.c \

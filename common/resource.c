@@ -73,7 +73,7 @@ resource_kind_name(const char *plural)
 static const char *const decofile_fields[] = { SOURCE_FIELDS, "deploymentId",
 	"target", "tanstackKV", "tanstackKV.kvNamespaceId", "tanstackKV.siteOrigin",
 	"templates", "updatePolicy", "updatePolicy.templateChanges",
-	"updatePolicy.window", "silent", "notify", "notify.style",
+	"updatePolicy.window", "updatePolicy.duration", "updatePolicy.timeZone", "silent", "notify", "notify.style",
 	"notify.concurrency", "endpoints", "suspend", NULL };
 static const char *const template_fields[] = { SOURCE_FIELDS, NULL };
 static const char *const tenant_fields[] = { "valkeyAcl", "site", NULL };

@@ -184,6 +184,10 @@ int64_t decofile_generation(yajl_val doc);
 #define RESOURCE_MIRROR_ANNOTATION "decod.deco.sites/kube-uid"
 /* the annotation that asks decod to publish an earlier version again */
 #define DECOFILE_ROLLBACK_ANNOTATION "deco.sites/rollback-to"
+/* the owner's "take the new template generations now"; decod removes it once taken */
+#define DECOFILE_APPLY_ANNOTATION "deco.sites/apply-template-update"
+/* decofile_template_apply - the apply annotation is set to "true" */
+int decofile_template_apply(yajl_val doc);
 /* decofile_suspended - spec.suspend is true */
 int decofile_suspended(yajl_val doc);
 /* decofile_rollback_to - the rollback annotation's value, or NULL */
@@ -203,5 +207,12 @@ yajl_val resource_hold_doc(yajl_val doc, int suspend, const char *rollback_to);
  * check that the Decofile exists.  0, or -1 (store_error).
  */
 int decofile_request_sync(struct store *s, const char *ns, const char *name);
+
+/*
+ * resource_annotation_doc - a copy of doc with annotation key set to value,
+ * or removed (value NULL); everything else as it was.  New tree
+ * (yajl_tree_free), or NULL when doc has no metadata object.
+ */
+yajl_val resource_annotation_doc(yajl_val doc, const char *key, const char *value);
 
 #endif

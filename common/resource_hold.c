@@ -53,6 +53,20 @@ decofile_rollback_to(yajl_val doc)
 	return NULL;
 }
 
+int
+decofile_template_apply(yajl_val doc)
+{
+	yajl_val a = json_get(doc, "metadata", "annotations", NULL);
+
+	if (!YAJL_IS_OBJECT(a))
+		return 0;
+	for (size_t i = 0; i < a->u.object.len; i++)
+		if (strcmp(a->u.object.keys[i], DECOFILE_APPLY_ANNOTATION) == 0)
+			return YAJL_IS_STRING(a->u.object.values[i]) &&
+			    strcmp(a->u.object.values[i]->u.string, "true") == 0;
+	return 0;
+}
+
 /* copy_except - the members of object v except key skip, into an open object */
 static void
 copy_except(struct jw *w, yajl_val v, const char *skip)
@@ -107,6 +121,45 @@ resource_hold_doc(yajl_val doc, int suspend, const char *rollback_to)
 		} else {
 			jw_value(&w, v);
 		}
+	}
+	jw_end_obj(&w);
+	out = json_parse(b.data, b.len, NULL);
+	buf_free(&b);
+	return out;
+}
+
+yajl_val
+resource_annotation_doc(yajl_val doc, const char *key, const char *value)
+{
+	struct buf b;
+	struct jw w;
+	yajl_val out;
+
+	if (!YAJL_IS_OBJECT(doc) || !YAJL_IS_OBJECT(json_get(doc, "metadata", NULL)))
+		return NULL;
+	buf_init(&b);
+	jw_init(&w, &b);
+	jw_obj(&w);
+	for (size_t i = 0; i < doc->u.object.len; i++) {
+		const char *k = doc->u.object.keys[i];
+		yajl_val v = doc->u.object.values[i];
+
+		jw_key(&w, k);
+		if (strcmp(k, "metadata") != 0) {
+			jw_value(&w, v);
+			continue;
+		}
+		jw_obj(&w);
+		copy_except(&w, v, "annotations");
+		jw_key(&w, "annotations");
+		jw_obj(&w);
+		copy_except(&w, json_get(v, "annotations", NULL), key);
+		if (value != NULL) {
+			jw_key(&w, key);
+			jw_str(&w, value);
+		}
+		jw_end_obj(&w);
+		jw_end_obj(&w);
 	}
 	jw_end_obj(&w);
 	out = json_parse(b.data, b.len, NULL);

@@ -131,3 +131,13 @@ EXTRA_DIST += t/integration/kube_faults.sh
 # one owner of the CRs' status: one manager, applies counted, hand edits kept, adoption
 TESTS += t/integration/kube_status_owner.sh
 EXTRA_DIST += t/integration/kube_status_owner.sh
+# the template update window's cron expressions
+check_PROGRAMS += t/unit/cron_test
+t_unit_cron_test_LDADD = $(TEST_LIBS)
+TESTS += t/unit/cron_test
+TESTS += t/integration/template_policy.sh
+EXTRA_DIST += t/integration/template_policy.sh
+# DecofileTemplate generations and what each site used
+check_PROGRAMS += t/unit/journal_templates_test
+t_unit_journal_templates_test_LDADD = $(TEST_LIBS)
+TESTS += t/unit/journal_templates_test

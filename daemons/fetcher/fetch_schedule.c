@@ -60,6 +60,7 @@ make_job(struct stage *st, struct src *s, int force)
 	snprintf(j->etag, sizeof(j->etag), "%s", s->etag);
 	j->oci_auth = s->oci_auth != NULL ? xstrdup(s->oci_auth) : NULL;
 	j->generation = s->generation;
+	j->tpl = s->tpl;
 	j->sync_req = s->sync_req;
 	j->force = force;
 	msg[0] = '\0';
@@ -247,7 +248,7 @@ poll_cb(struct stage *st, void *arg)
 	int force = s->again_force;
 
 	s->timer = 0;
-	if (!fetch_lock_held(f->locks, s->ns, s->name))
+	if (!s->tpl && !fetch_lock_held(f->locks, s->ns, s->name))
 		return;		/* another instance works it; fetch_lock calls us back */
 	if (s->suspended) {
 		fetch_status_synced(st, s, s->sync_req);	/* answered: Syncing says why */

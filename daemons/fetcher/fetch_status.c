@@ -114,6 +114,9 @@ fetch_status_update(struct stage *st, struct src *s, const char *fields, const c
 	char *text;
 	int changed, moved;
 
+	if (s->tpl)
+		return 0;	/* a DecofileTemplate: no status fragment yet, the log says */
+
 	if (s->frag_state == FRAG_UNKNOWN && s->pend == NULL) {
 		char *key = key_status("decofiles", s->ns, s->name, STAGE), *v = NULL;
 		size_t len;

@@ -54,7 +54,7 @@ upsert(struct stage *st, const char *ns, const char *name, const char *val, size
 	char h[65];
 	yajl_val doc;
 	struct buf b;
-	int held;
+	int held, apply;
 
 	if ((doc = json_parse(val, len, NULL)) == NULL) {
 		log_kv(LOG_WARN, "Decofile is not JSON; ignored", "ns", ns, "name", name, NULL);
@@ -67,7 +67,9 @@ upsert(struct stage *st, const char *ns, const char *name, const char *val, size
 		jw_init(&w, &b);
 		jw_value(&w, json_get(doc, "spec", NULL));
 	}
-	buf_printf(&b, "#%lld", (long long)decofile_generation(doc));
+	/* the owner's template apply request is a change too */
+	apply = decofile_template_apply(doc);
+	buf_printf(&b, "#%lld%s", (long long)decofile_generation(doc), apply ? "#apply" : "");
 	sha256_hex(b.data, b.len, h);
 	buf_free(&b);
 	if (s == NULL) {
@@ -92,6 +94,8 @@ upsert(struct stage *st, const char *ns, const char *name, const char *val, size
 	}
 	held = fetch_hold_apply(st, s, doc);
 	yajl_tree_free(doc);
+	if (!held && apply)
+		fetch_tpl_kick(st, s);
 	if (!held)
 		fetcher_schedule(st, s, 0, 1);
 }

@@ -60,8 +60,8 @@
  * last_handed - the newest renderer item for ns/name: its tree hash and
  * the commit and generation of its detail.  0 found, 1 none, -1 error.
  */
-static int
-last_handed(struct stage *st, const char *ns, const char *name, char *hash,
+int
+fetcher_last_handed(struct stage *st, const char *ns, const char *name, char *hash,
     char *commit, int64_t *generation)
 {
 	struct journal_item it;
@@ -99,7 +99,7 @@ hand_on(struct stage *st, struct src *s, struct job *j)
 	int64_t generation;
 	int rc;
 
-	rc = last_handed(st, s->ns, s->name, hash, commit, &generation);
+	rc = fetcher_last_handed(st, s->ns, s->name, hash, commit, &generation);
 	if (rc < 0)
 		log_kv(LOG_WARN, "journal: cannot read the last fetch", "error",
 		    journal_error(jl), NULL);
@@ -170,13 +170,13 @@ fetcher_src_free(struct stage *st, struct src *s)
 {
 	struct fetcher *f = F(st);
 
-	for (struct src **pp = &f->srcs; *pp != NULL; pp = &(*pp)->next) {
+	for (struct src **pp = s->tpl ? &f->tpls : &f->srcs; *pp != NULL; pp = &(*pp)->next) {
 		if (*pp == s) {
 			*pp = s->next;
 			break;
 		}
 	}
-	for (struct src **pp = &f->htab[src_hash(s->ns, s->name)]; *pp != NULL;
+	for (struct src **pp = &f->htab[src_hash(s->ns, s->name)]; !s->tpl && *pp != NULL;
 	    pp = &(*pp)->hnext) {
 		if (*pp == s) {
 			*pp = s->hnext;
@@ -202,7 +202,8 @@ static void
 finish_first(struct stage *st, struct job *j, int in_txn)
 {
 	struct fetcher *f = F(st);
-	struct src *s = fetcher_src_find(f, j->ns, j->name);
+	struct src *s = j->tpl ? fetch_tpl_find(f, j->ns, j->name) :
+	    fetcher_src_find(f, j->ns, j->name);
 	char n[32];
 
 	j->skip = 1;
@@ -235,7 +236,7 @@ finish_first(struct stage *st, struct job *j, int in_txn)
 		return;
 	}
 	s->failures = 0;
-	if (!fetch_lock_held(f->locks, s->ns, s->name)) {
+	if (!s->tpl && !fetch_lock_held(f->locks, s->ns, s->name)) {
 		/* the lock went to another instance meanwhile: its fetch counts */
 		log_kv(LOG_INFO, "fetch dropped: job lock no longer ours", "ns", s->ns,
 		    "name", s->name, NULL);
@@ -244,7 +245,8 @@ finish_first(struct stage *st, struct job *j, int in_txn)
 	j->skip = 0;
 	j->handed = 0;
 	if (!j->unchanged)
-		j->handed = in_txn ? hand_on(st, s, j) : -1;
+		j->handed = !in_txn ? -1 : s->tpl ? fetch_tpl_hand_on(st, s, j) :
+		    hand_on(st, s, j);
 }
 
 /* finish_second - after the batch commit (committed: it went through) */
@@ -255,7 +257,8 @@ finish_second(struct stage *st, struct job *j, int committed)
 	struct src *s;
 	char ms[32], gen[32];
 
-	if (j->skip || (s = fetcher_src_find(f, j->ns, j->name)) == NULL)
+	if (j->skip || (s = j->tpl ? fetch_tpl_find(f, j->ns, j->name) :
+	    fetcher_src_find(f, j->ns, j->name)) == NULL)
 		return;
 	if (j->handed == 1 && !committed)
 		j->handed = -1;
@@ -481,7 +484,7 @@ fetcher_init(struct stage *st)
 		return -1;
 	if ((f->locks = fetch_lock_new(st, &lock_ops)) == NULL)
 		return -1;
-	if (fetch_watch_relist(st) < 0)
+	if (fetch_watch_relist(st) < 0 || fetch_tpl_start(st) < 0)
 		return -1;
 	fetch_status_load(st);
 	{
@@ -546,6 +549,7 @@ fetcher_shutdown(struct stage *st)
 	if (f->npend > 0 && fetch_status_flush(st, (int)(f->npend / FLUSH_BATCH) + 1) < 0)
 		log_kv(LOG_WARN, "status changes lost at shutdown", NULL);
 	kube_front_free(f->kube);
+	fetch_tpl_stop(st);
 	while (f->srcs != NULL)
 		fetcher_src_free(st, f->srcs);
 	fetch_inotify_free(f->ino);

@@ -59,16 +59,20 @@ struct src {
 	char *frag, *pend;
 	int frag_state;
 	int listed;		/* seen by the current relist */
+	int tpl;		/* a DecofileTemplate (in fetcher.tpls), not a Decofile */
 	struct src *next, *hnext;
 };
 
 struct fetcher {
 	struct kube_front *kube;	/* Decofile CRs as a front door; NULL: no cluster */
 	struct src *srcs;
+	struct src *tpls;	/* DecofileTemplates: few, a list (fetch_tpl.c) */
 	struct src *htab[NBUCKET];
 	struct store_watch *watch, *sync_watch;
 	struct stage_watch *watch_sw, *sync_sw;
-	char *df_prefix, *sync_prefix;
+	char *df_prefix, *sync_prefix, *tpl_prefix;
+	struct store_watch *tpl_watch;
+	struct stage_watch *tpl_sw;
 	char askpass[PATH_MAX];
 	char cache_root[PATH_MAX];
 	char secrets_dir[PATH_MAX];
@@ -100,6 +104,7 @@ struct job {
 	char ns[254], name[254];
 	char source[16];
 	int64_t generation;
+	int tpl;		/* of a DecofileTemplate */
 	int force;		/* read the tree even if the remote id did not move */
 	char last_id[96];	/* git, github, oci: remote id of the last good fetch */
 	char *url, *ref, *dir, *secret_file, *path, *inline_json;
@@ -168,6 +173,34 @@ void *fetch_worker(void *arg);
 int fetch_watch_start(struct stage *st);
 /* fetch_watch_relist - list every Decofile: upsert each, drop the rest; 0 or -1 */
 int fetch_watch_relist(struct stage *st);
+
+/*
+ * fetcher_last_handed - the newest renderer item for Decofile ns/name: its
+ * tree hash (65), commit (96) and generation.  0 found, 1 none, -1 error.
+ */
+int fetcher_last_handed(struct stage *st, const char *ns, const char *name, char *hash,
+    char *commit, int64_t *generation);
+
+/* ---- fetch_tpl.c ---- */
+
+/* fetch_tpl_find - the schedule of DecofileTemplate ns/name, or NULL */
+struct src *fetch_tpl_find(struct fetcher *f, const char *ns, const char *name);
+/* fetch_tpl_start - watch and list the DecofileTemplates; 0 or -1 */
+int fetch_tpl_start(struct stage *st);
+/* fetch_tpl_stop - drop every template schedule and the watch */
+void fetch_tpl_stop(struct stage *st);
+/*
+ * fetch_tpl_hand_on - record a template's fetched tree as its generation
+ * (in the open transaction) and push a renderer item for each Decofile
+ * whose last render used the template, or that lists it and was never
+ * rendered.  1 written, 0 nothing new, -1 failed.
+ */
+int fetch_tpl_hand_on(struct stage *st, struct src *s, struct job *j);
+/*
+ * fetch_tpl_kick - a renderer item for Decofile s (its newest fetched
+ * tree) in its own transaction: the owner asked to apply template updates
+ */
+void fetch_tpl_kick(struct stage *st, struct src *s);
 
 /* ---- fetch_hold.c ---- */
 

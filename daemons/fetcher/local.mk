@@ -26,7 +26,7 @@ daemons_fetcher_fetcher_SOURCES = daemons/fetcher/fetcher.c daemons/fetcher/fetc
 	daemons/fetcher/fetch_worker.c daemons/fetcher/fetch_watch.c \
 	daemons/fetcher/fetch_status.c daemons/fetcher/fetch_hold.c \
 	daemons/fetcher/fetch_lock.c daemons/fetcher/fetch_lock.h \
-	daemons/fetcher/fetch_schedule.c
+	daemons/fetcher/fetch_schedule.c daemons/fetcher/fetch_tpl.c
 daemons_fetcher_fetcher_LDADD = $(FETCH_LIBS) $(DECOD_LIBS) $(ARCHIVE_LIBS) -lpthread
 
 check_PROGRAMS += t/unit/fetch_keys_test t/unit/fetch_dir_test t/unit/fetch_inline_test \

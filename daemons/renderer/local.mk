@@ -6,7 +6,8 @@ noinst_LIBRARIES += daemons/renderer/librender.a
 daemons_renderer_librender_a_SOURCES = \
 	daemons/renderer/render_merge.c daemons/renderer/render_merge.h \
 	daemons/renderer/render_brotli.c daemons/renderer/render_brotli.h \
-	daemons/renderer/render_tree.c daemons/renderer/render_tree.h
+	daemons/renderer/render_tree.c daemons/renderer/render_tree.h \
+	daemons/renderer/render_policy.c daemons/renderer/render_policy.h
 RENDER_LIBS = daemons/renderer/librender.a
 
 check_PROGRAMS += t/unit/render_merge_test
@@ -19,3 +20,7 @@ daemons_renderer_renderer_LDADD = $(RENDER_LIBS) $(DECOD_LIBS)
 
 TESTS += t/integration/render_stage.sh
 EXTRA_DIST += t/integration/render_stage.sh
+
+check_PROGRAMS += t/unit/render_policy_test
+t_unit_render_policy_test_LDADD = $(RENDER_LIBS) $(DECOD_LIBS)
+TESTS += t/unit/render_policy_test

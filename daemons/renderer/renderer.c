@@ -8,9 +8,11 @@
  * transaction.  Owns the Syncing condition's ValidationError and Rendered
  * reasons in its own status fragment, and the renders table.
  *
- * Not yet: the template update policy (Manual/Window keep the generations
- * in resolvedTemplates and raise TemplateUpdateAvailable); every render
- * uses each template's newest fetched tree, as Auto does.
+ * Templates: each generation's tree is kept in the journal (template_trees,
+ * by the fetcher); the decofile's spec.updatePolicy (render_policy) says
+ * whether this render takes each template's newest generation (Auto, an
+ * apply asked for, an open Window) or the one its last valid render used
+ * (template_uses), in which case TemplateUpdateAvailable says what waits.
  */
 #include "config.h"
 
@@ -32,16 +34,27 @@
 #include "common/stage.h"
 #include "daemons/renderer/render_brotli.h"
 #include "daemons/renderer/render_merge.h"
+#include "daemons/renderer/render_policy.h"
 #include "daemons/renderer/render_tree.h"
 #include "proto/proto.h"
 
 #define STAGE "renderer"
 #define MAX_SPOOL_MISSES 5	/* a blob still missing after this many tries is lost */
 
+/* a re-render asked for when a decofile's update window opens */
+struct window_wake {
+	char ns[254], name[254];
+	char detail[PROTO_MAX_DETAIL + 1];
+	int64_t timer;
+	struct stage *st;
+	struct window_wake *next;
+};
+
 struct renderer {
 	uint64_t threshold;
 	int quality, window;
 	const char *default_target;
+	struct window_wake *wakes;
 };
 
 static struct renderer *
@@ -66,6 +79,8 @@ read_settings(struct stage *st)
 		r->window = RENDER_BROTLI_WINDOW;
 }
 
+static void rearm_windows(struct stage *st, void *arg);
+
 static int
 renderer_init(struct stage *st)
 {
@@ -78,7 +93,44 @@ renderer_init(struct stage *st)
 	snprintf(t, sizeof(t), "%llu", (unsigned long long)R(st)->threshold);
 	log_kv(LOG_INFO, "renderer settings", "brotli_quality", q, "brotli_window", w,
 	    "compress_threshold", t, NULL);
+	stage_add_timer(st, 0, rearm_windows, NULL);
 	return 0;
+}
+
+/* rearm_one - a render for a decofile waiting for its window (its last item's detail) */
+static void
+rearm_one(void *arg, const char *ns, const char *name)
+{
+	struct stage *st = arg;
+	struct journal_item it;
+
+	if (journal_last_item(stage_journal(st), STAGE, "decofile", ns, name, &it) != 0)
+		return;
+	if (stage_enqueue(st, STAGE, "decofile", ns, name, "", it.detail) < 0)
+		log_kv(LOG_WARN, "cannot re-arm an update window", "ns", ns, "name", name, NULL);
+}
+
+/*
+ * rearm_windows - window timers live in this process: after a start, the
+ * decofiles the journal says wait for a window are rendered once more,
+ * which arms their timers again (or takes the change, if it opened)
+ */
+static void
+rearm_windows(struct stage *st, void *arg)
+{
+	int n;
+	char c[16];
+
+	(void)arg;
+	if ((n = journal_template_waiting(stage_journal(st), rearm_one, st)) < 0) {
+		log_kv(LOG_WARN, "cannot read the decofiles waiting for a window", "error",
+		    journal_error(stage_journal(st)), NULL);
+		return;
+	}
+	if (n > 0) {
+		snprintf(c, sizeof(c), "%d", n);
+		log_kv(LOG_INFO, "update windows re-armed", "decofiles", c, NULL);
+	}
 }
 
 static int
@@ -91,6 +143,11 @@ renderer_reload(struct stage *st)
 static void
 renderer_shutdown(struct stage *st)
 {
+	for (struct window_wake *w = R(st)->wakes, *next; w != NULL; w = next) {
+		next = w->next;
+		stage_cancel_timer(st, w->timer);
+		free(w);
+	}
 	free(stage_data(st));
 	stage_set_data(st, NULL);
 }
@@ -132,35 +189,44 @@ rendered_commit(struct stage *st, const struct journal_item *it, const char *com
 
 /*
  * status_rendered - a valid render's status in one write: Syncing=True,
- * resolvedTemplates [{name, generation}] and renderedCommit (when known),
- * so a reader never pairs this commit with an older verdict
+ * resolvedTemplates [{name, generation, hash}], renderedCommit (when
+ * known) and, for a decofile with templates, TemplateUpdateAvailable, so
+ * a reader never pairs this commit with an older verdict
  */
 static void
 status_rendered(struct stage *st, const struct journal_item *it,
-    char names[][254], size_t n, const char *commit)
+    const struct journal_template_use *use, size_t n, const char *commit,
+    const struct render_policy *pol, const char *pending)
 {
-	struct status_cond c = { "Syncing", "True", "Rendered", "Decofile rendered and valid" };
+	struct status_cond c[2] = {
+		{ "Syncing", "True", "Rendered", "Decofile rendered and valid" },
+		{ "TemplateUpdateAvailable", "False", "UpToDate",
+		  "Every DecofileTemplate is at its newest generation" },
+	};
 	struct buf b;
 	struct jw w;
 
+	if (pending != NULL && pending[0] != '\0') {
+		c[1].status = "True";
+		if (pol->mode == RENDER_WINDOW)
+			c[1].reason = "WaitingForWindow";
+		else
+			c[1].reason = "PendingChanges";
+		c[1].message = pending;
+	}
 	buf_init(&b);
 	jw_init(&w, &b);
 	jw_obj(&w);
 	jw_key(&w, "resolvedTemplates");
 	jw_arr(&w);
 	for (size_t i = 0; i < n; i++) {
-		yajl_val doc = NULL;
-		char err[256];
-
 		jw_obj(&w);
 		jw_key(&w, "name");
-		jw_str(&w, names[i]);
-		if (resource_get(stage_store(st), "templates", it->ns, names[i], &doc, err,
-		    sizeof(err)) == 0) {
-			jw_key(&w, "generation");
-			jw_int(&w, decofile_generation(doc));
-			yajl_tree_free(doc);
-		}
+		jw_str(&w, use[i].template);
+		jw_key(&w, "generation");
+		jw_int(&w, use[i].generation);
+		jw_key(&w, "hash");
+		jw_str(&w, use[i].tree_hash);
 		jw_end_obj(&w);
 	}
 	jw_end_arr(&w);
@@ -170,10 +236,129 @@ status_rendered(struct stage *st, const struct journal_item *it,
 	}
 	jw_end_obj(&w);
 	if (status_set(stage_store(st), stage_journal(st), "decofiles", it->ns, it->name,
-	    STAGE, b.data, &c, 1) < 0)
+	    STAGE, b.data, c, n > 0 ? 2 : 1) < 0)
 		log_kv(LOG_WARN, "cannot write the render's status", "ns", it->ns, "name",
 		    it->name, NULL);
 	buf_free(&b);
+}
+
+/* window_fire - the window opened: render the decofile again */
+static void
+window_fire(struct stage *st, void *arg)
+{
+	struct window_wake *w = arg;
+	struct renderer *r = R(st);
+
+	for (struct window_wake **pp = &r->wakes; *pp != NULL; pp = &(*pp)->next)
+		if (*pp == w) {
+			*pp = w->next;
+			break;
+		}
+	log_kv(LOG_INFO, "update window open; rendering again", "ns", w->ns, "name", w->name,
+	    NULL);
+	if (stage_enqueue(st, STAGE, "decofile", w->ns, w->name, "", w->detail) < 0)
+		log_kv(LOG_WARN, "cannot enqueue the window's render", "ns", w->ns, "name",
+		    w->name, NULL);
+	free(w);
+}
+
+/*
+ * window_arm - one timer per decofile for its window's next opening (at
+ * unix second at; now is render_policy_now's); at < 0 only disarms
+ */
+static void
+window_arm(struct stage *st, const struct journal_item *it, int64_t at, int64_t now)
+{
+	struct renderer *r = R(st);
+	struct window_wake *w;
+
+	for (struct window_wake **pp = &r->wakes; (w = *pp) != NULL; pp = &w->next)
+		if (strcmp(w->ns, it->ns) == 0 && strcmp(w->name, it->name) == 0) {
+			*pp = w->next;
+			stage_cancel_timer(st, w->timer);
+			free(w);
+			break;
+		}
+	if (at < 0)
+		return;
+	w = xcalloc(1, sizeof(*w));
+	snprintf(w->ns, sizeof(w->ns), "%s", it->ns);
+	snprintf(w->name, sizeof(w->name), "%s", it->name);
+	snprintf(w->detail, sizeof(w->detail), "%s", it->detail);
+	w->timer = stage_add_timer(st, (at - now) * 1000 + 500, window_fire, w);
+	w->next = r->wakes;
+	r->wakes = w;
+}
+
+/*
+ * apply_done - the owner's apply was taken: remove the annotation from
+ * the Decofile (a write of its own; the spec, so the generation, stays)
+ */
+static void
+apply_done(struct stage *st, const struct journal_item *it)
+{
+	yajl_val doc = NULL, out;
+	char err[512];
+	int changed = 0;
+
+	if (resource_get(stage_store(st), "decofiles", it->ns, it->name, &doc, err,
+	    sizeof(err)) != 0)
+		return;
+	if (render_policy_apply_requested(doc) &&
+	    (out = resource_annotation_doc(doc, RENDER_APPLY_ANNOTATION, NULL)) != NULL) {
+		if (resource_put(stage_store(st), out, it->ns, &changed, NULL, NULL, NULL, err,
+		    sizeof(err)) < 0)
+			log_kv(LOG_WARN, "cannot remove the apply annotation", "ns", it->ns,
+			    "name", it->name, "error", err, NULL);
+		else
+			log_kv(LOG_INFO, "template update applied; annotation removed", "ns",
+			    it->ns, "name", it->name, NULL);
+		yajl_tree_free(out);
+	}
+	yajl_tree_free(doc);
+}
+
+/*
+ * resolve - which generation of each template this render merges: the
+ * newest when the policy adopts (or the decofile never used it), else the
+ * one its last valid render used, with a line for pending.  0, 1 not
+ * ready (Syncing said so), -1 journal error.
+ */
+static int
+resolve(struct stage *st, const struct journal_item *it, char names[][254], int ntpl,
+    int adopt, struct journal_template_use *use, struct buf *pending)
+{
+	struct journal *j = stage_journal(st);
+	char why[400];
+
+	for (int i = 0; i < ntpl; i++) {
+		struct journal_template_use u;
+		int64_t ng;
+		char nh[65];
+		int rv;
+
+		if ((rv = journal_template_newest(j, it->ns, names[i], &ng, nh)) != 0) {
+			if (rv < 0)
+				return -1;
+			snprintf(why, sizeof(why), "DecofileTemplate '%.253s' has not been"
+			    " fetched yet", names[i]);
+			syncing(st, it, "False", "TemplateNotReady", why);
+			return 1;
+		}
+		if ((rv = journal_template_used(j, it->ns, it->name, names[i], &u)) < 0)
+			return -1;
+		if (rv == 0 && !adopt && strcmp(u.tree_hash, nh) != 0) {
+			use[i] = u;	/* pinned by the policy */
+			if (pending->len > 0)
+				buf_add(pending, "\n", 1);
+			render_policy_pending_line(pending, names[i], u.generation, ng);
+			continue;
+		}
+		snprintf(use[i].template, sizeof(use[i].template), "%.253s", names[i]);
+		use[i].generation = ng;
+		snprintf(use[i].tree_hash, sizeof(use[i].tree_hash), "%s", nh);
+	}
+	return 0;
 }
 
 static enum stage_result
@@ -196,7 +381,11 @@ render(struct stage *st, const struct journal_item *it, yajl_val doc)
 	enum stage_result res = STAGE_DONE;
 	size_t ntrees = 0, nall = 0, binlen = 0;
 	char *bin = NULL;
-	int ntpl, missing, rv, written = 0;
+	int ntpl, missing, rv, written = 0, recorded = 0, apply, adopt;
+	static struct journal_template_use use[RENDER_MAX_TEMPLATES];
+	struct render_policy pol;
+	struct buf pending;
+	int64_t now, next_open;
 
 	if (proto_render_detail_decode(it->detail, &rd, why, sizeof(why)) < 0) {
 		log_kv(LOG_ERROR, "bad item", "ns", it->ns, "name", it->name, "error", why, NULL);
@@ -204,6 +393,7 @@ render(struct stage *st, const struct journal_item *it, yajl_val doc)
 		return STAGE_FAIL;
 	}
 	buf_init(&json);
+	buf_init(&pending);
 	/* the decofile's own tree: the item's, or the newest fetched */
 	if (it->hash[0] != '\0') {
 		if (!is_sha256_hex(it->hash)) {
@@ -219,30 +409,23 @@ render(struct stage *st, const struct journal_item *it, yajl_val doc)
 		return STAGE_DONE;
 	}
 	if ((ntpl = render_template_names(doc, names, RENDER_MAX_TEMPLATES, why,
-	    sizeof(why))) < 0) {
+	    sizeof(why))) < 0 || render_policy_parse(doc, &pol, why, sizeof(why)) < 0) {
 		syncing(st, it, "False", "ValidationError", why);
 		return STAGE_DONE;
+	}
+	apply = render_policy_apply_requested(doc);
+	now = render_policy_now();
+	adopt = render_policy_adopt(&pol, now, apply, &next_open);
+	if ((rv = resolve(st, it, names, ntpl, adopt, use, &pending)) != 0) {
+		res = STAGE_RETRY;
+		goto out;
 	}
 
 	/* templates first (layers 0..n-1), then the decofile's own blocks */
 	for (int i = 0; i <= ntpl; i++) {
-		char th[65];
-
-		if (i < ntpl) {
-			if ((rv = journal_last_fetch(j, it->ns, names[i], th)) != 0) {
-				if (rv < 0) {
-					res = STAGE_RETRY;
-					goto out;
-				}
-				snprintf(why, sizeof(why), "DecofileTemplate '%.253s' has not been"
-				    " fetched yet", names[i]);
-				syncing(st, it, "False", "TemplateNotReady", why);
-				res = STAGE_RETRY;
-				goto out;
-			}
-		}
-		if (render_tree_load(sp, i < ntpl ? th : tree, i < ntpl ? i : RENDER_LAYER_OWN,
-		    &trees[ntrees], &missing, why, sizeof(why)) < 0) {
+		if (render_tree_load(sp, i < ntpl ? use[i].tree_hash : tree,
+		    i < ntpl ? i : RENDER_LAYER_OWN, &trees[ntrees], &missing, why,
+		    sizeof(why)) < 0) {
 			log_kv(LOG_WARN, "cannot load a tree", "ns", it->ns, "name", it->name,
 			    "error", why, NULL);
 			res = missing && it->attempts < MAX_SPOOL_MISSES ? STAGE_RETRY : STAGE_FAIL;
@@ -323,6 +506,7 @@ render(struct stage *st, const struct journal_item *it, yajl_val doc)
 		}
 		if (journal_record_render(j, it->ns, it->name, hash, format,
 		    bin_hash[0] ? binlen : json.len, tree, bin_hash) < 0 ||
+		    journal_template_uses_set(j, it->ns, it->name, use, (size_t)ntpl) < 0 ||
 		    stage_push(st, "publisher", "decofile", it->ns, it->name, hash, detail) < 0 ||
 		    stage_commit(st, it, hash) < 0) {
 			stage_rollback(st);
@@ -331,11 +515,29 @@ render(struct stage *st, const struct journal_item *it, yajl_val doc)
 			res = STAGE_RETRY;
 			goto out;
 		}
+		recorded = 1;
 		snprintf(size, sizeof(size), "%zu", bin_hash[0] ? binlen : json.len);
 		log_kv(LOG_INFO, "rendered", "ns", it->ns, "name", it->name, "hash", hash,
 		    "format", format, "bytes", size, "commit", commit, NULL);
 	}
-	status_rendered(st, it, names, (size_t)ntpl, commit);
+	if (!recorded && (journal_begin(j) < 0 ||
+	    journal_template_uses_set(j, it->ns, it->name, use, (size_t)ntpl) < 0 ||
+	    journal_commit(j) < 0)) {
+		journal_rollback(j);
+		log_kv(LOG_ERROR, "cannot record the templates used", "error", journal_error(j),
+		    NULL);
+		res = STAGE_RETRY;
+		goto out;
+	}
+	if (pending.len > 0 && pol.mode == RENDER_WINDOW) {
+		buf_add(&pending, "\n", 1);
+		render_policy_window_line(&pending, &pol, next_open);
+	}
+	status_rendered(st, it, use, (size_t)ntpl, commit, &pol,
+	    pending.len > 0 ? pending.data : NULL);
+	window_arm(st, it, pending.len > 0 && pol.mode == RENDER_WINDOW ? next_open : -1, now);
+	if (apply && ntpl > 0)
+		apply_done(st, it);
 	written = 1;
 out:
 	/* after Syncing, so a reader never pairs this commit with an older verdict */
@@ -346,6 +548,7 @@ out:
 	for (size_t i = 0; i < ntrees; i++)
 		render_tree_free(&trees[i]);
 	buf_free(&json);
+	buf_free(&pending);
 	return res;
 }
 

@@ -87,9 +87,9 @@ check "apply DecofileTemplate" resource DecofileTemplate base '{"source":"dir","
 start_ren
 check "journal created" test -s "$DB"
 
-# the template's newest fetch, as the fetcher records it
+# the template's generation 1, as the fetcher records it
 TT=$(tree base t1 "Header=tpl/Header.json=$T/b/tHeader.json" "Promo=tpl/Promo.json=$T/b/tPromo.json")
-db_write "$DB" "INSERT INTO fetches (ns, name, source, commit_id, tree_hash) VALUES ('$NS', 'base', 'dir', 't1', '$TT')"
+db_write "$DB" "INSERT INTO template_trees (ns, name, generation, commit_id, tree_hash) VALUES ('$NS', 'base', 1, 't1', '$TT')"
 
 # --- render, publish item ----------------------------------------------
 T1=$(tree loja1 abc123 "Footer=blocks/Footer.json=$T/b/Footer.json" "Header=blocks/Header.json=$T/b/Header.json")
@@ -103,7 +103,7 @@ check "document in the spool, byte for byte" cmp -s "$T/want1.json" "$T/state/sp
 is "$(item_state loja)" done "renderer item done"
 is "$(sql "SELECT content_hash || ' ' || format || ' ' || tree_hash FROM renders WHERE name='loja'")" "$H1 json $T1" "render recorded"
 check "Syncing=True Rendered" wait_for 5 reason_is loja Rendered
-check "resolvedTemplates recorded" wait_for 5 sh -c "'$TOOL' $C status $NS loja | jq -c .resolvedTemplates | grep -qx '\[{\"name\":\"base\",\"generation\":1}\]'"
+check "resolvedTemplates recorded" wait_for 5 sh -c "'$TOOL' $C status $NS loja | jq -c .resolvedTemplates | grep -qx '\[{\"name\":\"base\",\"generation\":1,\"hash\":\"$TT\"}\]'"
 
 # --- same content again: nothing pushed ---------------------------------
 enqueue loja "$T1" "source=dir commit=abc123"

@@ -1,0 +1,249 @@
+/*
+ * cli_template - `decoctl template status TEMPLATE` (the template's
+ * generation and each site that lists it: adopted, or pending by its
+ * policy) and `decoctl template apply DECOFILE` (the site's owner takes
+ * the pending generations: decoctl sets the annotation
+ * deco.sites/apply-template-update: "true" on the Decofile, which is what
+ * kubectl users do; decod removes it once taken).  apply names the site,
+ * not the template: the site's owner decides for the site.
+ */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "common/journal.h"
+#include "common/json.h"
+#include "common/resource.h"
+#include "common/store.h"
+#include "common/store_keys.h"
+#include "daemons/renderer/render_policy.h"
+#include "daemons/renderer/render_tree.h"
+
+/* lists - the template names of doc's spec.templates include tpl */
+static int
+lists(yajl_val doc, const char *tpl)
+{
+	static char names[RENDER_MAX_TEMPLATES][254];
+	char why[256];
+	int n = render_template_names(doc, names, RENDER_MAX_TEMPLATES, why, sizeof(why));
+
+	for (int i = 0; i < n; i++)
+		if (strcmp(names[i], tpl) == 0)
+			return 1;
+	return 0;
+}
+
+/* resolved - the generation and hash status.resolvedTemplates names for tpl; 0 or 1 none */
+static int
+resolved(yajl_val status, const char *tpl, int64_t *gen, const char **hash)
+{
+	yajl_val rt = json_get(status, "resolvedTemplates", NULL);
+
+	for (size_t i = 0; rt != NULL && YAJL_IS_ARRAY(rt) && i < rt->u.array.len; i++) {
+		yajl_val e = rt->u.array.values[i];
+		const char *n = json_get_str(e, "name", NULL);
+		yajl_val g = json_get(e, "generation", NULL);
+
+		if (n != NULL && strcmp(n, tpl) == 0) {
+			*gen = g != NULL && YAJL_IS_INTEGER(g) ? YAJL_GET_INTEGER(g) : 0;
+			*hash = json_get_str(e, "hash", NULL);
+			return 0;
+		}
+	}
+	return 1;
+}
+
+static int
+template_status(struct cli *c, const char *tpl)
+{
+	char err[512], tree[65] = "", when[40];
+	char *prefix;
+	struct store_list l;
+	struct buf b;
+	struct jw w;
+	yajl_val tdoc = NULL;
+	int64_t fetched = -1;
+	int rc, adopted = 0, pending = 0, other = 0;
+
+	if (cli_store(c) == NULL)
+		return CLI_FAIL;
+	rc = resource_get(c->st, "templates", c->ns, tpl, &tdoc, err, sizeof(err));
+	if (rc < 0)
+		return cli_error("%s", err);
+	if (rc == 1)
+		return cli_not_found("templates", tpl);
+	if (cli_journal_open(c, 1) != NULL &&
+	    journal_template_newest(c->j, c->ns, tpl, &fetched, tree) != 0)
+		fetched = -1;
+	prefix = key_resource_prefix("decofiles", c->ns);
+	if (store_list(c->st, prefix, &l) < 0) {
+		free(prefix);
+		yajl_tree_free(tdoc);
+		return cli_error("cannot list decofiles: %s", store_error(c->st));
+	}
+	free(prefix);
+	buf_init(&b);
+	jw_init(&w, &b);
+	jw_obj(&w);
+	jw_key(&w, "name");
+	jw_str(&w, tpl);
+	jw_key(&w, "namespace");
+	jw_str(&w, c->ns);
+	jw_key(&w, "generation");
+	jw_int(&w, decofile_generation(tdoc));
+	jw_key(&w, "fetchedGeneration");
+	if (fetched >= 0)
+		jw_int(&w, fetched);
+	else
+		jw_null(&w);
+	jw_key(&w, "hash");
+	jw_str(&w, tree);
+	jw_key(&w, "sites");
+	jw_arr(&w);
+	for (size_t i = 0; i < l.n; i++) {
+		char kind[254], ns[254], name[254], why[512];
+		struct render_policy pol;
+		yajl_val doc, status;
+		const char *state, *hash = NULL;
+		int64_t gen = -1, next = -1;
+
+		if (key_parse_resource(l.kvs[i].key, kind, ns, name) < 0 ||
+		    (doc = json_parse(l.kvs[i].value, l.kvs[i].vlen, NULL)) == NULL)
+			continue;
+		if (!lists(doc, tpl)) {
+			yajl_tree_free(doc);
+			continue;
+		}
+		status = cli_merged_status(c, "decofiles", ns, name);
+		if (render_policy_parse(doc, &pol, why, sizeof(why)) < 0) {
+			state = "invalid-policy";
+			other++;
+		} else if (resolved(status, tpl, &gen, &hash) != 0) {
+			state = "not-rendered";
+			other++;
+		} else if (tree[0] == '\0' || (hash != NULL && strcmp(hash, tree) == 0)) {
+			state = "adopted";
+			adopted++;
+		} else {
+			int64_t now = render_policy_now();
+
+			render_policy_adopt(&pol, now, 0, &next);
+			state = pol.mode == RENDER_AUTO ? "updating" : "pending";
+			if (pol.mode == RENDER_AUTO)
+				other++;
+			else
+				pending++;
+		}
+		jw_obj(&w);
+		jw_key(&w, "name");
+		jw_str(&w, name);
+		jw_key(&w, "policy");
+		jw_str(&w, render_policy_name(&pol));
+		jw_key(&w, "generation");
+		if (gen >= 0)
+			jw_int(&w, gen);
+		else
+			jw_null(&w);
+		jw_key(&w, "state");
+		jw_str(&w, state);
+		if (next >= 0) {
+			rfc3339_from(next, when, sizeof(when));
+			jw_key(&w, "nextWindow");
+			jw_str(&w, when);
+		}
+		jw_end_obj(&w);
+		yajl_tree_free(status);
+		yajl_tree_free(doc);
+	}
+	jw_end_arr(&w);
+	jw_key(&w, "adopted");
+	jw_int(&w, adopted);
+	jw_key(&w, "pending");
+	jw_int(&w, pending);
+	jw_key(&w, "other");
+	jw_int(&w, other);
+	jw_end_obj(&w);
+	store_list_free(&l);
+	yajl_tree_free(tdoc);
+	if (c->out == OUT_JSON || c->out == OUT_YAML)
+		rc = cli_print_text(c, b.data, b.len);
+	else {
+		yajl_val v = json_parse(b.data, b.len, NULL), sites;
+		struct table t;
+
+		printf("DecofileTemplate %s/%s: generation %lld", c->ns, tpl,
+		    (long long)json_get_int(v, -1, "generation", NULL));
+		if (fetched >= 0)
+			printf(", fetched generation %lld (tree %.12s)", (long long)fetched, tree);
+		else
+			printf(", not fetched yet");
+		printf("\nsites: %lld adopted, %lld pending\n",
+		    (long long)json_get_int(v, 0, "adopted", NULL),
+		    (long long)json_get_int(v, 0, "pending", NULL));
+		table_init(&t, 5, "SITE", "POLICY", "GENERATION", "STATE", "NEXT WINDOW");
+		sites = json_get(v, "sites", NULL);
+		for (size_t i = 0; sites != NULL && i < sites->u.array.len; i++) {
+			yajl_val s = sites->u.array.values[i];
+			char g[32] = "-";
+
+			if (json_get(s, "generation", NULL) != NULL &&
+			    YAJL_IS_INTEGER(json_get(s, "generation", NULL)))
+				snprintf(g, sizeof(g), "%lld",
+				    (long long)json_get_int(s, 0, "generation", NULL));
+			table_row(&t, json_get_str(s, "name", NULL), json_get_str(s, "policy", NULL),
+			    g, json_get_str(s, "state", NULL), json_get_str(s, "nextWindow", NULL));
+		}
+		table_print(&t, stdout);
+		table_free(&t);
+		yajl_tree_free(v);
+		rc = CLI_OK;
+	}
+	buf_free(&b);
+	return rc;
+}
+
+static int
+template_apply(struct cli *c, const char *name)
+{
+	yajl_val doc = NULL, out;
+	char err[512];
+	int rc;
+
+	if (cli_store(c) == NULL)
+		return CLI_FAIL;
+	rc = resource_get(c->st, "decofiles", c->ns, name, &doc, err, sizeof(err));
+	if (rc < 0)
+		return cli_error("%s", err);
+	if (rc == 1)
+		return cli_not_found("decofiles", name);
+	if (json_get_str(doc, "metadata", "annotations", RESOURCE_MIRROR_ANNOTATION,
+	    NULL) != NULL) {
+		yajl_tree_free(doc);
+		return cli_error("decofile %s mirrors the Decofile CR %s/%s: annotate the CR "
+		    "with kubectl (%s=true)", name, c->ns, name, DECOFILE_APPLY_ANNOTATION);
+	}
+	if ((out = resource_annotation_doc(doc, DECOFILE_APPLY_ANNOTATION, "true")) == NULL) {
+		yajl_tree_free(doc);
+		return cli_error("decofile %s has no metadata object", name);
+	}
+	rc = resource_put(c->st, out, c->ns, NULL, NULL, NULL, NULL, err, sizeof(err));
+	yajl_tree_free(out);
+	yajl_tree_free(doc);
+	if (rc < 0)
+		return cli_error("%s", err);
+	printf("decofile/%s template update requested\n", name);
+	return CLI_OK;
+}
+
+int
+cli_template(struct cli *c)
+{
+	if (strcmp(c->argv[0], "status") == 0)
+		return template_status(c, c->argv[1]);
+	if (strcmp(c->argv[0], "apply") == 0)
+		return template_apply(c, c->argv[1]);
+	return cli_usage_error(c, "unknown template command \"%s\" (status, apply)", c->argv[0]);
+}
