@@ -25,6 +25,12 @@ struct journal {
  */
 const char *journal_migration(int v);
 
+/*
+ * journal_migrate - bring the schema to this build's version (journal_schema.c);
+ * 0, or -1 with j->err set (a newer schema than this build's is an error)
+ */
+int journal_migrate(struct journal *j);
+
 /* journal_db - the raw handle, for journal*.c and schema tests only */
 sqlite3 *journal_db(struct journal *j);
 
