@@ -74,6 +74,7 @@ int cli_suspend(struct cli *c);		/* suspend and resume */
 int cli_rollback(struct cli *c);
 int cli_versions(struct cli *c);	/* history --versions */
 int cli_diff(struct cli *c);
+int cli_diff_name(struct cli *c, const char *name);	/* diff NAME */
 int cli_template(struct cli *c);	/* template status|apply */
 
 /*

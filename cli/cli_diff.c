@@ -7,7 +7,7 @@
  * spool in a temporary folder, merged by the renderer's own code with the
  * templates' last fetched trees, and compared with the last rendered
  * document in decod's spool.  Text diffs are diff(1)'s, as kubectl diff's
- * are.  Owns the temporary folder, removed before it returns.
+ * are.  (diff NAME, the preview of what is pending, is cli_diff_name.c.)  Owns the temporary folder, removed before it returns.
  */
 #include "config.h"
 
@@ -526,6 +526,12 @@ cli_diff(struct cli *c)
 	const char *tmpdir = getenv("TMPDIR");
 	int rc, any = 0, failed = 0;
 
+	if (c->argc == 1 && c->file == NULL)
+		return cli_diff_name(c, c->argv[0]);
+	if (c->argc == 1)
+		return cli_usage_error(c, "diff takes -f FILE or a NAME, not both");
+	if (c->out != OUT_TABLE)
+		return cli_usage_error(c, "diff -f FILE: -o is for diff NAME");
 	memset(&d, 0, sizeof(d));
 	d.c = c;
 	if ((rc = cli_load_docs(c, &docs, &d.fname)) != CLI_OK)

@@ -67,15 +67,24 @@ static const struct command commands[] = {
 	  "  --dry-run[=server]    every check against the store, nothing written:\n"
 	  "                        prints what would be created/configured/unchanged\n"
 	  "  --dry-run=client      only the checks that need no store\n" },
-	{ "diff", cli_diff, "fS", 0, 0, "diff -f FILE|-",
-	  "what an apply of FILE would change, nothing written",
-	  "Like kubectl diff: diff -u of each resource as stored and as FILE has\n"
-	  "it (YAML).  For a Decofile with an inline or dir source, also its\n"
-	  "rendered document against the last render, block by block (added,\n"
-	  "removed, changed with a diff of the block's JSON).  Needs diff(1).\n"
-	  "Exit 0 no differences, 1 differences, >1 an error.\n"
+	{ "diff", cli_diff, "fSo", 0, 1, "diff -f FILE|- | diff NAME [-o json|yaml]",
+	  "what an apply of FILE, or what is pending for NAME, would change",
+	  "diff -f FILE: like kubectl diff: diff -u of each resource as stored and\n"
+	  "as FILE has it (YAML).  For a Decofile with an inline or dir source,\n"
+	  "also its rendered document against the last render, block by block\n"
+	  "(added, removed, changed with a diff of the block's JSON).  Needs\n"
+	  "diff(1).\n"
+	  "diff NAME: the preview of what is pending for decofile NAME: its\n"
+	  "newest fetched source merged with the newest generation of each\n"
+	  "template (what Manual and Window hold back) against its last rendered\n"
+	  "document: the templates that would move, then block by block (+ added,\n"
+	  "- removed, ~ changed) and, in a changed block, key by key (paths one or\n"
+	  "two levels deep: theme, theme.color), then \"N blocks changed (K keys),\n"
+	  "A added, R removed\".  Prints nothing when nothing is pending.\n"
+	  "Nothing is written.  Exit 0 no differences, 1 differences, >1 an error.\n"
 	  "\nOptions:\n  -f, --filename FILE   file to read, - for standard input\n"
-	  "  --strict              unknown spec fields are errors\n" },
+	  "  --strict              unknown spec fields are errors\n"
+	  "  -o, --output FORMAT   json or yaml (diff NAME)\n" },
 	{ "get", cli_get, "AoW", 0, 2, "get [KIND] [NAME] [-w]",
 	  "list resources or show one",
 	  "KIND is decofile (decofiles, df; the default), template (decofiletemplate,\n"

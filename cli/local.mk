@@ -7,7 +7,7 @@ decoctl_SOURCES = \
 	cli/cli_apply.c cli/cli_get.c cli/cli_wait.c cli/cli_journal.c cli/cli_ctl.c \
 	cli/cli_yaml.h cli/cli_print.c cli/cli_diff.c cli/cli_hold.c \
 	cli/cli_age.c cli/cli_habits.c cli/cli_watch.c cli/cli_completion.c \
-	cli/cli_jsonpath.c cli/cli_jsonpath.h cli/cli_template.c
+	cli/cli_jsonpath.c cli/cli_jsonpath.h cli/cli_template.c cli/cli_diff_name.c
 nodist_decoctl_SOURCES = cli/decoctl_version.h
 # diff reads inline and dir sources and merges them with the stages' own code
 decoctl_LDADD = $(RENDER_LIBS) $(FETCH_LIBS) $(DECOD_LIBS) $(YAML_LIBS)

@@ -137,6 +137,9 @@ t_unit_cron_test_LDADD = $(TEST_LIBS)
 TESTS += t/unit/cron_test
 TESTS += t/integration/template_policy.sh
 EXTRA_DIST += t/integration/template_policy.sh
+# the preview of a pending template or source change (decoctl diff NAME)
+TESTS += t/integration/template_diff.sh
+EXTRA_DIST += t/integration/template_diff.sh
 # DecofileTemplate generations and what each site used
 check_PROGRAMS += t/unit/journal_templates_test
 t_unit_journal_templates_test_LDADD = $(TEST_LIBS)

@@ -7,7 +7,8 @@ daemons_renderer_librender_a_SOURCES = \
 	daemons/renderer/render_merge.c daemons/renderer/render_merge.h \
 	daemons/renderer/render_brotli.c daemons/renderer/render_brotli.h \
 	daemons/renderer/render_tree.c daemons/renderer/render_tree.h \
-	daemons/renderer/render_policy.c daemons/renderer/render_policy.h
+	daemons/renderer/render_policy.c daemons/renderer/render_policy.h \
+	daemons/renderer/render_diff.c daemons/renderer/render_diff.h
 RENDER_LIBS = daemons/renderer/librender.a
 
 check_PROGRAMS += t/unit/render_merge_test
@@ -24,3 +25,8 @@ EXTRA_DIST += t/integration/render_stage.sh
 check_PROGRAMS += t/unit/render_policy_test
 t_unit_render_policy_test_LDADD = $(RENDER_LIBS) $(DECOD_LIBS)
 TESTS += t/unit/render_policy_test
+
+# the preview of a pending change: block and key diff of two documents
+check_PROGRAMS += t/unit/render_diff_test
+t_unit_render_diff_test_LDADD = $(RENDER_LIBS) $(DECOD_LIBS)
+TESTS += t/unit/render_diff_test

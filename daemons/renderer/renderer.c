@@ -12,7 +12,9 @@
  * by the fetcher); the decofile's spec.updatePolicy (render_policy) says
  * whether this render takes each template's newest generation (Auto, an
  * apply asked for, an open Window) or the one its last valid render used
- * (template_uses), in which case TemplateUpdateAvailable says what waits.
+ * (template_uses), in which case TemplateUpdateAvailable says what waits
+ * and, on the line after, what taking it would change (render_diff: the
+ * document merged with the newest generations against this one).
  */
 #include "config.h"
 
@@ -33,6 +35,7 @@
 #include "common/spool.h"
 #include "common/stage.h"
 #include "daemons/renderer/render_brotli.h"
+#include "daemons/renderer/render_diff.h"
 #include "daemons/renderer/render_merge.h"
 #include "daemons/renderer/render_policy.h"
 #include "daemons/renderer/render_tree.h"
@@ -326,7 +329,7 @@ apply_done(struct stage *st, const struct journal_item *it)
  */
 static int
 resolve(struct stage *st, const struct journal_item *it, char names[][254], int ntpl,
-    int adopt, struct journal_template_use *use, struct buf *pending)
+    int adopt, struct journal_template_use *use, char newest[][65], struct buf *pending)
 {
 	struct journal *j = stage_journal(st);
 	char why[400];
@@ -345,6 +348,7 @@ resolve(struct stage *st, const struct journal_item *it, char names[][254], int 
 			syncing(st, it, "False", "TemplateNotReady", why);
 			return 1;
 		}
+		snprintf(newest[i], 65, "%s", nh);
 		if ((rv = journal_template_used(j, it->ns, it->name, names[i], &u)) < 0)
 			return -1;
 		if (rv == 0 && !adopt && strcmp(u.tree_hash, nh) != 0) {
@@ -359,6 +363,69 @@ resolve(struct stage *st, const struct journal_item *it, char names[][254], int 
 		snprintf(use[i].tree_hash, sizeof(use[i].tree_hash), "%s", nh);
 	}
 	return 0;
+}
+
+/*
+ * preview - append to pending the line saying what taking the pending
+ * generations would change: trees[0..ntpl-1] are the templates this render
+ * merged, trees[ntpl] the decofile's own; the templates whose newest tree
+ * differs are loaded, merged in their place and the result compared with
+ * json, this render's document.  "N blocks changed (K keys), A added, R
+ * removed", or why there is no figure.
+ */
+static void
+preview(struct stage *st, const struct render_tree *trees, int ntpl,
+    const struct journal_template_use *use, char newest[][65], const struct buf *json,
+    struct buf *pending)
+{
+	struct render_tree nt[RENDER_MAX_TEMPLATES];
+	int loaded[RENDER_MAX_TEMPLATES], missing;
+	struct render_input *all;
+	struct render_error e;
+	struct render_diff d;
+	struct buf out;
+	size_t nall = 0;
+	char why[1200];
+
+	buf_add(pending, "\n", 1);
+	buf_init(&out);
+	for (int i = 0; i < ntpl; i++) {
+		loaded[i] = 0;
+		if (strcmp(use[i].tree_hash, newest[i]) == 0)
+			continue;
+		if (render_tree_load(stage_spool(st), newest[i], i, &nt[i], &missing, why,
+		    sizeof(why)) < 0) {
+			buf_printf(pending, "No preview: DecofileTemplate '%s': %s", use[i].template,
+			    why);
+			goto out;
+		}
+		loaded[i] = 1;
+	}
+	for (int i = 0; i <= ntpl; i++)
+		nall += i < ntpl && loaded[i] ? nt[i].n : trees[i].n;
+	all = xcalloc(nall ? nall : 1, sizeof(*all));
+	nall = 0;
+	for (int i = 0; i <= ntpl; i++) {
+		const struct render_tree *t = i < ntpl && loaded[i] ? &nt[i] : &trees[i];
+
+		memcpy(all + nall, t->in, t->n * sizeof(*all));
+		nall += t->n;
+	}
+	if (render_merge(all, nall, &out, NULL, &e) < 0)
+		buf_printf(pending, "The newest generations would not render: %s", e.msg);
+	else if (render_diff_docs(json->data, json->len, out.data, out.len, &d, why,
+	    sizeof(why)) < 0)
+		buf_printf(pending, "No preview: %s", why);
+	else {
+		render_diff_summary(pending, &d);
+		render_diff_free(&d);
+	}
+	free(all);
+out:
+	for (int i = 0; i < ntpl; i++)
+		if (loaded[i])
+			render_tree_free(&nt[i]);
+	buf_free(&out);
 }
 
 static enum stage_result
@@ -383,6 +450,7 @@ render(struct stage *st, const struct journal_item *it, yajl_val doc)
 	char *bin = NULL;
 	int ntpl, missing, rv, written = 0, recorded = 0, apply, adopt;
 	static struct journal_template_use use[RENDER_MAX_TEMPLATES];
+	static char newest[RENDER_MAX_TEMPLATES][65];
 	struct render_policy pol;
 	struct buf pending;
 	int64_t now, next_open;
@@ -416,7 +484,7 @@ render(struct stage *st, const struct journal_item *it, yajl_val doc)
 	apply = render_policy_apply_requested(doc);
 	now = render_policy_now();
 	adopt = render_policy_adopt(&pol, now, apply, &next_open);
-	if ((rv = resolve(st, it, names, ntpl, adopt, use, &pending)) != 0) {
+	if ((rv = resolve(st, it, names, ntpl, adopt, use, newest, &pending)) != 0) {
 		res = STAGE_RETRY;
 		goto out;
 	}
@@ -450,6 +518,8 @@ render(struct stage *st, const struct journal_item *it, yajl_val doc)
 		    "refused", e.msg);
 		goto out;	/* done: fail-safe, the last good version stays live */
 	}
+	if (pending.len > 0)
+		preview(st, trees, ntpl, use, newest, &json, &pending);
 
 	/* the blocks are in json now: give their memory back before brotli */
 	free(all);

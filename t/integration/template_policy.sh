@@ -5,7 +5,7 @@
 # (Window "0 2 * * SUN", 1h, read against DECOD_TEST_CLOCK, set so the
 # window opens a little after start).  A template edit reaches auto at
 # once; man keeps its generation, says so on TemplateUpdateAvailable with
-# the exact line, and takes it on `decoctl template apply` (and later on
+# the exact line and the preview's summary on the next, and takes it on `decoctl template apply` (and later on
 # the annotation, which decod removes); win waits for its window, which
 # the condition names, and takes it when the window opens.  man stays
 # pinned to generation 2 through two more edits, its published document
@@ -101,15 +101,17 @@ is "$(ren_items plain)" "$PLAIN" "the edit woke no decofile that does not use th
 is "$(ren_items auto)" "$((AUTO + 1))" "... and each that does once"
 check "man: TemplateUpdateAvailable=True" wait_for "$(scaled 20)" cond_status man True
 is "$(cond man | jq -r .message)" \
-    "DecofileTemplate 'base' has pending changes (generation 1 → 2)" \
-    "man: the pending line, exactly"
+    "DecofileTemplate 'base' has pending changes (generation 1 → 2)
+2 blocks changed (2 keys), 0 added, 0 removed" \
+    "man: the pending line, exactly, then the preview (Header.v and Theme.label)"
 is "$(cond man | jq -r .reason)" PendingChanges "man: reason PendingChanges"
 ok "$(label_is man g1; echo $?)" "man still publishes generation 1"
 check "win: TemplateUpdateAvailable=True" wait_for "$(scaled 20)" cond_status win True
 is "$(cond win | jq -r .message)" \
     "DecofileTemplate 'base' has pending changes (generation 1 → 2)
+2 blocks changed (2 keys), 0 added, 0 removed
 Window \"0 2 * * SUN\" (UTC) opens next at 2026-12-06T02:00:00Z" \
-    "win: the pending line and the next opening"
+    "win: the pending line, the preview and the next opening"
 ok "$(label_is win g1; echo $?)" "win still publishes generation 1"
 ctl template status base -o json >"$T/ts1.json"
 is "$(jq -c '[.generation, .fetchedGeneration, .adopted, .pending]' "$T/ts1.json")" "[2,2,1,2]" \
