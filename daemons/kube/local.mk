@@ -7,7 +7,9 @@
 noinst_LIBRARIES += daemons/kube/libkubefront.a
 daemons_kube_libkubefront_a_SOURCES = \
 	daemons/kube/kube_front.c daemons/kube/kube_front.h \
-	daemons/kube/kube_front_status.c daemons/kube/kube_front_int.h
+	daemons/kube/kube_front_status.c daemons/kube/kube_front_int.h \
+	daemons/kube/kube_front_events.c daemons/kube/kube_events_cache.c \
+	daemons/kube/kube_events_cache.h
 KUBE_FRONT_LIBS = daemons/kube/libkubefront.a
 
 # Decofile CRs as a front door, against a real API server (t/lib/kube.sh)
