@@ -101,6 +101,9 @@ kf_event_of(const char *ctype, const char *status, const char *creason, const ch
 		return 1;
 	}
 	if (strcmp(ctype, "Ready") == 0) {
+		/* every target says it its own way (ConfigMapCreated, Published...) */
+		if (strcmp(status, "True") == 0)
+			*reason = "Published";
 		*type = strcmp(status, "True") == 0 ? "Normal" : "Warning";
 		*action = "Publish";
 		return 1;
