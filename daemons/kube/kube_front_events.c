@@ -356,6 +356,29 @@ arm_flush(struct kube_front_events *fe, int64_t after)
 	fe->flush_timer = stage_add_timer(fe->fk->st, after > 1 ? after : 1, on_flush, fe);
 }
 
+/*
+ * kf_note_shape - note with every run of digits made one '#': the
+ * aggregation key's note, so messages that differ only in numbers
+ * (curl's "after 0 ms" / "after 1 ms", a retry count) are one series, as
+ * Kubernetes' own event aggregator combines similar Events.  Caller frees.
+ */
+char *
+kf_note_shape(const char *note)
+{
+	char *o = xmalloc(strlen(note) + 1), *p = o;
+
+	while (*note != '\0') {
+		if (*note >= '0' && *note <= '9') {
+			while (*note >= '0' && *note <= '9')
+				note++;
+			*p++ = '#';
+		} else
+			*p++ = *note++;
+	}
+	*p = '\0';
+	return o;
+}
+
 /* emit - one observation of (cr, reason, note): a new Event or its series counted */
 static void
 emit(struct kube_front_events *fe, const char *kind, yajl_val cr, const char *reason,
@@ -364,14 +387,16 @@ emit(struct kube_front_events *fe, const char *kind, yajl_val cr, const char *re
 	const char *ns = json_get_str(cr, "metadata", "namespace", NULL);
 	const char *name = json_get_str(cr, "metadata", "name", NULL);
 	const char *uid = json_get_str(cr, "metadata", "uid", NULL);
-	char nh[SHA256_HEX_LEN + 1], when[40], evname[300], *key, *body;
+	char nh[SHA256_HEX_LEN + 1], when[40], evname[300], *key, *body, *shape;
 	struct kev_entry *e;
 	struct timeval tv;
 	size_t len;
 
 	if (ns == NULL || name == NULL)
 		return;
-	sha256_hex(note, strlen(note), nh);
+	shape = kf_note_shape(note);
+	sha256_hex(shape, strlen(shape), nh);
+	free(shape);
 	key = xasprintf("A|%s|%s|%s|%s|%.16s", ns, name, uid != NULL ? uid : "", reason, nh);
 	e = kev_cache_put(fe->cache, key);
 	free(key);

@@ -84,6 +84,8 @@ void kf_events_observe(struct kube_front *fk, const char *kind, yajl_val cr, yaj
 /* kf_event_of - the Event a condition in its new state makes; 0: none */
 int kf_event_of(const char *ctype, const char *status, const char *creason,
     const char **reason, const char **type, const char **action);
+/* kf_note_shape - note with digit runs as '#': what repeats of an Event compare (caller frees) */
+char *kf_note_shape(const char *note);
 /* kf_event_body - an events.k8s.io/v1 Event about cr; note bounded to 1 KiB.  Caller frees. */
 char *kf_event_body(const char *name, const char *kind, yajl_val cr, const char *reason,
     const char *type, const char *action, const char *note, const char *instance,

@@ -17,3 +17,8 @@ check_PROGRAMS += t/unit/fetch_kube_test
 t_unit_fetch_kube_test_LDADD = $(KUBE_FRONT_LIBS) $(DECOD_LIBS)
 TESTS += t/unit/fetch_kube_test t/integration/fetch_kube.sh
 EXTRA_DIST += t/integration/fetch_kube.sh
+
+# the Events' pure parts: the LRU of what was emitted, condition -> Event, the body
+check_PROGRAMS += t/unit/kube_events_test
+t_unit_kube_events_test_LDADD = $(KUBE_FRONT_LIBS) $(DECOD_LIBS)
+TESTS += t/unit/kube_events_test
