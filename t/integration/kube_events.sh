@@ -102,6 +102,12 @@ check "the failing source's Event counts the repeats (series.count)" wait_for "$
 diag "FetchError Events: $(nev flaky FetchError), series.count $(series)"
 n=$(nev flaky FetchError)
 [ "$n" -ge 1 ] && [ "$n" -le 3 ]; ok $? "$FAILS failures: at most 3 FetchError Events ($n)"
+# a source that keeps failing, every second: the fetcher says so once, one Event
+printf '{"apiVersion":"deco.sites/v1alpha1","kind":"Decofile","metadata":{"name":"steady","namespace":"%s"},"spec":{"source":"git","target":"configmap","git":{"url":"http://127.0.0.1:%s/y.git","ref":"main","period":"1s"}}}' \
+    $NS "$CLOSED" | kubectl_admin apply --server-side -f - >/dev/null
+tries() { grep -c 'name=steady .*reason=FetchError' "$T/decod.log"; }
+check "steady: the source fails again and again" wait_for "$(scaled 30)" sh -c "[ \$(grep -c 'name=steady .*reason=FetchError' '$T/decod.log') -ge 4 ]"
+is "$(nev steady FetchError)" 1 "$(tries) failures in a row: one FetchError Event"
 check "decod logged no refused Event" sh -c "! grep -q 'cannot write a Kubernetes Event' '$T/decod.log'"
 
 kill -TERM $D_PID; wait $D_PID 2>/dev/null
