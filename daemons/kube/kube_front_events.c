@@ -45,6 +45,7 @@ struct ev_send {
 	struct kube_front_events *fe;
 	char *ns, *name;	/* the Event's */
 	char *method;		/* POST or PATCH */
+	char *key;		/* PATCH: the aggregation key (NULL for a POST) */
 	char *body;
 	size_t len;
 };
@@ -132,6 +133,7 @@ send_free(struct ev_send *s)
 	free(s->ns);
 	free(s->name);
 	free(s->method);
+	free(s->key);
 	free(s->body);
 	free(s);
 }
@@ -150,7 +152,13 @@ on_sent(void *arg, const struct kube_resp *r)
 			break;
 		}
 	fe->inflight--;
-	if (!kube_ok(r)) {
+	if (r->status == 404 && s->key != NULL) {
+		/* the Event expired (the API server's event TTL): the next repeat makes a new one */
+		struct kev_entry *e = kev_cache_get(fe->cache, s->key);
+
+		if (e != NULL)
+			kev_entry_set_val(e, NULL);
+	} else if (!kube_ok(r)) {
 		fe->failed++;
 		if (!fe->fail_logged) {
 			fe->fail_logged = 1;
@@ -187,7 +195,7 @@ pump(struct kube_front_events *fe)
 /* enqueue - a send waits for a slot; dropped (and counted) when the queue is full */
 static int
 enqueue(struct kube_front_events *fe, const char *method, const char *ns, const char *name,
-    char *body, size_t len)
+    const char *key, char *body, size_t len)
 {
 	struct ev_send *s;
 
@@ -206,6 +214,7 @@ enqueue(struct kube_front_events *fe, const char *method, const char *ns, const 
 	s->method = xstrdup(method);
 	s->ns = xstrdup(ns);
 	s->name = xstrdup(name);
+	s->key = key != NULL ? xstrdup(key) : NULL;
 	s->body = body;
 	s->len = len;
 	if (fe->qtail != NULL)
@@ -310,7 +319,7 @@ send_series(struct kube_front_events *fe, struct kev_entry *e, const char *ns)
 	e->sent_count = e->count;
 	e->last_sent_ms = now_ms();
 	fe->series_updates++;
-	(void)enqueue(fe, "PATCH", ns, e->val, body, len);
+	(void)enqueue(fe, "PATCH", ns, e->val, e->key, body, len);
 }
 
 static void arm_flush(struct kube_front_events *fe, int64_t after);
@@ -420,7 +429,13 @@ emit(struct kube_front_events *fe, const char *kind, yajl_val cr, const char *re
 	body = kf_event_body(evname, kind, cr, reason, type, action, note, fe->instance, when,
 	    &len);
 	fe->emitted++;
-	(void)enqueue(fe, "POST", ns, evname, body, len);
+	(void)enqueue(fe, "POST", ns, evname, NULL, body, len);
+}
+
+static const char *
+str_or(const char *s)
+{
+	return s != NULL ? s : "";
 }
 
 /* cond_of - the condition of type t in a conditions array, or NULL */
@@ -466,9 +481,9 @@ kf_events_observe(struct kube_front *fk, const char *kind, yajl_val cr, yajl_val
 			/* first seen since start: the CR's own status is the before */
 			yajl_val was = cond_of(curconds, t);
 			char *prev = was == NULL ? NULL : xasprintf("%s|%s|%s",
-			    json_get_str(was, "status", NULL) ?: "",
-			    json_get_str(was, "reason", NULL) ?: "",
-			    json_get_str(was, "message", NULL) ?: "");
+			    str_or(json_get_str(was, "status", NULL)),
+			    str_or(json_get_str(was, "reason", NULL)),
+			    str_or(json_get_str(was, "message", NULL)));
 
 			e = kev_cache_put(fe->cache, key);
 			kev_entry_set_val(e, prev);
