@@ -129,8 +129,8 @@ EXTRA_DIST += t/integration/kube_suspend.sh
 TESTS += t/integration/kube_faults.sh
 EXTRA_DIST += t/integration/kube_faults.sh
 # one owner of the CRs' status: one manager, applies counted, hand edits kept, adoption
-TESTS += t/integration/kube_status_owner.sh
-EXTRA_DIST += t/integration/kube_status_owner.sh
+TESTS += t/integration/kube_status_owner.sh t/integration/kube_events.sh
+EXTRA_DIST += t/integration/kube_status_owner.sh t/integration/kube_events.sh
 # the template update window's cron expressions
 check_PROGRAMS += t/unit/cron_test
 t_unit_cron_test_LDADD = $(TEST_LIBS)

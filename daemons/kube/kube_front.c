@@ -268,6 +268,7 @@ kube_front_new(struct stage *st, char *err, size_t errlen)
 	fk->st = st;
 	fk->k = k;
 	kube_attach(fk->k, st);
+	(void)kf_events_start(fk);
 	if (kf_status_start(fk, err, errlen) < 0) {
 		kube_front_free(fk);
 		return NULL;
@@ -289,5 +290,6 @@ kube_front_free(struct kube_front *fk)
 	kube_lease_free(fk->lease);
 	kube_free(fk->k);	/* cancels the writes in flight */
 	kf_status_free(fk);	/* the store watch, the writes waiting, their records */
+	kf_events_free(fk);
 	free(fk);
 }

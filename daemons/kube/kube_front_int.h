@@ -19,6 +19,7 @@
 struct crw;
 
 struct stage_watch;
+struct kube_front_events;
 
 struct kube_front {
 	struct stage *st;
@@ -41,6 +42,7 @@ struct kube_front {
 	 * mirrors, so a standby pod's store stays empty and its stages idle.
 	 */
 	struct kube_lease *lease;	/* NULL: no election here (always leads) */
+	struct kube_front_events *events;	/* Kubernetes Events (kube_front_events.c) */
 };
 
 struct kind_info {
@@ -67,5 +69,26 @@ void kf_status_free(struct kube_front *fk);
 /* kf_push_all - the merged status of ns/name onto the CR (when it differs) */
 void kf_push_all(struct kube_front *fk, const struct kind_info *ki, const char *ns,
     const char *name);
+
+/* kf_events_start - Events on the CRs from their status transitions (kube_front_events.c) */
+int kf_events_start(struct kube_front *fk);
+/* kf_events_free - after kube_free: drops what waits or was in flight */
+void kf_events_free(struct kube_front *fk);
+/*
+ * kf_events_observe - merged (the status about to be written to CR cr of
+ * kind) compared with what was seen last: each condition that changed its
+ * status, reason or message and means something (kf_event_of) is an Event,
+ * or a repeat of one (its series).  Never waits.
+ */
+void kf_events_observe(struct kube_front *fk, const char *kind, yajl_val cr, yajl_val merged);
+/* kf_event_of - the Event a condition in its new state makes; 0: none */
+int kf_event_of(const char *ctype, const char *status, const char *creason,
+    const char **reason, const char **type, const char **action);
+/* kf_note_shape - note with digit runs as '#': what repeats of an Event compare (caller frees) */
+char *kf_note_shape(const char *note);
+/* kf_event_body - an events.k8s.io/v1 Event about cr; note bounded to 1 KiB.  Caller frees. */
+char *kf_event_body(const char *name, const char *kind, yajl_val cr, const char *reason,
+    const char *type, const char *action, const char *note, const char *instance,
+    const char *when, size_t *len);
 
 #endif

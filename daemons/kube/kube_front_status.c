@@ -397,6 +397,7 @@ write_cr(struct kube_front *fk, struct crw *c, yajl_val cur)
 		yajl_tree_free(merged);
 		return;
 	}
+	kf_events_observe(fk, c->ki->kd->kind, cur, merged);
 	body = kube_front_status_body(c->ki->kd->kind, c->ns, c->name, merged, cur, &same, &len);
 	yajl_tree_free(merged);
 	if (same && !c->force) {

@@ -220,6 +220,8 @@ patch,secrets/valkey-acl,-n,$S acl: valkey-acl (server-side apply)
 delete,secrets/valkey-acl,-n,$S acl: a namespace that drops the annotation
 list,secrets/valkey-acl,-A acl: informer with fieldSelector=metadata.name=valkey-acl
 watch,secrets/valkey-acl,-A acl: informer with fieldSelector=metadata.name=valkey-acl
+create,events.events.k8s.io,-n,$S front door: an Event on a CR's condition change
+patch,events.events.k8s.io,-n,$S front door: an Event's series when it repeats
 EOF
 
 # must not
@@ -257,7 +259,11 @@ bind,clusterroles grant itself more
 create,serviceaccounts/token,-n,decod-system mint tokens
 update,deployments.apps,-n,decod-system change its own Deployment
 get,nodes nodes
-create,events,-n,$S no stage writes Events
+create,events,-n,$S Events only through events.k8s.io
+get,events.events.k8s.io,-n,$S the front door never reads Events
+list,events.events.k8s.io,-A the front door never reads Events
+update,events.events.k8s.io,-n,$S Events: create and patch only
+delete,events.events.k8s.io,-n,$S Events: create and patch only
 EOF
 set +f
 
