@@ -50,6 +50,6 @@ fuzz:
 	FUZZ_CC='$(FUZZ_CC)' FUZZ_TARGETS='$(FUZZ_TARGETS)' \
 	FUZZ_CFLAGS='$(CURL_CFLAGS) $(YAJL_CFLAGS) $(BROTLI_CFLAGS) $(MHD_CFLAGS) $(CRYPTO_CFLAGS) $(SQLITE_CFLAGS) $(YAML_CFLAGS) $(ARCHIVE_CFLAGS)' \
 	FUZZ_LIBS='$(CURL_LIBS) $(YAJL_LIBS) $(BROTLI_LIBS) $(CRYPTO_LIBS) $(SQLITE_LIBS) $(NNG_LIBS) $(MHD_LIBS) $(YAML_LIBS) $(ARCHIVE_LIBS)' \
-	FUZZ_DEFS='$(DEFS) -DDECOD_SYSCONFDIR="\"$(sysconfdir)\"" -DDECOD_LIBEXECDIR="\"$(libexecdir)/decod\"" -DDECOD_LOCALSTATEDIR="\"$(localstatedir)\"" -DDECOD_RUNSTATEDIR="\"$(runstatedir)\""' \
+	FUZZ_DEFS='$(DEFS) -DDECOD_SYSCONFDIR="\"$(sysconfdir)\"" -DDECOD_LIBEXECDIR="\"$(libexecdir)/decod\"" -DDECOD_LOCALSTATEDIR="\"$(localstatedir)\"" -DDECOD_RUNSTATEDIR="\"$(runstatedir)\"" -DDECOD_DATADIR="\"$(pkgdatadir)\""' \
 	$(SHELL) $(srcdir)/t/fuzz/build.sh '$(abs_top_srcdir)' '$(abs_top_builddir)'
 .PHONY: fuzz
