@@ -341,16 +341,9 @@ cli_acl(struct cli *c)
 
 	if (strcmp(c->argv[0], "resync") != 0)
 		return cli_usage_error(c, "unknown acl command \"%s\" (resync)", c->argv[0]);
-	if (name != NULL) {
-		struct kube_config kc;
-
-		if ((rc = kube_config_from_conf(&kc, c->cf, err, sizeof(err))) < 0)
-			return cli_error("bad Kubernetes configuration: %s", err);
-		if (rc == 0) {
-			cluster = 1;
-			kube_config_free(&kc);
-		}
-	}
+	if (name != NULL &&
+	    (cluster = kube_configured(c->cf, err, sizeof(err))) < 0)
+		return cli_error("bad Kubernetes configuration: %s", err);
 	if (cli_store(c) == NULL)
 		return CLI_FAIL;
 	if (name != NULL && !cluster) {

@@ -85,6 +85,13 @@ int kube_config_from_conf(struct kube_config *c, const struct conf *cf,
  */
 struct kube *kube_from_conf(const struct conf *cf, char *err, size_t errlen);
 
+/*
+ * kube_configured - whether the settings name a cluster (kubeconfig, or in
+ * a pod), read as kube_from_conf reads them but without a client: 1 yes,
+ * 0 no, -1 with err when the configuration is bad.
+ */
+int kube_configured(const struct conf *cf, char *err, size_t errlen);
+
 /* kube_config_free - free the strings; c is left empty; NULL is a no-op */
 void kube_config_free(struct kube_config *c);
 

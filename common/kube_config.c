@@ -346,3 +346,16 @@ kube_from_conf(const struct conf *cf, char *err, size_t errlen)
 	kube_config_free(&kc);
 	return k;
 }
+
+int
+kube_configured(const struct conf *cf, char *err, size_t errlen)
+{
+	struct kube_config kc;
+	int rc = kube_config_from_conf(&kc, cf, err, errlen);
+
+	if (rc < 0)
+		return -1;
+	if (rc == 0)
+		kube_config_free(&kc);
+	return rc == 0;
+}

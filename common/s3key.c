@@ -1,6 +1,7 @@
 /*
- * s3key - the S3 object key of a Decofile, shared by the publisher (upload)
- * and the webhook (DECO_RELEASE), so there is one place that says it.
+ * s3key - the S3 object key and the ConfigMap name of a Decofile, shared by
+ * the publisher (upload, apply) and the webhook (DECO_RELEASE, the pod's
+ * volume), so there is one place that says each.
  */
 #include "config.h"
 
@@ -29,4 +30,25 @@ s3key_build(const char *prefix, const char *ns, const char *dep, char *out, size
 	else
 		n = snprintf(out, len, "%s/%s/decofile.json", ns, dep);
 	return n < 0 || (size_t)n >= len ? -1 : 0;
+}
+
+int
+configmap_name(const char *name, char *out, size_t len)
+{
+	int n;
+
+	if (name == NULL || *name == '\0')
+		return -1;
+	n = snprintf(out, len, DECOFILE_CM_PREFIX "%s", name);
+	return n < 0 || (size_t)n >= len ? -1 : 0;
+}
+
+const char *
+configmap_decofile(const char *cm)
+{
+	size_t plen = strlen(DECOFILE_CM_PREFIX);
+
+	if (cm == NULL || strncmp(cm, DECOFILE_CM_PREFIX, plen) != 0 || cm[plen] == '\0')
+		return NULL;
+	return cm + plen;
 }

@@ -26,4 +26,18 @@
  */
 int s3key_build(const char *prefix, const char *ns, const char *dep, char *out, size_t len);
 
+/*
+ * configmap_name - the name of the ConfigMap that holds Decofile name's
+ * document (DECOFILE_CM_PREFIX + name).  Writes into out; returns 0, or -1
+ * when it does not fit or name is empty.
+ */
+int configmap_name(const char *name, char *out, size_t len);
+
+/*
+ * configmap_decofile - the Decofile a ConfigMap named cm holds, the reverse
+ * of configmap_name(): a pointer into cm past the prefix, or NULL when cm is
+ * not a Decofile's ConfigMap.
+ */
+const char *configmap_decofile(const char *cm);
+
 #endif

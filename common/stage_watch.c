@@ -87,3 +87,26 @@ store_watch_detach(struct stage_watch *sw)
 		stage_del_fd(sw->st, sw->fd);
 	free(sw);
 }
+
+struct store_watch *
+store_watch_open(struct stage *st, const char *prefix, store_watch_cb cb, void *arg,
+    int tick_ms, struct stage_watch **sw)
+{
+	struct store_watch *w = store_watch_new(stage_store(st), prefix, 0, cb, arg);
+
+	*sw = NULL;
+	if (w == NULL) {
+		log_kv(LOG_ERROR, "cannot watch the store", "prefix", prefix, "error",
+		    store_error(stage_store(st)), NULL);
+		return NULL;
+	}
+	*sw = store_watch_attach(w, st, tick_ms);
+	return w;
+}
+
+void
+store_watch_close(struct store_watch *w, struct stage_watch *sw)
+{
+	store_watch_detach(sw);
+	store_watch_free(w);
+}

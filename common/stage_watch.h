@@ -7,8 +7,9 @@
 #ifndef DECOD_STAGE_WATCH_H
 #define DECOD_STAGE_WATCH_H
 
+#include "common/store.h"
+
 struct stage;
-struct store_watch;
 struct stage_watch;
 
 /*
@@ -20,5 +21,17 @@ struct stage_watch;
 struct stage_watch *store_watch_attach(struct store_watch *w, struct stage *st, int tick_ms);
 /* store_watch_detach - take w's fd and timer off the loop; NULL: no-op */
 void store_watch_detach(struct stage_watch *sw);
+
+/*
+ * store_watch_open - what every stage that watches the store does: a watch
+ * of prefix in st's store (cb(arg, event) from st's loop), attached as
+ * store_watch_attach does.  Returns the watch and sets *sw; NULL, logged
+ * with the prefix and the store's error, when the store refuses it.  Undo
+ * with store_watch_close.
+ */
+struct store_watch *store_watch_open(struct stage *st, const char *prefix,
+    store_watch_cb cb, void *arg, int tick_ms, struct stage_watch **sw);
+/* store_watch_close - store_watch_detach(sw), then store_watch_free(w); NULLs: no-op */
+void store_watch_close(struct store_watch *w, struct stage_watch *sw);
 
 #endif

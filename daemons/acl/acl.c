@@ -585,21 +585,16 @@ acl_init(struct stage *st)
 	struct conf *cf = stage_conf(st);
 	const char *url = conf_get(cf, "valkey_url"), *sentinels;
 	char err[512], pw[256];
+	int cluster;
 
 	stage_set_data(st, a);
 	a->st = st;
-	{
-		struct kube_config kc;
-		int rc = kube_config_from_conf(&kc, cf, err, sizeof(err));
-
-		if (rc < 0) {
-			log_kv(LOG_ERROR, "bad Kubernetes configuration", "error", err, NULL);
-			return -1;
-		}
-		/* against a cluster (kubeconfig, or in a pod): namespaces are the tenants */
-		a->src = rc == 0 ? &acl_source_kube : &acl_source_store;
-		kube_config_free(&kc);
+	if ((cluster = kube_configured(cf, err, sizeof(err))) < 0) {
+		log_kv(LOG_ERROR, "bad Kubernetes configuration", "error", err, NULL);
+		return -1;
 	}
+	/* against a cluster (kubeconfig, or in a pod): namespaces are the tenants */
+	a->src = cluster ? &acl_source_kube : &acl_source_store;
 	a->timeout_ms = conf_get_ms(cf, "valkey_timeout");
 	a->resync_ms = conf_get_ms(cf, "valkey_acl_resync_period");
 	backoff_init(&a->retry, RETRY_MIN, RETRY_MAX);

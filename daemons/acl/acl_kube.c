@@ -128,18 +128,16 @@ wr_done(void *arg, const struct kube_resp *r)
 	free(w);
 }
 
-static void
-send_write(struct ksrc *s, const char *ns, const char *what, const char *method,
-    char *path, const char *ctype, struct buf *body, kube_done_fn done)
+/* wr_new - the record of a write in flight to ns, for its answer's callback */
+static struct wr *
+wr_new(struct ksrc *s, const char *ns, const char *what)
 {
 	struct wr *w = xcalloc(1, sizeof(*w));
 
 	w->s = s;
 	w->what = what;
 	snprintf(w->ns, sizeof(w->ns), "%s", ns);
-	kube_send(s->k, method, path, ctype, body != NULL ? body->data : NULL,
-	    body != NULL ? body->len : 0, 0, done != NULL ? done : wr_done, w);
-	free(path);
+	return w;
 }
 
 /* finalizer - hold (1) or release (0) ours, by server-side apply */
@@ -152,9 +150,8 @@ finalizer(struct ksrc *s, const char *ns, int hold)
 	buf_printf(&b, "{\"apiVersion\":\"v1\",\"kind\":\"Namespace\",\"metadata\":{\"name\":");
 	json_escape(&b, ns, strlen(ns));
 	buf_printf(&b, hold ? ",\"finalizers\":[\"" FINALIZER "\"]}}" : "}}");
-	send_write(s, ns, hold ? "finalizer" : "finalizer release", "PATCH",
-	    kube_apply_path(&kube_namespaces, NULL, ns, NULL, MANAGER, 1), KUBE_APPLY_CTYPE,
-	    &b, NULL);
+	kube_apply(s->k, &kube_namespaces, NULL, ns, NULL, MANAGER, 1, b.data, b.len,
+	    wr_done, wr_new(s, ns, hold ? "finalizer" : "finalizer release"));
 	buf_free(&b);
 }
 
@@ -165,9 +162,8 @@ annotation_remove(struct ksrc *s, const char *ns)
 
 	buf_init(&b);
 	buf_printf(&b, "{\"metadata\":{\"annotations\":{\"" ANN "\":null}}}");
-	send_write(s, ns, "annotation removal", "PATCH",
-	    kube_path(&kube_namespaces, NULL, ns, NULL, NULL), KUBE_MERGE_PATCH_CTYPE,
-	    &b, NULL);
+	kube_merge_patch(s->k, &kube_namespaces, NULL, ns, NULL, b.data, b.len, wr_done,
+	    wr_new(s, ns, "annotation removal"));
 	buf_free(&b);
 }
 
@@ -229,9 +225,8 @@ secret_write(struct ksrc *s, struct kt *t)
 	buf_printf(&b, ",\"LOADER_CACHE_REDIS_PASSWORD\":");
 	json_escape(&b, t->pw, strlen(t->pw));
 	buf_printf(&b, "}}");
-	send_write(s, t->ns, "secret", "PATCH",
-	    kube_apply_path(&kube_secrets, t->ns, SECRET, NULL, MANAGER, 1), KUBE_APPLY_CTYPE,
-	    &b, secret_done);
+	kube_apply(s->k, &kube_secrets, t->ns, SECRET, NULL, MANAGER, 1, b.data, b.len,
+	    secret_done, wr_new(s, t->ns, "secret"));
 	acl_wipe(b.data, b.len);
 	buf_free(&b);
 }
@@ -454,13 +449,17 @@ k_cred_remove(void *state, const char *ns)
 	struct ksrc *s = state;
 	yajl_val n = s->nsi != NULL ? kube_informer_get(s->nsi, NULL, ns) : NULL;
 	struct kt *t = kt_get(s, ns, 0);
+	char *path;
 
 	if (t != NULL && t->put)
 		return 0;	/* wanted again meanwhile */
 	if (n != NULL && json_get(n, "metadata", "deletionTimestamp", NULL) == NULL &&
-	    kube_informer_get(s->seci, ns, SECRET) != NULL)
-		send_write(s, ns, "secret delete", "DELETE",
-		    kube_path(&kube_secrets, ns, SECRET, NULL, NULL), NULL, NULL, NULL);
+	    kube_informer_get(s->seci, ns, SECRET) != NULL) {
+		path = kube_path(&kube_secrets, ns, SECRET, NULL, NULL);
+		kube_send(s->k, "DELETE", path, NULL, NULL, 0, 0, wr_done,
+		    wr_new(s, ns, "secret delete"));
+		free(path);
+	}
 	if (n != NULL && has_finalizer(n)) {
 		finalizer(s, ns, 0);
 		log_kv(LOG_INFO, "acl: finalizer released", "ns", ns, NULL);

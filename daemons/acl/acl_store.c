@@ -298,20 +298,6 @@ on_tenant(void *arg, const struct store_event *ev)
 	buf_free(&user);
 }
 
-static struct store_watch *
-watch(struct src *s, const char *prefix, store_watch_cb cb)
-{
-	struct store_watch *w = store_watch_new(stage_store(s->st), prefix, 0, cb, s);
-
-	if (w == NULL) {
-		log_kv(LOG_ERROR, "cannot watch the store", "prefix", prefix, "error",
-		    store_error(stage_store(s->st)), NULL);
-		return NULL;
-	}
-	s->sw = store_watch_attach(w, s->st, 1000);
-	return w;
-}
-
 /* orphans - env files whose namespace no Tenant claims */
 static void
 orphans(struct src *s)
@@ -345,7 +331,8 @@ src_start(struct acl *a, struct stage *st)
 	s->st = st;
 	s->tenant_prefix = key_resource_prefix("tenants", NULL);
 	/* watch first, then list (src_load): nothing put in between is missed */
-	if ((s->watch = watch(s, s->tenant_prefix, on_tenant)) == NULL) {
+	if ((s->watch = store_watch_open(st, s->tenant_prefix, on_tenant, s, 1000,
+	    &s->sw)) == NULL) {
 		free(s->tenant_prefix);
 		free(s);
 		return NULL;
@@ -442,8 +429,7 @@ src_stop(void *state)
 		free(f->pend);
 		free(f);
 	}
-	store_watch_detach(s->sw);
-	store_watch_free(s->watch);
+	store_watch_close(s->watch, s->sw);
 	free(s->tenant_prefix);
 	free(s);
 }

@@ -51,15 +51,11 @@ acl_trigger_start(struct acl *a, struct stage *st)
 
 	tr->a = a;
 	tr->prefix = key_acl_resync_prefix();
-	tr->w = store_watch_new(stage_store(st), tr->prefix, 0, on_trigger, tr);
-	if (tr->w == NULL) {
-		log_kv(LOG_ERROR, "cannot watch the store", "prefix", tr->prefix, "error",
-		    store_error(stage_store(st)), NULL);
+	if ((tr->w = store_watch_open(st, tr->prefix, on_trigger, tr, 1000, &tr->sw)) == NULL) {
 		free(tr->prefix);
 		free(tr);
 		return NULL;
 	}
-	tr->sw = store_watch_attach(tr->w, st, 1000);
 	return tr;
 }
 
@@ -68,8 +64,7 @@ acl_trigger_stop(struct acl_trigger *tr)
 {
 	if (tr == NULL)
 		return;
-	store_watch_detach(tr->sw);
-	store_watch_free(tr->w);
+	store_watch_close(tr->w, tr->sw);
 	free(tr->prefix);
 	free(tr);
 }

@@ -470,14 +470,11 @@ fetch_lock_new(struct stage *st, const struct fetch_lock_ops *ops)
 	fl->inst_key = key_instance(store_identity(stage_store(st)));
 	fl->since = wall_ms() / 1000;
 	fl->ninst = 1;
-	fl->watch = store_watch_new(stage_store(st), fl->lock_prefix, 0, on_lock_event, fl);
+	fl->watch = store_watch_open(st, fl->lock_prefix, on_lock_event, fl, 1000, &fl->sw);
 	if (fl->watch == NULL) {
-		log_kv(LOG_ERROR, "cannot watch the job locks", "error",
-		    store_error(stage_store(st)), NULL);
 		fetch_lock_free(fl);
 		return NULL;
 	}
-	fl->sw = store_watch_attach(fl->watch, st, 1000);
 	return fl;
 }
 
@@ -559,8 +556,7 @@ fetch_lock_free(struct fetch_lock *fl)
 		stage_cancel_timer(fl->st, fl->sweep_timer);
 	if (fl->grace_timer > 0)
 		stage_cancel_timer(fl->st, fl->grace_timer);
-	store_watch_detach(fl->sw);
-	store_watch_free(fl->watch);
+	store_watch_close(fl->watch, fl->sw);
 	for (size_t b = 0; b < NBUCKET; b++) {
 		struct ent *e, *next;
 

@@ -157,13 +157,9 @@ fetch_tpl_start(struct stage *st)
 	struct fetcher *f = F(st);
 
 	f->tpl_prefix = key_resource_prefix("templates", NULL);
-	if ((f->tpl_watch = store_watch_new(stage_store(st), f->tpl_prefix, 0, on_event,
-	    st)) == NULL) {
-		log_kv(LOG_ERROR, "cannot watch the store", "prefix", f->tpl_prefix, "error",
-		    store_error(stage_store(st)), NULL);
+	if ((f->tpl_watch = store_watch_open(st, f->tpl_prefix, on_event, st, 1000,
+	    &f->tpl_sw)) == NULL)
 		return -1;
-	}
-	f->tpl_sw = store_watch_attach(f->tpl_watch, st, 1000);
 	return relist(st);
 }
 
@@ -174,8 +170,7 @@ fetch_tpl_stop(struct stage *st)
 
 	while (f->tpls != NULL)
 		fetcher_src_free(st, f->tpls);
-	store_watch_detach(f->tpl_sw);
-	store_watch_free(f->tpl_watch);
+	store_watch_close(f->tpl_watch, f->tpl_sw);
 	f->tpl_sw = NULL;
 	f->tpl_watch = NULL;
 	free(f->tpl_prefix);

@@ -196,28 +196,14 @@ on_sync_event(void *arg, const struct store_event *ev)
 	fetcher_schedule(st, s, 0, 0);
 }
 
-static struct store_watch *
-watch_prefix(struct stage *st, const char *prefix, store_watch_cb cb,
-    struct stage_watch **sw)
-{
-	struct store_watch *w = store_watch_new(stage_store(st), prefix, 0, cb, st);
-
-	if (w == NULL) {
-		log_kv(LOG_ERROR, "cannot watch the store", "prefix", prefix, "error",
-		    store_error(stage_store(st)), NULL);
-		return NULL;
-	}
-	*sw = store_watch_attach(w, st, 1000);
-	return w;
-}
-
 int
 fetch_watch_start(struct stage *st)
 {
 	struct fetcher *f = F(st);
 
-	if ((f->watch = watch_prefix(st, f->df_prefix, on_df_event, &f->watch_sw)) == NULL ||
-	    (f->sync_watch = watch_prefix(st, f->sync_prefix, on_sync_event,
+	if ((f->watch = store_watch_open(st, f->df_prefix, on_df_event, st, 1000,
+	    &f->watch_sw)) == NULL ||
+	    (f->sync_watch = store_watch_open(st, f->sync_prefix, on_sync_event, st, 1000,
 	    &f->sync_sw)) == NULL)
 		return -1;
 	return 0;

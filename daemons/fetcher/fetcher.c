@@ -554,10 +554,8 @@ fetcher_shutdown(struct stage *st)
 		fetcher_src_free(st, f->srcs);
 	fetch_inotify_free(f->ino);
 	fetch_lock_free(f->locks);
-	store_watch_detach(f->watch_sw);
-	store_watch_detach(f->sync_sw);
-	store_watch_free(f->watch);
-	store_watch_free(f->sync_watch);
+	store_watch_close(f->watch, f->watch_sw);
+	store_watch_close(f->sync_watch, f->sync_sw);
 	free(f->df_prefix);
 	free(f->sync_prefix);
 	free(f);

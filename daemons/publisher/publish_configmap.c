@@ -59,7 +59,7 @@ publish_configmap_body(const char *ns, const char *name, const char *owner_uid,
 	struct jw w;
 	char cm[300], t[32];
 
-	snprintf(cm, sizeof(cm), DECOFILE_CM_PREFIX "%s", name);
+	configmap_name(name, cm, sizeof(cm));
 	snprintf(t, sizeof(t), "%lld", (long long)ts);
 	buf_init(&b);
 	jw_init(&w, &b);
@@ -265,7 +265,7 @@ pcm_check_obj(struct pcm *c, struct cmobj *o)
 		o->again = 1;
 		return;
 	}
-	snprintf(cm, sizeof(cm), DECOFILE_CM_PREFIX "%s", o->name);
+	configmap_name(o->name, cm, sizeof(cm));
 	cur = kube_informer_get(c->cms, o->ns, cm);
 	want = o->detach ? "" : pcm_owner_uid(c, o->ns, o->name);
 	uid = cur != NULL ? cm_owner(cur) : "";
@@ -315,9 +315,8 @@ restore_one(void *arg, yajl_val cm)
 	yajl_val doc = NULL;
 	char err[256];
 
-	if (strncmp(n, DECOFILE_CM_PREFIX, strlen(DECOFILE_CM_PREFIX)) != 0 || pcm_obj_find(c, ns, n + strlen(DECOFILE_CM_PREFIX)))
+	if ((n = configmap_decofile(n)) == NULL || pcm_obj_find(c, ns, n))
 		return;
-	n += strlen(DECOFILE_CM_PREFIX);
 	/* the store's status says what is live (adoptions included) */
 	publish_published(c->st, ns, n, &pb);
 	pcm_location(ns, n, want, sizeof(want));
@@ -374,10 +373,9 @@ on_cm(void *arg, enum kube_event ev, yajl_val obj, yajl_val old)
 			restore(c);
 		return;
 	}
-	n = kube_obj_name(obj);
-	if (strncmp(n, DECOFILE_CM_PREFIX, strlen(DECOFILE_CM_PREFIX)) != 0)
+	if ((n = configmap_decofile(kube_obj_name(obj))) == NULL)
 		return;
-	if ((o = pcm_obj_find(c, kube_obj_ns(obj), n + strlen(DECOFILE_CM_PREFIX))) == NULL || o->busy)
+	if ((o = pcm_obj_find(c, kube_obj_ns(obj), n)) == NULL || o->busy)
 		return;
 	if (ev == KUBE_DELETED || !publish_configmap_holds(obj, o->bin, o->ts, NULL))
 		schedule_check(c, o);
@@ -511,7 +509,7 @@ cm_item(struct pcm *c, const struct journal_item *it, yajl_val doc, const char *
 		snprintf(why, whylen, "%s", msg);
 		return STAGE_FAIL;
 	}
-	snprintf(cm, sizeof(cm), DECOFILE_CM_PREFIX "%s", it->name);
+	configmap_name(it->name, cm, sizeof(cm));
 	cur = kube_informer_get(c->cms, it->ns, cm);
 	/* the same content already there (ours, or the Go operator's): no publish */
 	if (cur != NULL && publish_configmap_content(cur, held) == 0 &&
@@ -602,7 +600,7 @@ cm_remove(struct stage *st, void *arg, const char *ns, const char *name)
 	(void)st;
 	if (o == NULL)
 		return;
-	snprintf(cm, sizeof(cm), DECOFILE_CM_PREFIX "%s", name);
+	configmap_name(name, cm, sizeof(cm));
 	pcm_location(ns, name, loc, sizeof(loc));
 	if (!o->detach) {
 		path = kube_path(&kube_configmaps, ns, cm, NULL, NULL);

@@ -43,7 +43,7 @@ set_ready(struct pcm *c, const struct cmobj *o)
 	struct publish_status ps = { .configmap = cm, .source = o->source, .hash = o->hash,
 		.timestamp = o->ts, .location = loc, .format = "bin" };
 
-	snprintf(cm, sizeof(cm), DECOFILE_CM_PREFIX "%s", o->name);
+	configmap_name(o->name, cm, sizeof(cm));
 	snprintf(msg, sizeof(msg), "ConfigMap %s created successfully from %s source", cm,
 	    o->source);
 	pcm_location(o->ns, o->name, loc, sizeof(loc));
@@ -189,7 +189,7 @@ on_stripped(void *arg, const struct kube_resp *r)
 		pcm_job_free(j);
 		return;
 	}
-	snprintf(cm, sizeof(cm), DECOFILE_CM_PREFIX "%s", j->name);
+	configmap_name(j->name, cm, sizeof(cm));
 	kube_apply(k, &kube_configmaps, j->ns, cm, NULL, PUBLISH_CONFIGMAP_MANAGER, 1,
 	    j->body, j->len, on_applied, j);
 }
@@ -208,7 +208,7 @@ pcm_job_apply(struct job *j)
 	struct jw w;
 	int extra = 0;
 
-	snprintf(cm, sizeof(cm), DECOFILE_CM_PREFIX "%s", j->name);
+	configmap_name(j->name, cm, sizeof(cm));
 	pcm_obj_get(c, j->ns, j->name)->busy = 1;
 	cur = kube_informer_get(c->cms, j->ns, cm);
 	data = cur != NULL ? json_get(cur, "data", NULL) : NULL;

@@ -146,14 +146,10 @@ pub_init(struct stage *st)
 	stage_set_data(st, p);
 	/* watch first, then list: nothing deleted in between is missed */
 	prefix = key_resource_prefix("decofiles", NULL);
-	p->watch = store_watch_new(stage_store(st), prefix, 0, on_store_event, st);
+	p->watch = store_watch_open(st, prefix, on_store_event, st, 1000, &p->watch_sw);
 	free(prefix);
-	if (p->watch == NULL) {
-		log_kv(LOG_ERROR, "cannot watch Decofiles", "error",
-		    store_error(stage_store(st)), NULL);
+	if (p->watch == NULL)
 		return -1;
-	}
-	p->watch_sw = store_watch_attach(p->watch, st, 1000);
 	for (size_t i = 0; i < NTARGETS; i++)
 		if (targets[i]->init(st, &p->tstate[i]) < 0)
 			return -1;
@@ -181,8 +177,7 @@ pub_shutdown(struct stage *st)
 	for (size_t i = 0; i < NTARGETS; i++)
 		if (p->tstate[i] != NULL)
 			targets[i]->shutdown(st, p->tstate[i]);
-	store_watch_detach(p->watch_sw);
-	store_watch_free(p->watch);
+	store_watch_close(p->watch, p->watch_sw);
 	free(p);
 	stage_set_data(st, NULL);
 }

@@ -232,15 +232,12 @@ struct web_events *
 web_events_new(struct web *w)
 {
 	struct web_events *ev = xcalloc(1, sizeof(*ev));
-	struct store *s = stage_store(w->st);
 
 	ev->w = w;
 	ev->res_prefix = key_resource_prefix("decofiles", NULL);
 	ev->st_prefix = key_status_kind_prefix("decofiles");
-	ev->res_watch = store_watch_new(s, ev->res_prefix, 0, on_res, ev);
-	ev->st_watch = store_watch_new(s, ev->st_prefix, 0, on_status, ev);
-	ev->res_att = store_watch_attach(ev->res_watch, w->st, 1000);
-	ev->st_att = store_watch_attach(ev->st_watch, w->st, 1000);
+	ev->res_watch = store_watch_open(w->st, ev->res_prefix, on_res, ev, 1000, &ev->res_att);
+	ev->st_watch = store_watch_open(w->st, ev->st_prefix, on_status, ev, 1000, &ev->st_att);
 	return ev;
 }
 
@@ -260,10 +257,8 @@ web_events_free(struct web_events *ev)
 	}
 	if (ev->timer != 0)
 		stage_cancel_timer(ev->w->st, ev->timer);
-	store_watch_detach(ev->res_att);
-	store_watch_detach(ev->st_att);
-	store_watch_free(ev->res_watch);
-	store_watch_free(ev->st_watch);
+	store_watch_close(ev->res_watch, ev->res_att);
+	store_watch_close(ev->st_watch, ev->st_att);
 	for (size_t i = 0; i < ev->ndirty; i++)
 		free(ev->dirty[i]);
 	free(ev->dirty);

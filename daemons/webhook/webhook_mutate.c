@@ -550,7 +550,7 @@ mutate(const struct wh_env *env, const struct review *rv, struct wh_result *r)
 	snprintf(cp.base, sizeof(cp.base), "/spec/template/spec/containers/%d", ci);
 	set_label(&p, tmpl, dep);
 	if (strcmp(target, "configmap") == 0) {
-		snprintf(cm, sizeof(cm), DECOFILE_CM_PREFIX "%s", df->name);
+		configmap_name(df->name, cm, sizeof(cm));
 		set_volume(&p, json_get(tmpl, "spec", NULL), cm);
 		set_mount(&cp, dir);
 		set_env(&cp, ENV_RELEASE, release);

@@ -231,20 +231,6 @@ on_svc_watch(void *arg, const struct store_event *ev)
 		svc_event(ws, ev->type == STORE_EV_PUT, ev->key, ev->value, ev->vlen);
 }
 
-static struct store_watch *
-watch(struct wh_store *ws, const char *prefix, store_watch_cb cb, struct stage_watch **sw)
-{
-	struct store_watch *w = store_watch_new(stage_store(ws->st), prefix, 0, cb, ws);
-
-	if (w == NULL) {
-		log_kv(LOG_ERROR, "cannot watch the store", "prefix", prefix, "error",
-		    store_error(stage_store(ws->st)), NULL);
-		return NULL;
-	}
-	*sw = store_watch_attach(w, ws->st, WATCH_TICK_MS);
-	return w;
-}
-
 struct wh_store *
 wh_store_new(struct stage *st, const char *def_target)
 {
@@ -263,8 +249,10 @@ wh_store_new(struct stage *st, const char *def_target)
 	/* the index first, so the first request already has answers: watch, then list */
 	ws->df_prefix = key_resource_prefix("decofiles", NULL);
 	ws->svc_prefix = key_injected_prefix();
-	if ((ws->df_watch = watch(ws, ws->df_prefix, on_df_watch, &ws->df_sw)) == NULL ||
-	    (ws->svc_watch = watch(ws, ws->svc_prefix, on_svc_watch, &ws->svc_sw)) == NULL)
+	if ((ws->df_watch = store_watch_open(st, ws->df_prefix, on_df_watch, ws,
+	    WATCH_TICK_MS, &ws->df_sw)) == NULL ||
+	    (ws->svc_watch = store_watch_open(st, ws->svc_prefix, on_svc_watch, ws,
+	    WATCH_TICK_MS, &ws->svc_sw)) == NULL)
 		goto fail;
 	if (rebuild(ws) < 0)
 		goto fail;
@@ -308,10 +296,8 @@ wh_store_free(struct wh_store *ws)
 		free(o);
 	}
 	store_close(ws->w.s);
-	store_watch_detach(ws->df_sw);
-	store_watch_detach(ws->svc_sw);
-	store_watch_free(ws->df_watch);
-	store_watch_free(ws->svc_watch);
+	store_watch_close(ws->df_watch, ws->df_sw);
+	store_watch_close(ws->svc_watch, ws->svc_sw);
 	wh_index_free(ws->ix);
 	pthread_mutex_destroy(&ws->w.mu);
 	pthread_cond_destroy(&ws->w.cv);

@@ -87,7 +87,6 @@ on_event(void *arg, enum kube_event ev, yajl_val obj, yajl_val old)
 int
 main(int argc, char **argv)
 {
-	struct kube_config kc;
 	struct conf *cf;
 	struct kube *k;
 	char err[1024];
@@ -99,19 +98,10 @@ main(int argc, char **argv)
 		fprintf(stderr, "usage: kubetool [--kubeconfig F] get|list|apply|delete|raw|informer|whoami ...\n");
 		return 2;
 	}
-	switch (kube_config_from_conf(&kc, cf, err, sizeof(err))) {
-	case 1:
-		fprintf(stderr, "no cluster configured\n");
-		return 2;
-	case -1:
-		fprintf(stderr, "%s\n", err);
+	if ((k = kube_from_conf(cf, err, sizeof(err))) == NULL) {
+		fprintf(stderr, "%s\n", err[0] != '\0' ? err : "no cluster configured");
 		return 2;
 	}
-	if ((k = kube_new(&kc, conf_get_ms(cf, "kube_timeout"), err, sizeof(err))) == NULL) {
-		fprintf(stderr, "%s\n", err);
-		return 2;
-	}
-	kube_config_free(&kc);
 	signal(SIGTERM, on_sig);
 	signal(SIGINT, on_sig);
 	if (strcmp(argv[1], "whoami") == 0) {

@@ -1,4 +1,4 @@
-/* s3key_test - the S3 object key of SPEC §9, table-driven */
+/* s3key_test - the S3 object key and the ConfigMap name of SPEC §9, table-driven */
 #include "config.h"
 
 #include "common/s3key.h"
@@ -32,5 +32,14 @@ main(void)
 	}
 	is_int(s3key_build(NULL, "sites-loja", "loja", tiny, sizeof(tiny)), -1,
 	    "a key that does not fit is refused");
+
+	is_int(configmap_name("loja", out, sizeof(out)), 0, "configmap name built");
+	is_str(out, "decofile-loja", "configmap name is decofile-<name>");
+	is_int(configmap_name("", out, sizeof(out)), -1, "empty decofile name refused");
+	is_int(configmap_name("a-long-name", tiny, sizeof(tiny)), -1,
+	    "a configmap name that does not fit is refused");
+	is_str(configmap_decofile("decofile-loja"), "loja", "configmap decofile-loja holds loja");
+	ok(configmap_decofile("kube-root-ca.crt") == NULL, "another configmap holds no decofile");
+	ok(configmap_decofile("decofile-") == NULL, "the bare prefix holds no decofile");
 	return done_testing();
 }
