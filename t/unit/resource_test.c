@@ -212,11 +212,11 @@ main(void)
 			char *text = xasprintf("{\"apiVersion\":\"deco.sites/v1alpha1\","
 			    "\"kind\":\"Decofile\",\"metadata\":{\"name\":\"mir\","
 			    "\"namespace\":\"sites-loja\"},\"spec\":%s}", g[i].spec);
-			yajl_val v = parse(text);
-			int rc = resource_put_gen(s, v, g[i].gen, NULL, &changed, NULL, NULL, NULL,
+			yajl_val mv = parse(text);
+			int rc = resource_put_gen(s, mv, g[i].gen, NULL, &changed, NULL, NULL, NULL,
 			    err, sizeof(err));
 
-			yajl_tree_free(v);
+			yajl_tree_free(mv);
 			free(text);
 			resource_get(s, "decofiles", "sites-loja", "mir", &doc, err, sizeof(err));
 			ok(rc == 0 && changed == g[i].changed && decofile_generation(doc) == g[i].stored,
