@@ -112,8 +112,8 @@ kf_event_of(const char *ctype, const char *status, const char *creason, const ch
 	if (strcmp(ctype, "Drifted") == 0) {
 		if (strcmp(status, "True") != 0)
 			return 0;
-		*reason = "Drifted";
-		*type = "Normal";
+		/* the condition's own reason: Repaired, or RepairFailed */
+		*type = strcmp(*reason, "RepairFailed") == 0 ? "Warning" : "Normal";
 		*action = "RepairDrift";
 		return 1;
 	}

@@ -71,8 +71,8 @@ test_event_of(void)
 	    "Ready=True (any target's reason): Normal Published");
 	ok(kf_event_of("Ready", "False", "PublishError", &r, &t, &a) &&
 	    strcmp(r, "PublishError") == 0 && strcmp(t, "Warning") == 0, "Ready=False: Warning");
-	ok(kf_event_of("Drifted", "True", "Repaired", &r, &t, &a) && strcmp(r, "Drifted") == 0,
-	    "drift repaired: Drifted");
+	ok(kf_event_of("Drifted", "True", "Repaired", &r, &t, &a) && strcmp(r, "Repaired") == 0 &&
+	    strcmp(t, "Normal") == 0, "drift repaired: Repaired, Normal");
 	ok(!kf_event_of("Drifted", "False", "InSync", &r, &t, &a), "in sync: none");
 	ok(kf_event_of("PodsNotified", "True", "AllNotified", &r, &t, &a) &&
 	    strcmp(t, "Normal") == 0, "rollout done: Normal");
