@@ -7,7 +7,8 @@
 # (regarding.name); a broken block is a Warning ValidationError naming the
 # file; a source failing again and again (a git URL to a closed port,
 # flipped with a working source) is one Event whose series.count grows,
-# not one per failure; `kubectl describe decofile` shows the Events.
+# not one per failure, and so is one failing on and on (status.fetchFailures
+# counts it); `kubectl describe decofile` shows the Events.
 . "$top_srcdir/t/lib/common.sh"
 . "$top_srcdir/t/lib/kube.sh"
 
@@ -108,6 +109,20 @@ printf '{"apiVersion":"deco.sites/v1alpha1","kind":"Decofile","metadata":{"name"
 tries() { grep -c 'name=steady .*reason=FetchError' "$T/decod.log"; }
 check "steady: the source fails again and again" wait_for "$(scaled 30)" sh -c "[ \$(grep -c 'name=steady .*reason=FetchError' '$T/decod.log') -ge 4 ]"
 is "$(nev steady FetchError)" 1 "$(tries) failures in a row: one FetchError Event"
+# each failure is an observation: status.fetchFailures counts them and the
+# Event's series follows (patched at most every 30 s)
+failures() { k get decofile steady -o json | jq -r '.status.fetchFailures // 0'; }
+manyfail() { [ "$(failures)" -ge 4 ]; }
+check "steady: status.fetchFailures counts the failures in a row" wait_for "$(scaled 30)" manyfail
+sseries() { evs steady | jq '[.[] | select(.reason == "FetchError") | .series.count // 1] | max // 0'; }
+scounted() { [ "$(sseries)" -ge 3 ]; }
+check "steady: the one Event's series.count follows the failures" wait_for "$(scaled 75)" scounted
+diag "steady: $(tries) failures logged, status.fetchFailures $(failures), series.count $(sseries)"
+is "$(nev steady FetchError)" 1 "still one FetchError Event for steady"
+k patch decofile steady --type merge -p "$GOOD" >/dev/null
+wait_for "$(scaled 30)" syncing steady True || bail "steady did not recover"
+nofail() { [ "$(k get decofile steady -o json | jq -r '.status | has("fetchFailures")')" = false ]; }
+check "a good fetch removes status.fetchFailures" wait_for "$(scaled 15)" nofail
 check "decod logged no refused Event" sh -c "! grep -q 'cannot write a Kubernetes Event' '$T/decod.log'"
 
 kill -TERM $D_PID; wait $D_PID 2>/dev/null
