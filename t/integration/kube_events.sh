@@ -16,17 +16,12 @@ DECOD=$top_builddir/decod
 [ -x "$DECOD" ] || bail "decod not built"
 command -v jq >/dev/null || skip_all "jq not installed"
 
-kube_start
-kube_apply_deploy || bail "deploy/ does not apply"
 NS=sites-ev
-kubectl_admin create namespace $NS >/dev/null
-kube_as_decod "$T/decod.kubeconfig" || bail "no token for decod-system/decod"
-kube_decod_conf <<CONF
+kube_decod_setup $NS <<CONF
 rescan_interval = 200ms
 notify_timeout = 2s
 notify_attempts = 1
 CONF
-C="-c $T/decod.conf"
 
 k() { kubectl_admin -n $NS "$@"; }
 # evs NAME: the events.k8s.io Events regarding NAME, as JSON (an array)
@@ -35,10 +30,7 @@ evs() { k get events.events.k8s.io --field-selector "regarding.name=$1" -o json 
 nev() { evs "$1" | jq --arg r "$2" '[.[] | select(.reason == $r)] | length'; }
 has_ev() { [ "$(nev "$1" "$2")" -ge 1 ]; }
 
-"$DECOD" $C >"$T/decod.log" 2>&1 &
-D_PID=$!
-track_pid $D_PID
-wait_for 30 grep -q 'all stages ready' "$T/decod.log" || bail "decod did not start"
+kube_decod_start
 
 # --- a rollout: Published ------------------------------------------------------------
 mkdir -p "$T/site"
@@ -125,5 +117,5 @@ nofail() { [ "$(k get decofile steady -o json | jq -r '.status | has("fetchFailu
 check "a good fetch removes status.fetchFailures" wait_for "$(scaled 15)" nofail
 check "decod logged no refused Event" sh -c "! grep -q 'cannot write a Kubernetes Event' '$T/decod.log'"
 
-kill -TERM $D_PID; wait $D_PID 2>/dev/null
+kube_decod_stop
 done_testing
