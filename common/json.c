@@ -53,14 +53,26 @@ first_line(char *dst, size_t len, const char *src)
 
 /*
  * Validation state: nesting depth against the limit, and the keys of every
- * open object in one open-addressing table (entries carry the serial of the
- * object they belong to, so a closed object's keys never match again).
+ * open object on one stack (a frame per open level).  A key is checked
+ * against its own object's keys only: by a scan while the object is small,
+ * by a table of the frame's own past KEYS_SCAN keys.  A closed object's keys
+ * and table are dropped at once, so the work follows the object, not the
+ * document.
  */
+#define KEYS_SCAN 16
+#define KEY_IN_TEXT ((size_t)1 << (sizeof(size_t) * 8 - 1))
+
 struct vkey {
-	uint64_t hash;		/* 0: empty slot */
-	uint32_t serial;
+	uint32_t hash;
 	uint32_t len;
-	size_t off;		/* into the key arena */
+	size_t off;		/* KEY_IN_TEXT | offset into text, or offset into the arena */
+};
+
+struct vframe {
+	size_t kstart;		/* the object's first key on the stack */
+	size_t astart;		/* the arena's length when it opened */
+	uint32_t *idx;		/* a big object's table: key index + 1 (0: empty) */
+	size_t idxsize;
 };
 
 struct vstate {
@@ -68,12 +80,11 @@ struct vstate {
 	const char *text;
 	size_t len;
 	int depth, max_depth;
-	uint32_t *serials;	/* per open level: the object's serial, 0 for arrays */
-	size_t nserials_alloc;
-	uint32_t next_serial;
-	struct vkey *tab;
-	size_t tabsize, tabused;
-	struct buf arena;
+	struct vframe *frames;	/* per open level (arrays too: no keys) */
+	size_t nframes_alloc;
+	struct vkey *keys;
+	size_t nkeys, keys_alloc;
+	struct buf arena;	/* keys yajl unescaped (not in text) */
 	size_t top_end;		/* where the top-level value ended; SIZE_MAX: not yet */
 	int finishing;		/* inside yajl_complete_parse: offsets are not ours */
 	int failed;		/* a callback refused: off and msg are set */
@@ -97,37 +108,41 @@ json_get_max_depth(void)
 
 /* v_open - one more level; refuse past the limit, pointing at the bracket */
 static int
-v_open(struct vstate *s, uint32_t serial)
+v_open(struct vstate *s)
 {
 	size_t off = yajl_get_bytes_consumed(s->h);
+	struct vframe *f;
 
-	if (++s->depth > s->max_depth) {
+	if (s->depth + 1 > s->max_depth) {
 		s->failed = 1;
 		s->off = off > 0 ? off - 1 : 0;
 		snprintf(s->msg, sizeof(s->msg), "nested deeper than %d levels",
 		    s->max_depth);
 		return 0;
 	}
-	if ((size_t)s->depth >= s->nserials_alloc) {
-		s->nserials_alloc = s->nserials_alloc ? s->nserials_alloc * 2 : 64;
-		s->serials = xrealloc(s->serials, s->nserials_alloc * sizeof(uint32_t));
+	s->depth++;
+	if ((size_t)s->depth >= s->nframes_alloc) {
+		s->nframes_alloc = s->nframes_alloc ? s->nframes_alloc * 2 : 64;
+		s->frames = xrealloc(s->frames, s->nframes_alloc * sizeof(*s->frames));
 	}
-	s->serials[s->depth] = serial;
+	f = &s->frames[s->depth];
+	f->kstart = s->nkeys;
+	f->astart = s->arena.len;
+	f->idx = NULL;
+	f->idxsize = 0;
 	return 1;
 }
 
 static int
 v_start_map(void *ctx)
 {
-	struct vstate *s = ctx;
-
-	return v_open(s, ++s->next_serial);
+	return v_open(ctx);
 }
 
 static int
 v_start_array(void *ctx)
 {
-	return v_open(ctx, 0);
+	return v_open(ctx);
 }
 
 /* v_top - a value at depth 0 just ended: remember where */
@@ -142,7 +157,13 @@ static int
 v_end(void *ctx)
 {
 	struct vstate *s = ctx;
+	struct vframe *f = &s->frames[s->depth];
 
+	/* the object's keys, unescaped copies and table go with it */
+	s->nkeys = f->kstart;
+	s->arena.len = f->astart;
+	free(f->idx);
+	f->idx = NULL;
 	s->depth--;
 	v_top(s);
 	return 1;
@@ -176,27 +197,41 @@ v_string(void *ctx, const unsigned char *str, size_t len)
 	return 1;
 }
 
-static uint64_t
-key_hash(uint32_t serial, const unsigned char *k, size_t n)
+static uint32_t
+key_hash(const unsigned char *k, size_t n)
 {
-	uint64_t h = 1469598103934665603ull ^ serial;
+	uint32_t h = 2166136261u;
 
 	for (size_t i = 0; i < n; i++) {
 		h ^= k[i];
-		h *= 1099511628211ull;
+		h *= 16777619u;
 	}
-	return h ? h : 1;
+	return h;
 }
 
-/* tab_insert - place an entry known to be absent */
-static void
-tab_insert(struct vkey *tab, size_t size, const struct vkey *k)
+static const char *
+key_text(const struct vstate *s, const struct vkey *k)
 {
-	size_t i = (size_t)k->hash & (size - 1);
+	return (k->off & KEY_IN_TEXT) ? s->text + (k->off & ~KEY_IN_TEXT) :
+	    s->arena.data + k->off;
+}
 
-	while (tab[i].hash != 0)
-		i = (i + 1) & (size - 1);
-	tab[i] = *k;
+static int
+key_same(const struct vstate *s, const struct vkey *k, uint32_t h, const unsigned char *key,
+    size_t n)
+{
+	return k->hash == h && k->len == n && memcmp(key_text(s, k), key, n) == 0;
+}
+
+/* idx_put - key number ki into f's table (known absent, the table has room) */
+static void
+idx_put(struct vframe *f, const struct vkey *keys, size_t ki)
+{
+	size_t i = keys[ki].hash & (f->idxsize - 1);
+
+	while (f->idx[i] != 0)
+		i = (i + 1) & (f->idxsize - 1);
+	f->idx[i] = (uint32_t)(ki - f->kstart + 1);
 }
 
 /* key_start - offset of the opening quote of the key token that ends at end */
@@ -222,41 +257,58 @@ static int
 v_map_key(void *ctx, const unsigned char *key, size_t n)
 {
 	struct vstate *s = ctx;
-	uint32_t serial = s->serials[s->depth];
-	uint64_t h = key_hash(serial, key, n);
-	struct vkey k;
-	size_t i;
+	struct vframe *f = &s->frames[s->depth];
+	size_t have = s->nkeys - f->kstart, dup = SIZE_MAX;
+	uint32_t h = key_hash(key, n);
+	struct vkey *k;
 
-	if (s->tabused * 2 >= s->tabsize) {
-		size_t nsize = s->tabsize ? s->tabsize * 2 : 256;
-		struct vkey *ntab = xcalloc(nsize, sizeof(*ntab));
-
-		for (i = 0; i < s->tabsize; i++)
-			if (s->tab[i].hash != 0)
-				tab_insert(ntab, nsize, &s->tab[i]);
-		free(s->tab);
-		s->tab = ntab;
-		s->tabsize = nsize;
+	if (have < KEYS_SCAN) {
+		for (size_t i = f->kstart; i < s->nkeys; i++)
+			if (key_same(s, &s->keys[i], h, key, n)) {
+				dup = i;
+				break;
+			}
+	} else {
+		if (f->idx == NULL || (have + 1) * 2 > f->idxsize) {
+			free(f->idx);
+			f->idxsize = f->idxsize ? f->idxsize * 2 : 4 * KEYS_SCAN;
+			while ((have + 1) * 2 > f->idxsize)
+				f->idxsize *= 2;
+			f->idx = xcalloc(f->idxsize, sizeof(*f->idx));
+			for (size_t i = f->kstart; i < s->nkeys; i++)
+				idx_put(f, s->keys, i);
+		}
+		for (size_t i = h & (f->idxsize - 1); f->idx[i] != 0; i = (i + 1) &
+		    (f->idxsize - 1))
+			if (key_same(s, &s->keys[f->kstart + f->idx[i] - 1], h, key, n)) {
+				dup = f->kstart + f->idx[i] - 1;
+				break;
+			}
 	}
-	for (i = (size_t)h & (s->tabsize - 1); s->tab[i].hash != 0;
-	    i = (i + 1) & (s->tabsize - 1)) {
-		if (s->tab[i].hash != h || s->tab[i].serial != serial ||
-		    s->tab[i].len != n ||
-		    memcmp(s->arena.data + s->tab[i].off, key, n) != 0)
-			continue;
+	if (dup != SIZE_MAX) {
 		s->failed = 1;
 		s->off = key_start(s->text, yajl_get_bytes_consumed(s->h));
 		snprintf(s->msg, sizeof(s->msg), "duplicate key \"%.*s\"",
 		    n > 80 ? 80 : (int)n, (const char *)key);
 		return 0;
 	}
-	k.hash = h;
-	k.serial = serial;
-	k.len = (uint32_t)n;
-	k.off = s->arena.len;
-	buf_add(&s->arena, (const char *)key, n);
-	s->tab[i] = k;
-	s->tabused++;
+	if (s->nkeys == s->keys_alloc) {
+		s->keys_alloc = s->keys_alloc ? s->keys_alloc * 2 : 256;
+		s->keys = xrealloc(s->keys, s->keys_alloc * sizeof(*s->keys));
+	}
+	k = &s->keys[s->nkeys];
+	k->hash = h;
+	k->len = (uint32_t)n;
+	/* yajl hands a key without escapes straight from the text: no copy */
+	if ((const char *)key >= s->text && (const char *)key + n <= s->text + s->len)
+		k->off = KEY_IN_TEXT | (size_t)((const char *)key - s->text);
+	else {
+		k->off = s->arena.len;
+		buf_add(&s->arena, (const char *)key, n);
+	}
+	s->nkeys++;
+	if (f->idx != NULL)
+		idx_put(f, s->keys, s->nkeys - 1);
 	return 1;
 }
 
@@ -332,8 +384,10 @@ json_validate_depth(const char *text, size_t len, int max_depth, struct json_err
 			st = yajl_status_error;
 		}
 	}
-	free(s.serials);
-	free(s.tab);
+	for (int d = 1; d <= s.depth && (size_t)d < s.nframes_alloc; d++)
+		free(s.frames[d].idx);	/* left open by an error */
+	free(s.frames);
+	free(s.keys);
 	buf_free(&s.arena);
 	if (st == yajl_status_ok) {
 		yajl_free(s.h);
