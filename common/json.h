@@ -47,6 +47,12 @@ int json_validate(const char *text, size_t len, struct json_error *e);
 
 /* json_validate_depth - json_validate with its own depth limit (<= 0: the process's) */
 int json_validate_depth(const char *text, size_t len, int max_depth, struct json_error *e);
+/*
+ * json_validate_full - json_validate_depth without its fast first pass: the
+ * full check alone (yajl), which decides whatever the fast pass is not sure
+ * of; for tests that hold the two to the same answers
+ */
+int json_validate_full(const char *text, size_t len, int max_depth, struct json_error *e);
 
 /*
  * json_compact - append text with insignificant white space removed; the

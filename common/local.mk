@@ -5,7 +5,7 @@ libdecod_a_SOURCES = \
 	common/util.c common/util.h \
 	common/hash.c common/hash.h \
 	common/backoff.c common/backoff.h \
-	common/json.c common/json.h \
+	common/json.c common/json.h common/json_validate.c \
 	common/conf.c common/conf.h common/conf_table.c \
 	common/spool.c common/spool.h \
 	common/journal.c common/journal.h common/journal_impl.h common/journal_query.c \

@@ -86,6 +86,68 @@ deep_tests(void)
 	    "unclosed over lines: 3:1 (got %d:%d)", e.line, e.column);
 }
 
+/*
+ * fast_pass_tests - json_validate (a fast pass, then the full check when not
+ * sure) gives the full check's answer on near-JSON: valid documents with a
+ * few bytes replaced, inserted or deleted
+ */
+static void
+fast_pass_tests(void)
+{
+	static const char *const bases[] = {
+		"{\"a\":1,\"b\":[true,false,null,-0.5e+3,1E9,0],\"c\":{\"d\":\"x\\\"y\\\\z\\/\\u00e7\"}}",
+		" [ \"p\u00e3o \xc3\xa7 \xe2\x82\xac \xf0\x9f\x98\x80\", {\"k\" : -12.25 } ]\r\n",
+		"{\"Trocas%20%26%20Devolu%C3%A7%C3%B5es\":{\"t\":\"\\ud83d\\ude00\",\"n\":[1,2,[3,[4]]]}}",
+		"\"top\"", "-0", "123.456e-7", "true", "{}", "[]", "{\"\":{\"\":[]}}",
+	};
+	static const char alphabet[] = "{}[]\":,\\ -+.eE0123456789tfnulrsa\t\n\r\f\v\x01\x7f"
+	    "\x80\xc0\xc3\xa7\xe0\xed\xf0\xf4\xf5\xff/bu";
+	unsigned seed = 1206;
+	int n = 60000, agree = 0, valid = 0;
+
+	for (int i = 0; i < n; i++) {
+		const char *b = bases[rand_r(&seed) % (sizeof(bases) / sizeof(bases[0]))];
+		char doc[512];
+		size_t len = strlen(b);
+		int muts = 1 + (int)(rand_r(&seed) % 3), want, got;
+
+		memcpy(doc, b, len);
+		for (int m = 0; m < muts; m++) {
+			size_t at = len ? rand_r(&seed) % (len + 1) : 0;
+			char c = alphabet[rand_r(&seed) % (sizeof(alphabet) - 1)];
+
+			switch (rand_r(&seed) % 3) {
+			case 0:	/* replace */
+				if (at < len)
+					doc[at] = c;
+				break;
+			case 1:	/* insert */
+				if (len + 1 < sizeof(doc)) {
+					memmove(doc + at + 1, doc + at, len - at);
+					doc[at] = c;
+					len++;
+				}
+				break;
+			default:	/* delete */
+				if (at < len) {
+					memmove(doc + at, doc + at + 1, len - at - 1);
+					len--;
+				}
+			}
+		}
+		want = json_validate_full(doc, len, 8, NULL) == 0;
+		got = json_validate_depth(doc, len, 8, NULL) == 0;
+		agree += want == got;
+		valid += want;
+		if (want != got)
+			diag("fast pass disagrees (full %d, with fast pass %d): %.*s", want, got,
+			    (int)len, doc);
+	}
+	ok(agree == n && valid > n / 20,
+	    "60,000 mutated documents: json_validate and the full check alone agree on "
+	    "each (%d agree, %d valid)", agree, valid);
+}
+
 /* big_object_tests - objects past the scan size: the table of each object alone */
 static void
 big_object_tests(void)
@@ -280,6 +342,7 @@ dup_tests(void)
 	buf_free(&big);
 	big_object_tests();
 	dup_random_tests();
+	fast_pass_tests();
 }
 
 int
