@@ -84,7 +84,7 @@ EXTRA_DIST += t/integration/kube_harness.sh t/lib/kube.sh
 # the stages' exec probe (--health), deploy/'s liveness and readiness
 TESTS += t/integration/stage_health.sh
 EXTRA_DIST += t/integration/stage_health.sh
-# doc/runbook.md against common/condition.h against every reason the code sets
+# doc/runbook.md against common/resource/condition.h against every reason the code sets
 TESTS += t/integration/runbook.sh
 EXTRA_DIST += t/integration/runbook.sh t/lib/condition_scan.py doc/runbook.md
 # deploy/ as CI applies it (server-side, strict) and its RBAC as decod's account
