@@ -5,6 +5,10 @@ TEST_LIBS = $(DECOD_LIBS)
 
 EXTRA_DIST += t/tap.h t/lib/common.sh t/lib/pipeline.sh t/summary.sh
 
+# the layers of common/ and proto/, from their #include lines
+TESTS += t/unit/layers.sh
+EXTRA_DIST += t/unit/layers.sh t/lib/layers.py
+
 # unit tests: add the program to check_PROGRAMS and TESTS
 check_PROGRAMS += t/unit/util_test t/unit/log_test t/unit/hash_test t/unit/json_test
 t_unit_util_test_LDADD = $(TEST_LIBS)
