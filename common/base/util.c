@@ -81,6 +81,18 @@ xasprintf(const char *fmt, ...)
 }
 
 void
+seterr(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (err == NULL || errlen == 0)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+}
+
+void
 buf_init(struct buf *b)
 {
 	b->data = NULL;

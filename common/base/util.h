@@ -18,6 +18,9 @@ char *xstrdup(const char *s);
 char *xstrndup(const char *s, size_t n);
 /* xasprintf - allocate and format; caller frees */
 char *xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* seterr - format into err[errlen], the error out-parameter of a call; NULL or 0: nothing */
+void seterr(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 /* buf - growable buffer; data is always NUL-terminated past len */
 struct buf {

@@ -8,7 +8,6 @@
 #include "config.h"
 
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,18 +22,6 @@
 
 #define KUBE_SA_DIR "/var/run/secrets/kubernetes.io/serviceaccount"
 #define KUBECONFIG_MAX (4u << 20)
-
-static void __attribute__((format(printf, 3, 4)))
-seterr(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err == NULL || errlen == 0)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
 
 void
 kube_config_free(struct kube_config *c)

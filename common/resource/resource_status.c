@@ -40,8 +40,9 @@ status_get_fragment(struct store *s, const char *plural, const char *ns,
 	return doc;
 }
 
-/* frag_write - fields (except conditions) from `fields` over `old`, with
- * conditions from `conds` (a written JSON array; NULL: old's) */
+/* frag_write - fields (except conditions) from `fields` over `old` (a null
+ * field removes it), with conditions from `conds` (a written JSON array;
+ * NULL: old's) */
 static void
 frag_write(struct buf *b, yajl_val old, yajl_val fields, const char *conds)
 {
@@ -58,7 +59,9 @@ frag_write(struct buf *b, yajl_val old, yajl_val fields, const char *conds)
 		jw_value(&w, old->u.object.values[i]);
 	}
 	for (size_t i = 0; fields != NULL && i < fields->u.object.len; i++) {
-		if (strcmp(fields->u.object.keys[i], "conditions") == 0)
+		/* null removes the field, as in a merge patch */
+		if (strcmp(fields->u.object.keys[i], "conditions") == 0 ||
+		    YAJL_IS_NULL(fields->u.object.values[i]))
 			continue;
 		jw_key(&w, fields->u.object.keys[i]);
 		jw_value(&w, fields->u.object.values[i]);

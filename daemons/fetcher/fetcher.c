@@ -158,6 +158,7 @@ fetcher_src_new(struct fetcher *f, const char *ns, const char *name)
 
 	snprintf(s->ns, sizeof(s->ns), "%s", ns);
 	snprintf(s->name, sizeof(s->name), "%s", name);
+	s->failures_said = -1;
 	s->next = f->srcs;
 	f->srcs = s;
 	s->hnext = f->htab[src_hash(ns, name)];
@@ -228,6 +229,7 @@ finish_first(struct stage *st, struct job *j, int in_txn)
 		    s->source, "reason", j->res.reason, "error", j->res.error, "retry_ms", n,
 		    NULL);
 		fetch_status_syncing(st, s, "False", j->res.reason, j->res.error);
+		fetch_status_failures(st, s);
 		fetch_status_synced(st, s, j->sync_req);
 		if (s->again && j->res.retry_after_ms == 0)
 			fetcher_schedule(st, s, 0, s->again_force);
@@ -288,6 +290,7 @@ finish_second(struct stage *st, struct job *j, int committed)
 	}
 	if (s->failures == 0) {
 		fetch_status_syncing(st, s, "True", "Fetched", "Fetched from the source");
+		fetch_status_failures(st, s);
 		fetch_status_synced(st, s, j->sync_req);
 		log_kv(LOG_DEBUG, "poll done", "ns", s->ns, "name", s->name, "took_ms", ms,
 		    "unchanged", j->unchanged ? "1" : "0", "on",
