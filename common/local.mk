@@ -14,6 +14,7 @@ libdecod_a_SOURCES = \
 	common/stage.c common/stage.h common/stage_impl.h common/stage_items.c \
 	common/stage_health.c common/stage_health.h \
 	common/stage_ctl.c common/stage_ctl.h common/stage_metrics.c \
+	common/stage_metrics_http.c \
 	common/stage_watch.c common/stage_watch.h \
 	common/housekeeping.c common/housekeeping.h \
 	common/store.c common/store.h common/store_impl.h \
@@ -30,6 +31,6 @@ libdecod_a_SOURCES = \
 	common/kube.c common/kube_client.c common/kube.h common/kube_impl.h common/kube_objects.c \
 	common/kube_config.c common/kube_informer.c common/kube_lease.c \
 	common/yaml.c common/yaml.h common/yaml_read.c \
-	common/metrics.c common/metrics.h common/metrics_series.c common/metrics_series.h \
+	common/metrics.c common/metrics.h common/metrics_http.c common/metrics_series.c common/metrics_series.h \
 	common/manifest.c common/manifest.h \
 	proto/proto.c proto/proto.h proto/proto_detail.c
