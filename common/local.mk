@@ -27,7 +27,7 @@ libdecod_a_SOURCES = \
 	common/view.c common/view.h \
 	common/resource_hold.c common/condition.c common/condition.h \
 	common/s3key.c common/s3key.h common/cron.c common/cron.h \
-	common/curl_epoll.c common/curl_epoll.h \
+	common/curl_epoll.c common/curl_epoll.h common/curl_lazy.c \
 	common/kube.c common/kube_client.c common/kube.h common/kube_impl.h common/kube_objects.c \
 	common/kube_config.c common/kube_informer.c common/kube_lease.c \
 	common/yaml.c common/yaml.h common/yaml_read.c \

@@ -513,6 +513,23 @@ static const char *const port_order[] = {
 	"decod", "fetcher", "renderer", "publisher", "notifier", "webhook", "acl", "web", NULL
 };
 
+/* who_setting - "metrics_listen_fetcher" and so on, as a string that lasts */
+static const char *
+who_setting(const char *who)
+{
+	static const char *const names[][2] = {
+		{ "fetcher", "metrics_listen_fetcher" }, { "renderer", "metrics_listen_renderer" },
+		{ "publisher", "metrics_listen_publisher" }, { "notifier", "metrics_listen_notifier" },
+		{ "webhook", "metrics_listen_webhook" }, { "acl", "metrics_listen_acl" },
+		{ "web", "metrics_listen_web" },
+	};
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (strcmp(names[i][0], who) == 0)
+			return names[i][1];
+	return "metrics_listen";
+}
+
 const char *
 metrics_addr(const struct conf *cf, const char *who, char *out, size_t outlen)
 {
@@ -533,6 +550,30 @@ metrics_addr(const struct conf *cf, const char *who, char *out, size_t outlen)
 	for (int i = 0; port_order[i] != NULL; i++)
 		if (strcmp(port_order[i], who) == 0)
 			k = i;
+	/* a stage's own address wins over its place after metrics_listen */
+	if (k > 0) {
+		char name[64];
+
+		snprintf(name, sizeof(name), "metrics_listen_%s", who);
+		base = conf_get_for(cf, name, who);
+		if (*base != '\0') {
+			if ((colon = strrchr(base, ':')) == NULL ||
+			    (base[0] == '[' && colon[-1] != ']')) {
+				snprintf(out, outlen, "%s: \"%s\" is not HOST:PORT", name, base);
+				return NULL;
+			}
+			errno = 0;
+			port = strtol(colon + 1, &end, 10);
+			if (errno != 0 || end == colon + 1 || *end != '\0' || port < 1 ||
+			    port > 65535) {
+				snprintf(out, outlen, "%s: \"%s\" wants a port from 1 to 65535",
+				    name, base);
+				return NULL;
+			}
+			snprintf(out, outlen, "%s", base);
+			return who_setting(who);
+		}
+	}
 	base = conf_get_for(cf, "metrics_listen", "decod");
 	if (*base == '\0' || k < 0)
 		return "metrics_listen";

@@ -109,10 +109,11 @@ int metrics_serve_addr(struct metrics *m, const char *addr, char *err, size_t er
  * metrics_addr - where program who ("decod", "fetcher", ..., "web") serves
  * its metrics: metrics_listen for the supervisor, the next ports in the
  * fixed order fetcher, renderer, publisher, notifier, webhook, acl, web
- * for the stages, and for acl metrics_port (any address) when that is set,
- * as the Go operator had it.  Writes "" when off.  Returns the setting
- * that decided it ("metrics_listen" or "metrics_port"), or NULL on a bad
- * value (the reason in out).  Reads metrics_port only for acl and decod.
+ * for the stages, unless metrics_listen_STAGE gives the stage its own
+ * HOST:PORT, and for acl metrics_port (any address) when that is set, as
+ * the Go operator had it.  Writes "" when off.  Returns the setting that
+ * decided it ("metrics_listen", "metrics_listen_fetcher"..., or
+ * "metrics_port"), or NULL on a bad value (the reason in out).  Reads metrics_port only for acl and decod.
  */
 const char *metrics_addr(const struct conf *cf, const char *who, char *out, size_t outlen);
 
