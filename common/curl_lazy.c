@@ -8,7 +8,9 @@
  * the libcurl calls decod makes stand in for the library at link time
  * (the build does not link -lcurl) and forward to it, dlopen()ed the first
  * time any of them is called.  A libcurl that cannot be loaded is fatal
- * then, naming it: the program needed it and cannot do without.
+ * then, naming it: the program needed it and cannot do without.  Loading
+ * it also runs curl_global_init, under pthread_once, so the programs' own
+ * calls to it (counted by libcurl) need not come before their threads.
  *
  * The varargs calls forward their one argument by its type, which the
  * option's number gives (CURLOPTTYPE_*), as libcurl reads it itself.
@@ -79,6 +81,9 @@ load(void)
 		fatal("%s has no %s", LIBCURL, #name);
 	CURL_CALLS(LOAD)
 #undef LOAD
+	/* here, once, before any thread's first call (libcurl counts later calls) */
+	if (lib.curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
+		fatal("%s: curl_global_init failed", LIBCURL);
 }
 
 #define L() pthread_once(&once, load)
