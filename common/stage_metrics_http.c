@@ -5,7 +5,7 @@
  * doc/benchmarks.md, "Idle stages").  HTTP/1.1, one request per
  * connection: GET or HEAD of /metrics (or /), answered with the whole
  * exposition and Connection: close.  At most MAX_CONNS connections at
- * once (more are closed at once), a request of at most REQ_MAX bytes, and
+ * once (a new one closes the oldest still sending its request), a request of at most REQ_MAX bytes, and
  * CONN_TIMEOUT_MS for the whole exchange; nothing a client sends can make
  * the loop wait.  A scrape waits for the loop's current callback, which
  * the stage keeps short anyway (it also answers its doorbells there).
@@ -35,6 +35,7 @@ struct mconn {
 	struct mhttp *h;
 	int fd;
 	int64_t timer;
+	int64_t since;		/* accepted at (now_ms) */
 	size_t rlen;
 	char *out;		/* the whole answer, once the request is read */
 	size_t olen, off;
@@ -169,12 +170,24 @@ accept_cb(struct stage *st, int fd, short revents, void *arg)
 		for (i = 0; i < MAX_CONNS && h->c[i] != NULL; i++)
 			;
 		if (i == MAX_CONNS) {
-			close(cfd);	/* busy: a scraper retries */
-			continue;
+			/* full: the oldest that has not sent its request yet makes room */
+			size_t old = MAX_CONNS;
+
+			for (size_t k = 0; k < MAX_CONNS; k++)
+				if (h->c[k]->out == NULL && (old == MAX_CONNS ||
+				    h->c[k]->since < h->c[old]->since))
+					old = k;
+			if (old == MAX_CONNS) {
+				close(cfd);	/* all answering: a scraper retries */
+				continue;
+			}
+			conn_close(h->c[old]);
+			i = old;
 		}
 		c = xcalloc(1, sizeof(*c));
 		c->h = h;
 		c->fd = cfd;
+		c->since = now_ms();
 		h->c[i] = c;
 		if (stage_add_fd(st, cfd, POLLIN, conn_cb, c) < 0) {
 			h->c[i] = NULL;

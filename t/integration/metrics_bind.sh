@@ -119,6 +119,44 @@ check "... and the renderer on base+2" \
     sh -c "curl -sf --max-time 5 http://127.0.0.1:$((MB + 2))/metrics | grep -q 'decod_items_total{stage=\"renderer\"'"
 port_open "$((MB + 1))"
 is "$?" 1 "nothing serves the fetcher's place after metrics_listen (base+1)"
+
+# the stage's loop answers them itself: what a client sends cannot stall it
+python3 - "$OWN" <<'PY'
+import socket, sys, time
+port = int(sys.argv[1])
+def ask(raw):
+    s = socket.create_connection(("127.0.0.1", port), 5)
+    s.settimeout(5)
+    s.sendall(raw)
+    out = b""
+    while True:
+        b = s.recv(65536)
+        if not b:
+            break
+        out += b
+    s.close()
+    return out
+# a client that sends half a request and waits
+stall = socket.create_connection(("127.0.0.1", port), 5)
+stall.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n")
+t0 = time.time()
+got = ask(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+assert got.startswith(b"HTTP/1.1 200 "), got[:80]
+assert b"decod_items_total" in got
+assert time.time() - t0 < 5, "a half-sent request held the scrape back"
+head = ask(b"HEAD /metrics HTTP/1.1\r\n\r\n")
+assert head.startswith(b"HTTP/1.1 200 ") and head.endswith(b"\r\n\r\n"), head[-80:]
+assert ask(b"POST /metrics HTTP/1.1\r\nContent-Length: 0\r\n\r\n").startswith(b"HTTP/1.1 405 ")
+assert ask(b"GET /nope HTTP/1.1\r\n\r\n").startswith(b"HTTP/1.1 404 ")
+assert ask(b"GET /metrics HTTP/1.1\r\nX: " + b"a" * 9000).startswith(b"HTTP/1.1 431 ")
+# more connections than it keeps (16) are closed, the loop still answers after
+many = [socket.create_connection(("127.0.0.1", port), 5) for _ in range(20)]
+for c in many:
+    c.close()
+stall.close()
+assert ask(b"GET /metrics HTTP/1.1\r\n\r\n").startswith(b"HTTP/1.1 200 ")
+PY
+ok $? "the loop's /metrics: a half-sent request does not stall a scrape; HEAD, 405, 404, 431; 20 connections at once"
 kill "$DPID"
 wait "$DPID" 2>/dev/null
 done_testing
