@@ -32,8 +32,30 @@ const struct conf_setting conf_table[] = {
 	{ "metrics_listen", CONF_STR, "", "METRICS_LISTEN", 0, 0,
 	  "HOST:PORT of the supervisor's Prometheus metrics; each stage serves on the "
 	  "next port, in the order fetcher, renderer, publisher, notifier, webhook, acl, "
-	  "web (PORT+1 to PORT+7), alone or supervised (unset: off)",
+	  "web (PORT+1 to PORT+7), alone or supervised (unset: off); metrics_listen_STAGE "
+	  "gives one stage its own",
 	  "* decod", CONF_LISTEN },
+	{ "metrics_listen_fetcher", CONF_STR, "", NULL, 0, 0,
+	  "HOST:PORT of the fetcher's Prometheus metrics, instead of its port after "
+	  "metrics_listen's", "fetcher", CONF_LISTEN },
+	{ "metrics_listen_renderer", CONF_STR, "", NULL, 0, 0,
+	  "HOST:PORT of the renderer's Prometheus metrics, instead of its port after "
+	  "metrics_listen's", "renderer", CONF_LISTEN },
+	{ "metrics_listen_publisher", CONF_STR, "", NULL, 0, 0,
+	  "HOST:PORT of the publisher's Prometheus metrics, instead of its port after "
+	  "metrics_listen's", "publisher", CONF_LISTEN },
+	{ "metrics_listen_notifier", CONF_STR, "", NULL, 0, 0,
+	  "HOST:PORT of the notifier's Prometheus metrics, instead of its port after "
+	  "metrics_listen's", "notifier", CONF_LISTEN },
+	{ "metrics_listen_webhook", CONF_STR, "", NULL, 0, 0,
+	  "HOST:PORT of the webhook's Prometheus metrics, instead of its port after "
+	  "metrics_listen's", "webhook", CONF_LISTEN },
+	{ "metrics_listen_acl", CONF_STR, "", NULL, 0, 0,
+	  "HOST:PORT of the acl's Prometheus metrics, instead of its port after "
+	  "metrics_listen's", "acl", CONF_LISTEN },
+	{ "metrics_listen_web", CONF_STR, "", NULL, 0, 0,
+	  "HOST:PORT of the web's Prometheus metrics, instead of its port after "
+	  "metrics_listen's", "web", CONF_LISTEN },
 	{ "metrics_port", CONF_INT, "0", "METRICS_PORT", 0, 65535,
 	  "the acl stage's Prometheus metrics port on every address, as the Go operator "
 	  "had it; wins over metrics_listen for acl (0: metrics_listen decides)",

@@ -11,16 +11,19 @@ libdecod_base_a_SOURCES = \
 	common/base/cron.c \
 	common/base/cron.h \
 	common/base/curl_epoll.c \
+	common/base/curl_lazy.c \
 	common/base/curl_epoll.h \
 	common/base/hash.c \
 	common/base/hash.h \
 	common/base/json.c \
 	common/base/json.h \
+	common/base/json_validate.c \
 	common/base/log.c \
 	common/base/log.h \
 	common/base/manifest.c \
 	common/base/manifest.h \
 	common/base/metrics.c \
+	common/base/metrics_http.c \
 	common/base/metrics.h \
 	common/base/metrics_series.c \
 	common/base/metrics_series.h \

@@ -1,8 +1,10 @@
 /*
  * metrics - counters, gauges and histograms in one mutex-protected
- * registry, rendered in Prometheus text format and served by
- * libmicrohttpd's own thread.  The HTTP thread only takes the lock long
- * enough to render; it never touches the stage's state, the journal or the
+ * registry, rendered in Prometheus text format.  What serves it is
+ * elsewhere, so a program links libmicrohttpd only if it uses it: the
+ * supervisor's libmicrohttpd thread (metrics_http.c), a stage's own loop
+ * (stage_metrics_http.c).  Rendering only takes the lock long enough to
+ * copy the numbers; it never touches the stage's state, the journal or the
  * store.  Families keep the order they were defined in; series keep the
  * order they first appeared in.  Where each program serves is decided by
  * metrics_addr, in one place, for the supervisor, the stages and decoctl.
@@ -19,8 +21,6 @@
 #include <unistd.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
-
-#include <microhttpd.h>
 
 #include "common/conf.h"
 #include "common/json.h"
@@ -50,7 +50,8 @@ struct metrics {
 	pthread_mutex_t mu;
 	struct family *f;
 	size_t n;
-	struct MHD_Daemon *httpd;
+	void *server;		/* what serves it (metrics_http.c, stage_metrics_http.c) */
+	void (*stop)(void *);
 	void (*collect)(struct metrics *, void *);
 	void *collect_arg;
 	size_t max_series;
@@ -101,8 +102,8 @@ metrics_free(struct metrics *m)
 {
 	if (m == NULL)
 		return;
-	if (m->httpd != NULL)
-		MHD_stop_daemon(m->httpd);
+	if (m->stop != NULL)
+		m->stop(m->server);
 	for (size_t i = 0; i < m->n; i++) {
 		for (size_t k = 0; k < m->f[i].n; k++) {
 			free(m->f[i].s[k].labels);
@@ -470,58 +471,17 @@ metrics_render(struct metrics *m, size_t *len)
 	return buf_steal(&b, len);
 }
 
-/* answer - libmicrohttpd's request handler (its own thread) */
-static enum MHD_Result
-answer(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
-    const char *version, const char *upload, size_t *upload_len, void **state)
-{
-	struct metrics *m = cls;
-	struct MHD_Response *r;
-	enum MHD_Result rv;
-	unsigned status = MHD_HTTP_OK;
-	char *body;
-	size_t len;
-
-	(void)version;
-	(void)upload;
-	(void)upload_len;
-	(void)state;
-	if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0) {
-		body = xstrdup("method not allowed\n");
-		len = strlen(body);
-		status = MHD_HTTP_METHOD_NOT_ALLOWED;
-	} else if (strcmp(url, "/metrics") != 0 && strcmp(url, "/") != 0) {
-		body = xstrdup("not found; try /metrics\n");
-		len = strlen(body);
-		status = MHD_HTTP_NOT_FOUND;
-	} else {
-		body = metrics_render(m, &len);
-	}
-	r = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
-	MHD_add_response_header(r, "Content-Type", "text/plain; version=0.0.4; charset=utf-8");
-	rv = MHD_queue_response(conn, status, r);
-	MHD_destroy_response(r);
-	return rv;
-}
-
 int
-metrics_serve_addr(struct metrics *m, const char *addr, char *err, size_t errlen)
+metrics_listen_socket(const char *addr, char *err, size_t errlen)
 {
 	struct sockaddr_storage ss;
 	socklen_t sl;
 	int fd, one = 1;
 
-	if (addr == NULL || *addr == '\0')
-		return 0;
-	if (m->httpd != NULL) {
-		snprintf(err, errlen, "metrics are already served");
-		return -1;
-	}
 	if (listen_addr_parse(addr, &ss, &sl) < 0) {
 		snprintf(err, errlen, "\"%s\" is not HOST:PORT", addr);
 		return -1;
 	}
-	/* bind here, not in libmicrohttpd, to say why a port cannot be had */
 	if ((fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0) {
 		snprintf(err, errlen, "cannot listen on %s: %s", addr, strerror(errno));
 		return -1;
@@ -532,34 +492,43 @@ metrics_serve_addr(struct metrics *m, const char *addr, char *err, size_t errlen
 		close(fd);
 		return -1;
 	}
-	m->httpd = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG |
-	    (ss.ss_family == AF_INET6 ? MHD_USE_IPv6 : 0), 0, NULL, NULL, answer, m,
-	    MHD_OPTION_LISTEN_SOCKET, fd,
-	    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)10,
-	    MHD_OPTION_CONNECTION_LIMIT, (unsigned)64, MHD_OPTION_END);
-	if (m->httpd == NULL) {
-		snprintf(err, errlen, "cannot serve metrics on %s", addr);
-		close(fd);
-		return -1;
-	}
-	return 0;
+	return fd;
 }
 
-int
-metrics_serve(struct metrics *m, int port, char *err, size_t errlen)
+void
+metrics_set_server(struct metrics *m, void *server, void (*stop)(void *))
 {
-	char addr[16];
+	m->server = server;
+	m->stop = stop;
+}
 
-	if (port <= 0)
-		return 0;
-	snprintf(addr, sizeof(addr), ":%d", port);
-	return metrics_serve_addr(m, addr, err, errlen);
+void *
+metrics_server(const struct metrics *m)
+{
+	return m->server;
 }
 
 /* the fixed order of metrics ports after metrics_listen's own (the supervisor's) */
 static const char *const port_order[] = {
 	"decod", "fetcher", "renderer", "publisher", "notifier", "webhook", "acl", "web", NULL
 };
+
+/* who_setting - "metrics_listen_fetcher" and so on, as a string that lasts */
+static const char *
+who_setting(const char *who)
+{
+	static const char *const names[][2] = {
+		{ "fetcher", "metrics_listen_fetcher" }, { "renderer", "metrics_listen_renderer" },
+		{ "publisher", "metrics_listen_publisher" }, { "notifier", "metrics_listen_notifier" },
+		{ "webhook", "metrics_listen_webhook" }, { "acl", "metrics_listen_acl" },
+		{ "web", "metrics_listen_web" },
+	};
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (strcmp(names[i][0], who) == 0)
+			return names[i][1];
+	return "metrics_listen";
+}
 
 const char *
 metrics_addr(const struct conf *cf, const char *who, char *out, size_t outlen)
@@ -581,6 +550,30 @@ metrics_addr(const struct conf *cf, const char *who, char *out, size_t outlen)
 	for (int i = 0; port_order[i] != NULL; i++)
 		if (strcmp(port_order[i], who) == 0)
 			k = i;
+	/* a stage's own address wins over its place after metrics_listen */
+	if (k > 0) {
+		char name[64];
+
+		snprintf(name, sizeof(name), "metrics_listen_%s", who);
+		base = conf_get_for(cf, name, who);
+		if (*base != '\0') {
+			if ((colon = strrchr(base, ':')) == NULL ||
+			    (base[0] == '[' && colon[-1] != ']')) {
+				snprintf(out, outlen, "%s: \"%s\" is not HOST:PORT", name, base);
+				return NULL;
+			}
+			errno = 0;
+			port = strtol(colon + 1, &end, 10);
+			if (errno != 0 || end == colon + 1 || *end != '\0' || port < 1 ||
+			    port > 65535) {
+				snprintf(out, outlen, "%s: \"%s\" wants a port from 1 to 65535",
+				    name, base);
+				return NULL;
+			}
+			snprintf(out, outlen, "%s", base);
+			return who_setting(who);
+		}
+	}
 	base = conf_get_for(cf, "metrics_listen", "decod");
 	if (*base == '\0' || k < 0)
 		return "metrics_listen";

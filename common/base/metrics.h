@@ -1,10 +1,11 @@
 /*
  * metrics - the one Prometheus registry every decod program keeps: counters,
  * gauges and histograms with labels, rendered in the text exposition format
- * (version 0.0.4, HELP and TYPE for each family) and served from
- * libmicrohttpd's own thread, so a scrape never waits on a stage's loop.
+ * (version 0.0.4, HELP and TYPE for each family).  The supervisor serves it
+ * from libmicrohttpd's own thread (metrics_serve_addr); a stage from its
+ * own loop (stage_metrics_http.c), with no thread and no libmicrohttpd.
  * Updates take the registry's mutex for a moment and may come from any
- * thread; the HTTP thread only renders (and runs the collect hook).
+ * thread; serving only renders (and runs the collect hook).
  *
  * Label sets are bounded: a family keeps at most METRICS_MAX_SERIES series;
  * more are dropped (counted in decod_metrics_series_dropped_total).  Callers
@@ -81,8 +82,21 @@ void metrics_set_collect(struct metrics *m, void (*cb)(struct metrics *, void *)
 char *metrics_render(struct metrics *m, size_t *len);
 
 /*
+ * metrics_listen_socket - a listening TCP socket on "HOST:PORT", "[V6]:PORT"
+ * or ":PORT" (close-on-exec, blocking): the fd, or -1 with strerror in err
+ */
+int metrics_listen_socket(const char *addr, char *err, size_t errlen);
+
+/*
+ * metrics_set_server - what serves m, and how metrics_free stops it;
+ * metrics_server - that (NULL: nothing serves it yet)
+ */
+void metrics_set_server(struct metrics *m, void *server, void (*stop)(void *));
+void *metrics_server(const struct metrics *m);
+
+/*
  * metrics_serve - answer GET /metrics on port (every address) from a
- * libmicrohttpd thread.  0, or -1 with the reason in err.  Port 0: no-op.
+ * libmicrohttpd thread (metrics_http.c).  0, or -1 with the reason in err.  Port 0: no-op.
  */
 int metrics_serve(struct metrics *m, int port, char *err, size_t errlen);
 /*
@@ -95,10 +109,11 @@ int metrics_serve_addr(struct metrics *m, const char *addr, char *err, size_t er
  * metrics_addr - where program who ("decod", "fetcher", ..., "web") serves
  * its metrics: metrics_listen for the supervisor, the next ports in the
  * fixed order fetcher, renderer, publisher, notifier, webhook, acl, web
- * for the stages, and for acl metrics_port (any address) when that is set,
- * as the Go operator had it.  Writes "" when off.  Returns the setting
- * that decided it ("metrics_listen" or "metrics_port"), or NULL on a bad
- * value (the reason in out).  Reads metrics_port only for acl and decod.
+ * for the stages, unless metrics_listen_STAGE gives the stage its own
+ * HOST:PORT, and for acl metrics_port (any address) when that is set, as
+ * the Go operator had it.  Writes "" when off.  Returns the setting that
+ * decided it ("metrics_listen", "metrics_listen_fetcher"..., or
+ * "metrics_port"), or NULL on a bad value (the reason in out).  Reads metrics_port only for acl and decod.
  */
 const char *metrics_addr(const struct conf *cf, const char *who, char *out, size_t outlen);
 

@@ -81,6 +81,14 @@ void stage_recv_doorbells(struct stage *st);
 
 /* stage_metrics_start - define the skeleton's series, serve them; 0 or -1, logged */
 int stage_metrics_start(struct stage *st);
+/*
+ * stage_metrics_serve - answer GET /metrics on addr from the stage's loop
+ * (stage_metrics_http.c); the socket is bound here: 0, or -1 with the
+ * reason in err
+ */
+struct metrics;
+int stage_metrics_serve(struct stage *st, struct metrics *m, const char *addr, char *err,
+    size_t errlen);
 /* stage_observe_item - stage_observe for an item's result, timed from t0 (ms) */
 void stage_observe_item(struct stage *st, enum stage_result r, int64_t t0);
 

@@ -2,7 +2,7 @@
  * stage_metrics - what the skeleton records for every stage: work items by
  * stage and result, the stage's step duration (fetch, render, publish,
  * notify), and the process registry served on the stage's metrics address
- * (metrics_addr), from libmicrohttpd's thread.  A port that cannot be had
+ * (metrics_addr), from the stage's own loop (stage_metrics_http.c).  A port that cannot be had
  * is a broken start: the stage exits with EX_CONFIG, naming the setting.
  */
 #include "config.h"
@@ -74,7 +74,7 @@ stage_metrics_start(struct stage *st)
 	}
 	if (addr[0] == '\0')
 		return 0;
-	if (metrics_serve_addr(m, addr, err, sizeof(err)) < 0) {
+	if (stage_metrics_serve(st, m, addr, err, sizeof(err)) < 0) {
 		log_kv(LOG_ERROR, "cannot serve metrics", "setting", setting, "addr", addr,
 		    "error", err, NULL);
 		return -1;

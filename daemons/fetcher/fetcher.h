@@ -83,7 +83,9 @@ struct fetcher {
 	char *github_api, *github_token_file, *github_env_token, *oci_insecure;
 	/* the worker pool */
 	pthread_t *threads;
-	int nthreads;
+	int nthreads;		/* fetch_concurrency: the most it may have */
+	int nstarted;		/* started so far (on demand: an idle fetcher has none) */
+	int idle;		/* waiting for a job */
 	int remote_busy;	/* workers on a remote fetch (at most nthreads - 1) */
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
