@@ -326,7 +326,7 @@ journal_items_due(struct journal *j, const char *stage, size_t max,
 
 	*items = xcalloc(max ? max : 1, sizeof(**items));
 	if ((rc = journal_run(j, &st, "SELECT " ITEM_COLS " FROM items WHERE stage=? AND"
-	    " state='pending' AND not_before<=? ORDER BY id LIMIT ?", "siz", stage, now,
+	    " state='pending' AND not_before<=? ORDER BY kind='rollout', id LIMIT ?", "siz", stage, now,
 	    max)) < 0) {
 		free(*items);
 		*items = NULL;
