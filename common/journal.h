@@ -20,7 +20,7 @@
 
 struct journal;
 
-#define JOURNAL_SCHEMA_VERSION 4
+#define JOURNAL_SCHEMA_VERSION 5
 
 enum item_state { ITEM_PENDING, ITEM_DONE, ITEM_FAILED, ITEM_SUPERSEDED };
 
@@ -391,6 +391,19 @@ int journal_rollout_site_set(struct journal *j, int64_t id, const char *site,
  */
 int journal_rollout_rollback(struct journal *j, const char *ns, const char *tpl,
     char *why, size_t whylen);
+/*
+ * journal_rollout_settle - a "rollout" item for decofile ns/site was
+ * handled: its rows still queued in running rollouts are confirmed
+ * (nothing to adopt: it no longer lists the template, or was deleted).
+ */
+int journal_rollout_settle(struct journal *j, const char *ns, const char *site);
+/*
+ * journal_template_before - the newest tree of template ns/tpl other than
+ * hash (its generation and tree into prev, 65 bytes; "" and 0 if none).
+ * 0 or -1.
+ */
+int journal_template_before(struct journal *j, const char *ns, const char *tpl,
+    const char *hash, int64_t *generation, char *prev);
 /* journal_audit_mark - the newest audit row's id (0: none); -1 error */
 int64_t journal_audit_mark(struct journal *j);
 /*

@@ -266,3 +266,33 @@ journal_notify_after(struct journal *j, const char *ns, const char *name, int64_
 	sqlite3_finalize(st);
 	return rc == SQLITE_ROW ? 0 : 1;
 }
+
+int
+journal_rollout_settle(struct journal *j, const char *ns, const char *site)
+{
+	return journal_run(j, NULL, "UPDATE template_rollout_sites SET state='confirmed',"
+	    " reason='nothing to adopt' WHERE site=?2 AND state='queued' AND rollout IN"
+	    " (SELECT id FROM template_rollouts WHERE ns=?1 AND state='running')", "ss", ns,
+	    site) < 0 ? -1 : 0;
+}
+
+int
+journal_template_before(struct journal *j, const char *ns, const char *tpl,
+    const char *hash, int64_t *generation, char *prev)
+{
+	sqlite3_stmt *st;
+	int rc;
+
+	*generation = 0;
+	prev[0] = '\0';
+	if ((rc = journal_run(j, &st, "SELECT generation, tree_hash FROM template_trees WHERE"
+	    " ns=? AND name=? AND tree_hash<>? ORDER BY id DESC LIMIT 1", "sss", ns, tpl,
+	    hash)) < 0)
+		return -1;
+	if (rc == SQLITE_ROW) {
+		*generation = sqlite3_column_int64(st, 0);
+		journal_copy_col(st, 1, prev, 65);
+	}
+	sqlite3_finalize(st);
+	return 0;
+}
