@@ -350,7 +350,7 @@ struct journal_rollout_site {
 	char site[254];
 	int wave;
 	char state[16];	/* waiting queued rendered confirmed failed revert reverting reverted */
-	int64_t mark;	/* the audit id before its render: its notify verdict comes later */
+	int64_t mark;	/* the newest item id before its render: its notify verdict comes later */
 	char reason[512];
 	int64_t queued_ms;
 };
@@ -404,12 +404,14 @@ int journal_rollout_settle(struct journal *j, const char *ns, const char *site);
  */
 int journal_template_before(struct journal *j, const char *ns, const char *tpl,
     const char *hash, int64_t *generation, char *prev);
-/* journal_audit_mark - the newest audit row's id (0: none); -1 error */
-int64_t journal_audit_mark(struct journal *j);
+/* journal_items_mark - the newest item's id (0: none); -1 error */
+int64_t journal_items_mark(struct journal *j);
 /*
- * journal_notify_after - the notifier's newest verdict on decofile ns/name
- * recorded after audit id mark (its "confirmed=.. failed=.." detail).
- * 0 found, 1 none yet, -1 error.
+ * journal_notify_after - the notifier's newest finished item for decofile
+ * ns/name added after item id mark: its result ("confirmed=.. failed=..
+ * gone=.. missing_token=..", "failed: <error>" when it failed).  A silent
+ * decofile or one without replicas is done with no failure.  0 found, 1
+ * none yet, -1 error.
  */
 int journal_notify_after(struct journal *j, const char *ns, const char *name,
     int64_t mark, char *detail, size_t len);

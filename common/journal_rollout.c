@@ -237,12 +237,12 @@ fail:
 }
 
 int64_t
-journal_audit_mark(struct journal *j)
+journal_items_mark(struct journal *j)
 {
 	sqlite3_stmt *st;
 	int64_t id;
 
-	if (journal_run(j, &st, "SELECT COALESCE(MAX(id), 0) FROM audit", "") < 0)
+	if (journal_run(j, &st, "SELECT COALESCE(MAX(id), 0) FROM items", "") < 0)
 		return -1;
 	id = sqlite3_column_int64(st, 0);
 	sqlite3_finalize(st);
@@ -253,16 +253,20 @@ int
 journal_notify_after(struct journal *j, const char *ns, const char *name, int64_t mark,
     char *detail, size_t len)
 {
-	char obj[JOURNAL_OBJ_MAX];
+	char state[16], result[400];
 	sqlite3_stmt *st;
 	int rc;
 
-	journal_obj(obj, sizeof(obj), "decofile", ns, name);
-	if ((rc = journal_run(j, &st, "SELECT detail FROM audit WHERE object=? AND"
-	    " action='notify' AND id>? ORDER BY id DESC LIMIT 1", "si", obj, mark)) < 0)
+	if ((rc = journal_run(j, &st, "SELECT state, result FROM items WHERE stage='notifier'"
+	    " AND ns=? AND name=? AND id>? AND state IN ('done','failed')"
+	    " ORDER BY id DESC LIMIT 1", "ssi", ns, name, mark)) < 0)
 		return -1;
-	if (rc == SQLITE_ROW)
-		journal_copy_col(st, 0, detail, len);
+	if (rc == SQLITE_ROW) {
+		journal_copy_col(st, 0, state, sizeof(state));
+		journal_copy_col(st, 1, result, sizeof(result));
+		snprintf(detail, len, "%s%s", strcmp(state, "failed") == 0 ? "failed: " : "",
+		    result);
+	}
 	sqlite3_finalize(st);
 	return rc == SQLITE_ROW ? 0 : 1;
 }

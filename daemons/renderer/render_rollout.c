@@ -2,9 +2,9 @@
  * render_rollout - a DecofileTemplate generation on its way to the Auto
  * sites that used an older one, in waves: the canary first, then each
  * wave once every site of the previous one rendered it, its replicas
- * confirmed the reload (the notifier's verdict in the journal's audit)
- * and stayed so for spec.rollout.pause.  A wave with more failures than
- * maxFailed halts the rollout (RolloutHalted on the template); a rollback
+ * confirmed the reload (the notifier's finished item for the site, in the
+ * journal) and stayed so for spec.rollout.pause.  A wave with more
+ * failures than maxFailed halts the rollout (RolloutHalted on the template); a rollback
  * sends the sites that took it back to the previous generation.  The
  * renderer drives it because it is where a site's policy is applied and
  * the tree chosen; the journal holds every step, so a restart resumes.
@@ -428,7 +428,8 @@ refused(const char *detail)
 {
 	const char *f = strstr(detail, "failed="), *m = strstr(detail, "missing_token=");
 
-	return (f != NULL && atoi(f + 7) > 0) || (m != NULL && atoi(m + 14) > 0);
+	return strncmp(detail, "failed: ", 8) == 0 || (f != NULL && atoi(f + 7) > 0) ||
+	    (m != NULL && atoi(m + 14) > 0);
 }
 
 static void

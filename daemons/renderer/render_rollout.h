@@ -66,7 +66,7 @@ int render_rollout_gate(struct stage *st, const char *ns, const char *site, cons
 /*
  * render_rollout_after - record what a render did for each gated template:
  * ok (valid render), published (a new document went to the publisher),
- * mark (the audit id before the render was recorded), why (the error when
+ * mark (the newest item id before the render was recorded), why (the error when
  * !ok).  used[i] is what template i rendered from.
  */
 void render_rollout_after(struct stage *st, const char *ns, const char *site,

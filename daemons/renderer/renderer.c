@@ -594,7 +594,7 @@ render(struct stage *st, const struct journal_item *it, yajl_val doc)
 			res = STAGE_FAIL;
 			goto out;
 		}
-		if ((mark = journal_audit_mark(j)) < 0 || stage_begin(st) < 0) {
+		if ((mark = journal_items_mark(j)) < 0 || stage_begin(st) < 0) {
 			res = STAGE_RETRY;
 			goto out;
 		}
