@@ -404,6 +404,8 @@ int journal_rollout_settle(struct journal *j, const char *ns, const char *site);
  */
 int journal_template_before(struct journal *j, const char *ns, const char *tpl,
     const char *hash, int64_t *generation, char *prev);
+/* journal_items_pending - pending items of kind for stage; the count or -1 */
+int journal_items_pending(struct journal *j, const char *stage, const char *kind);
 /* journal_items_mark - the newest item's id (0: none); -1 error */
 int64_t journal_items_mark(struct journal *j);
 /*

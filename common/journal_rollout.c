@@ -236,6 +236,20 @@ fail:
 	return -1;
 }
 
+int
+journal_items_pending(struct journal *j, const char *stage, const char *kind)
+{
+	sqlite3_stmt *st;
+	int n;
+
+	if (journal_run(j, &st, "SELECT COUNT(*) FROM items WHERE stage=? AND state='pending'"
+	    " AND kind=?", "ss", stage, kind) < 0)
+		return -1;
+	n = sqlite3_column_int(st, 0);
+	sqlite3_finalize(st);
+	return n;
+}
+
 int64_t
 journal_items_mark(struct journal *j)
 {

@@ -27,6 +27,12 @@ check_PROGRAMS += t/unit/render_policy_test
 t_unit_render_policy_test_LDADD = $(RENDER_LIBS) $(DECOD_LIBS)
 TESTS += t/unit/render_policy_test
 
+check_PROGRAMS += t/unit/render_rollout_test
+t_unit_render_rollout_test_SOURCES = t/unit/render_rollout_test.c \
+	daemons/renderer/render_rollout.c
+t_unit_render_rollout_test_LDADD = $(RENDER_LIBS) $(DECOD_LIBS)
+TESTS += t/unit/render_rollout_test
+
 # the preview of a pending change: block and key diff of two documents
 check_PROGRAMS += t/unit/render_diff_test
 t_unit_render_diff_test_LDADD = $(RENDER_LIBS) $(DECOD_LIBS)

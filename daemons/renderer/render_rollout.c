@@ -29,6 +29,12 @@
 
 #define STAGE "renderer"
 #define TICK_MS 200
+/*
+ * at most this many rollout items wait in the renderer's queue: with their
+ * kind claimed last, a site's own edit waits behind at most these (and
+ * what the current batch already holds)
+ */
+#define QUEUED_MAX 16
 
 struct driver {
 	int64_t timer, last_ms;
@@ -496,8 +502,12 @@ enqueue(struct stage *st, const struct journal_rollout *r, int wave, const char 
     const char *next)
 {
 	struct queue q = { st, r->ns, next, 0 };
-	int budget = (int)drv.tokens;
+	int budget = (int)drv.tokens, queued;
 
+	if ((queued = journal_items_pending(stage_journal(st), STAGE, "rollout")) < 0)
+		return -1;
+	if (budget > QUEUED_MAX - queued)
+		budget = QUEUED_MAX - queued;
 	if (budget <= 0)
 		return 0;
 	if (stage_begin(st) < 0)
