@@ -344,6 +344,13 @@ struct journal_rollout {
 	int64_t confirmed_ms;	/* when the current wave was all confirmed, else 0 */
 };
 
+/*
+ * wave of a site whose policy is Manual or Window: woken once (so it says
+ * what waits), never gated by the waves; and the "any wave" of a query
+ */
+#define JOURNAL_ROLLOUT_OWNER (-1)
+#define JOURNAL_ROLLOUT_ANY (-1000)
+
 /* one site of a rollout: its wave and how far the new generation got */
 struct journal_rollout_site {
 	int64_t rollout;
@@ -371,7 +378,8 @@ int journal_rollout_active(struct journal *j,
 /* journal_rollout_update - store r's wave, state, reason, confirmed_ms; 0 or -1 */
 int journal_rollout_update(struct journal *j, const struct journal_rollout *r);
 /*
- * journal_rollout_sites - fn for the sites of rollout id in wave (-1: all)
+ * journal_rollout_sites - fn for the sites of rollout id in wave (or
+ * JOURNAL_ROLLOUT_ANY)
  * and, when state is not NULL, in that state; in wave then name order;
  * at most limit (0: all).  The count, or -1.
  */

@@ -142,7 +142,7 @@ journal_rollout_sites(struct journal *j, int64_t id, int wave, const char *state
 	int rc, n = 0;
 
 	if ((rc = journal_run(j, &st, "SELECT " SITE_COLS " FROM template_rollout_sites"
-	    " WHERE rollout=?1 AND (?2 < 0 OR wave=?2) AND (?3 = '' OR state=?3)"
+	    " WHERE rollout=?1 AND (?2 = -1000 OR wave=?2) AND (?3 = '' OR state=?3)"
 	    " ORDER BY wave, site LIMIT ?4", "iisi", id, (int64_t)wave, state ? state : "",
 	    (int64_t)(limit > 0 ? limit : -1))) < 0)
 		return -1;

@@ -207,6 +207,7 @@ struct users {
 	struct stage *st;
 	const char *ns, *tpl, *nh;
 	char (*names)[254];
+	int *owner;
 	size_t n, cap;
 };
 
@@ -226,14 +227,18 @@ add_user(void *arg, const char *name, int64_t generation)
 	if (resource_get(stage_store(u->st), "decofiles", u->ns, name, &doc, err,
 	    sizeof(err)) != 0)
 		return;
-	/* only Auto sites ride the waves; Manual and Window keep their policy */
-	if (render_policy_parse(doc, &pol, err, sizeof(err)) == 0 && pol.mode == RENDER_AUTO) {
-		if (u->n == u->cap) {
-			u->cap = u->cap ? 2 * u->cap : 64;
-			u->names = xrealloc(u->names, u->cap * sizeof(*u->names));
-		}
-		snprintf(u->names[u->n++], 254, "%s", name);
+	/*
+	 * only Auto sites ride the waves; Manual and Window keep their policy
+	 * and are woken once, first, so their condition says what waits
+	 */
+	if (u->n == u->cap) {
+		u->cap = u->cap ? 2 * u->cap : 64;
+		u->names = xrealloc(u->names, u->cap * sizeof(*u->names));
+		u->owner = xrealloc(u->owner, u->cap * sizeof(*u->owner));
 	}
+	u->owner[u->n] = render_policy_parse(doc, &pol, err, sizeof(err)) < 0 ||
+	    pol.mode != RENDER_AUTO;
+	snprintf(u->names[u->n++], 254, "%s", name);
 	yajl_tree_free(doc);
 }
 
@@ -244,7 +249,8 @@ render_rollout_begin(struct stage *st, const char *ns, const char *tpl)
 	struct journal_rollout r, old;
 	struct journal_rollout_site *sites;
 	struct rollout_spec sp;
-	struct users u = { st, ns, tpl, NULL, NULL, 0, 0 };
+	struct users u = { st, ns, tpl, NULL, NULL, NULL, 0, 0 };
+	size_t na = 0;
 	yajl_val doc = NULL;
 	char nh[65], why[512] = "", n[32];
 	int64_t ng;
@@ -284,11 +290,27 @@ render_rollout_begin(struct stage *st, const char *ns, const char *tpl)
 	u.nh = nh;
 	if (!bad && journal_template_users(j, ns, tpl, add_user, &u) < 0) {
 		free(u.names);
+		free(u.owner);
 		return -1;
 	}
+	/* the Auto sites first (names[0..na-1]), then the others */
+	for (size_t i = 0; i < u.n; i++)
+		if (!u.owner[i]) {
+			char t[254];
+			int o = u.owner[na];
+
+			memcpy(t, u.names[na], sizeof(t));
+			memcpy(u.names[na], u.names[i], sizeof(t));
+			memcpy(u.names[i], t, sizeof(t));
+			u.owner[na] = 0;
+			u.owner[i] = o;
+			na++;
+		}
 	wave = xcalloc(u.n ? u.n : 1, sizeof(*wave));
 	sites = xcalloc(u.n ? u.n : 1, sizeof(*sites));
-	r.waves = render_rollout_assign(&sp, ns, u.names, u.n, wave);
+	r.waves = render_rollout_assign(&sp, ns, u.names, na, wave);
+	for (size_t i = na; i < u.n; i++)
+		wave[i] = JOURNAL_ROLLOUT_OWNER;
 	r.pause_ms = sp.pause_ms;
 	r.max_failed = sp.max_failed;
 	r.max_failed_pct = sp.max_failed_pct;
@@ -300,6 +322,7 @@ render_rollout_begin(struct stage *st, const char *ns, const char *tpl)
 	free(wave);
 	free(sites);
 	free(u.names);
+	free(u.owner);
 	if (r.id < 0)
 		return -1;
 	snprintf(r.state, sizeof(r.state), "running");
@@ -311,7 +334,7 @@ render_rollout_begin(struct stage *st, const char *ns, const char *tpl)
 		if (journal_rollout_update(j, &r) < 0)
 			return -1;
 	}
-	snprintf(n, sizeof(n), "%zu", u.n);
+	snprintf(n, sizeof(n), "%zu", na);
 	log_kv(LOG_INFO, "template rollout started", "ns", ns, "name", tpl, "tree", nh,
 	    "auto_sites", n, "state", r.state, NULL);
 	status(st, &r);
@@ -496,7 +519,7 @@ queue_site(void *arg, const struct journal_rollout_site *s)
 	q->n++;
 }
 
-/* enqueue - up to the tokens of the sites of r in wave (-1 any) and state */
+/* enqueue - up to the tokens of the sites of r in wave (or JOURNAL_ROLLOUT_ANY) and state */
 static int
 enqueue(struct stage *st, const struct journal_rollout *r, int wave, const char *state,
     const char *next)
@@ -535,9 +558,12 @@ drive(void *arg, const struct journal_rollout *cur)
 	int allowed;
 
 	if (strcmp(r.state, "rolledback") == 0) {
-		enqueue(st, &r, -1, "revert", "reverting");
+		enqueue(st, &r, JOURNAL_ROLLOUT_ANY, "revert", "reverting");
 		return;
 	}
+	/* Manual and Window sites first: a render that only says what waits */
+	if (enqueue(st, &r, JOURNAL_ROLLOUT_OWNER, "waiting", "queued") != 0)
+		return;
 	for (;;) {
 		memset(&w, 0, sizeof(w));
 		w.st = st;
