@@ -69,6 +69,14 @@ CANARY=$(for s in $SITES; do printf '%s %s\n' "$(printf '%s' "$NS/$s" | sha256su
     sort | head -1 | cut -d' ' -f2)
 diag "canary: $CANARY"
 
+# the canary's replica confirms reloads
+"$SITE" --port 0 --lenient --register "local:$T/store" --namespace "$NS" \
+    --deployment "$CANARY" --id good --ttl 60 >"$T/good.out" 2>"$T/good.err" &
+GOOD=$!
+track_pid $GOOD
+wait_for "$(scaled 10)" grep -q '^listening on' "$T/good.out" || bail "replica did not start"
+GOOD_PORT=$(awk '/^listening on/ {print $3}' "$T/good.out" | sed 's/.*://')
+
 # --- generation 2: canary, then wave 1, then wave 2 ---------------------------
 tpl g2
 check "generation 2 reaches every site" wait_for "$(scaled 60)" all_label g2
@@ -92,10 +100,19 @@ is "$order_ok" 1 "canary, then wave 1, then wave 2, each after the previous one 
 is "$(db_read "$DB" "SELECT count(*) FROM template_rollout_sites WHERE rollout=$RID AND state='confirmed'")" \
     5 "every site confirmed (its replicas, here none, answered)"
 is "$(tstatus | jq -c '[.adopted, .pending, .failed]')" "[5,0,0]" "template status: 5 adopted"
+is "$(db_read "$DB" "SELECT result FROM items WHERE stage='notifier' AND name='$CANARY' ORDER BY id DESC LIMIT 1")" \
+    "confirmed=1 failed=0 gone=0 missing_token=0" "the canary's replica confirmed generation 2"
+is "$(ctl get decofile "$CANARY" -o json | jq -r '.status.conditions[] | select(.type=="PodsNotified") | .status')" \
+    True "the canary: PodsNotified=True"
+is "$(curl -s --max-time 5 "http://127.0.0.1:$GOOD_PORT/.decofile" | jq -r .sha256)" \
+    "$(ctl get decofile "$CANARY" -o json | jq -r .status.contentHash)" \
+    "the canary's replica serves the generation 2 document"
 check "RolloutHalted=False RolloutComplete on the template" wait_for "$(scaled 10)" \
     sh -c "'$DECOCTL' -n $NS get template base -o json | jq -r '.status.conditions[]? | select(.type==\"RolloutHalted\") | .reason' | grep -qx RolloutComplete"
 
 # --- generation 3: the canary's replica refuses the reload --------------------
+kill "$GOOD"	# it deregisters on SIGTERM
+wait "$GOOD" 2>/dev/null
 "$SITE" --port 0 --fail --lenient --register "local:$T/store" --namespace "$NS" \
     --deployment "$CANARY" --id bad --ttl 60 >"$T/bad.out" 2>"$T/bad.err" &
 BAD=$!
