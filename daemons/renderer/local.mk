@@ -8,6 +8,7 @@ daemons_renderer_librender_a_SOURCES = \
 	daemons/renderer/render_brotli.c daemons/renderer/render_brotli.h \
 	daemons/renderer/render_tree.c daemons/renderer/render_tree.h \
 	daemons/renderer/render_policy.c daemons/renderer/render_policy.h \
+	daemons/renderer/render_rollout_spec.c \
 	daemons/renderer/render_diff.c daemons/renderer/render_diff.h
 RENDER_LIBS = daemons/renderer/librender.a
 
@@ -28,8 +29,6 @@ t_unit_render_policy_test_LDADD = $(RENDER_LIBS) $(DECOD_LIBS)
 TESTS += t/unit/render_policy_test
 
 check_PROGRAMS += t/unit/render_rollout_test
-t_unit_render_rollout_test_SOURCES = t/unit/render_rollout_test.c \
-	daemons/renderer/render_rollout.c
 t_unit_render_rollout_test_LDADD = $(RENDER_LIBS) $(DECOD_LIBS)
 TESTS += t/unit/render_rollout_test
 

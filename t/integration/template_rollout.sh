@@ -170,4 +170,10 @@ check "its rollout completes" wait_for "$(scaled 20)" ro_state done
 is "$(db_read "$DB" "SELECT state FROM template_rollouts WHERE id=$RID3")" rolledback \
     "the journal keeps the rolled-back rollout"
 
+# --- decoctl apply refuses a bad spec.rollout, naming the field ----------------
+sed 's/canary: 1,/canary: "150%",/' "$T/base.yaml" >"$T/bad.yaml"
+ctl apply -f "$T/bad.yaml" 2>"$T/bad-apply.err"
+ok "$([ $? -ne 0 ]; echo $?)" "decoctl apply refuses canary: 150%"
+check "... naming the field" grep -q 'template/base: spec.rollout.canary' "$T/bad-apply.err"
+
 done_testing
