@@ -124,8 +124,8 @@ EXTRA_DIST += t/integration/kube_scale_smoke.sh
 TESTS += t/integration/kube_e2e.sh
 EXTRA_DIST += t/integration/kube_e2e.sh
 # a Decofile's hold through kubectl: spec.suspend, deco.sites/rollback-to
-TESTS += t/integration/kube_suspend.sh
-EXTRA_DIST += t/integration/kube_suspend.sh
+TESTS += t/integration/kube_suspend.sh t/integration/kube_template_rollout.sh
+EXTRA_DIST += t/integration/kube_suspend.sh t/integration/kube_template_rollout.sh
 TESTS += t/integration/kube_faults.sh
 EXTRA_DIST += t/integration/kube_faults.sh
 # one owner of the CRs' status: one manager, applies counted, hand edits kept, adoption
