@@ -602,6 +602,13 @@ journal_prune(struct journal *j, int64_t age_ms)
 	    " u.template=template_trees.name AND u.tree_hash=template_trees.tree_hash)",
 	    "s", cutoff) < 0)
 		goto fail;
+	/* rollouts: each template's newest is kept (it is in force), older ones age out */
+	if (journal_run(j, NULL, "DELETE FROM template_rollout_sites WHERE rollout IN"
+	    " (SELECT id FROM template_rollouts WHERE updated_at<? AND id NOT IN"
+	    " (SELECT MAX(id) FROM template_rollouts GROUP BY ns, name))", "s", cutoff) < 0 ||
+	    journal_run(j, NULL, "DELETE FROM template_rollouts WHERE updated_at<? AND id NOT IN"
+	    " (SELECT MAX(id) FROM template_rollouts GROUP BY ns, name)", "s", cutoff) < 0)
+		goto fail;
 	for (size_t i = 0; i < sizeof(tables) / sizeof(tables[0]); i++) {
 		/* keep the newest row of each object, however old */
 		if (strcmp(tables[i], "audit") == 0)

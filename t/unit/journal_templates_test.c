@@ -134,6 +134,13 @@ rollouts(struct journal *j)
 	ok(strstr(why, "already rolledback") != NULL, "... saying why (%s)", why);
 	is_int(journal_rollout_rollback(j, "ns", "none", why, sizeof(why)), -2,
 	    "no rollout: nothing to roll back");
+	/* retention: the superseded rollout and its sites go, the newest stays */
+	sqlite3_exec(journal_db(j), "UPDATE template_rollouts SET updated_at="
+	    "'2000-01-01T00:00:00.000Z'", NULL, NULL, NULL);
+	ok(journal_prune(j, 1000) == 0 && journal_rollout_site_get(j, id1, "b", &gs) == 1 &&
+	    journal_rollout_newest(j, "ns", "base", &got) == 0 && got.id == id2 &&
+	    journal_rollout_site_get(j, id2, "a", &gs) == 0,
+	    "pruning drops the superseded rollout and its sites, keeps the newest");
 }
 
 int
