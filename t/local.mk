@@ -128,8 +128,8 @@ EXTRA_DIST += t/integration/kube_scale_smoke.sh
 TESTS += t/integration/kube_e2e.sh
 EXTRA_DIST += t/integration/kube_e2e.sh
 # a Decofile's hold through kubectl: spec.suspend, deco.sites/rollback-to
-TESTS += t/integration/kube_suspend.sh
-EXTRA_DIST += t/integration/kube_suspend.sh
+TESTS += t/integration/kube_suspend.sh t/integration/kube_template_rollout.sh
+EXTRA_DIST += t/integration/kube_suspend.sh t/integration/kube_template_rollout.sh
 TESTS += t/integration/kube_faults.sh
 EXTRA_DIST += t/integration/kube_faults.sh
 # one owner of the CRs' status: one manager, applies counted, hand edits kept, adoption
@@ -141,6 +141,8 @@ t_unit_cron_test_LDADD = $(TEST_LIBS)
 TESTS += t/unit/cron_test
 TESTS += t/integration/template_policy.sh
 EXTRA_DIST += t/integration/template_policy.sh
+TESTS += t/integration/template_rollout.sh t/integration/template_fanout.sh
+EXTRA_DIST += t/integration/template_rollout.sh t/integration/template_fanout.sh
 # the preview of a pending template or source change (decoctl diff NAME)
 TESTS += t/integration/template_diff.sh
 EXTRA_DIST += t/integration/template_diff.sh

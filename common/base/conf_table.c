@@ -168,6 +168,10 @@ const struct conf_setting conf_table[] = {
 	  "renderer", 0 },
 	{ "brotli_window", CONF_INT, "24", NULL, 10, 24, "brotli window bits (10-24)",
 	  "renderer", 0 },
+	{ "template_rollout_rate", CONF_INT, "20", NULL, 1, 100000,
+	  "sites a DecofileTemplate rollout wave enqueues per second, each behind the "
+	  "sites' own edits (doc/templates.md)",
+	  "renderer", CONF_LIVE },
 	/* publisher */
 	{ "default_target", CONF_STR, "file", NULL, 0, 0, "target of a Decofile that names none",
 	  "renderer publisher webhook web", 0 },

@@ -326,7 +326,7 @@ journal_items_due(struct journal *j, const char *stage, size_t max,
 
 	*items = xcalloc(max ? max : 1, sizeof(**items));
 	if ((rc = journal_run(j, &st, "SELECT " ITEM_COLS " FROM items WHERE stage=? AND"
-	    " state='pending' AND not_before<=? ORDER BY id LIMIT ?", "siz", stage, now,
+	    " state='pending' AND not_before<=? ORDER BY kind='rollout', id LIMIT ?", "siz", stage, now,
 	    max)) < 0) {
 		free(*items);
 		*items = NULL;
@@ -601,6 +601,13 @@ journal_prune(struct journal *j, int64_t age_ms)
 	    " (SELECT 1 FROM template_uses u WHERE u.ns=template_trees.ns AND"
 	    " u.template=template_trees.name AND u.tree_hash=template_trees.tree_hash)",
 	    "s", cutoff) < 0)
+		goto fail;
+	/* rollouts: each template's newest is kept (it is in force), older ones age out */
+	if (journal_run(j, NULL, "DELETE FROM template_rollout_sites WHERE rollout IN"
+	    " (SELECT id FROM template_rollouts WHERE updated_at<? AND id NOT IN"
+	    " (SELECT MAX(id) FROM template_rollouts GROUP BY ns, name))", "s", cutoff) < 0 ||
+	    journal_run(j, NULL, "DELETE FROM template_rollouts WHERE updated_at<? AND id NOT IN"
+	    " (SELECT MAX(id) FROM template_rollouts GROUP BY ns, name)", "s", cutoff) < 0)
 		goto fail;
 	for (size_t i = 0; i < sizeof(tables) / sizeof(tables[0]); i++) {
 		/* keep the newest row of each object, however old */

@@ -20,7 +20,7 @@
 
 struct journal;
 
-#define JOURNAL_SCHEMA_VERSION 4
+#define JOURNAL_SCHEMA_VERSION 5
 
 enum item_state { ITEM_PENDING, ITEM_DONE, ITEM_FAILED, ITEM_SUPERSEDED };
 
@@ -77,7 +77,8 @@ int journal_item_fail(struct journal *j, int64_t id, const char *error);
 int journal_item_get(struct journal *j, int64_t id, struct journal_item *it);
 /*
  * journal_items_due - pending items for stage whose not_before has passed,
- * oldest first, at most max; *items is malloc'd (caller frees).  Returns
+ * oldest first, except that kind "rollout" (template work a rollout wave
+ * enqueued) comes after every other kind, at most max; *items is malloc'd (caller frees).  Returns
  * the count, or -1.  *next_due (if non-NULL) gets the earliest not_before
  * of the pending items not yet due (0: none).
  */
@@ -321,5 +322,108 @@ int journal_template_users(struct journal *j, const char *ns, const char *tpl,
  */
 int journal_template_waiting(struct journal *j,
     void (*fn)(void *arg, const char *ns, const char *name), void *arg);
+
+/* ---- DecofileTemplate rollouts in waves (journal_rollout.c) ---- */
+
+/*
+ * A rollout: one template generation (tree) on its way to the Auto sites
+ * that used an older one, wave by wave.  Wave 0 is the canary (possibly
+ * empty), then waves 1..waves.  state: running, halted, done, rolledback,
+ * superseded (a newer generation started its own).
+ */
+struct journal_rollout {
+	int64_t id;
+	char ns[254], name[254];
+	int64_t generation, prev_generation;
+	char tree_hash[65], prev_hash[65];
+	int waves, wave;
+	int64_t pause_ms;
+	int max_failed, max_failed_pct;	/* sites, or a percent of the wave when pct */
+	char state[16];
+	char reason[1024];
+	int64_t confirmed_ms;	/* when the current wave was all confirmed, else 0 */
+};
+
+/*
+ * wave of a site whose policy is Manual or Window: woken once (so it says
+ * what waits), never gated by the waves; and the "any wave" of a query
+ */
+#define JOURNAL_ROLLOUT_OWNER (-1)
+#define JOURNAL_ROLLOUT_ANY (-1000)
+
+/* one site of a rollout: its wave and how far the new generation got */
+struct journal_rollout_site {
+	int64_t rollout;
+	char site[254];
+	int wave;
+	char state[16];	/* waiting queued rendered confirmed failed revert reverting reverted */
+	int64_t mark;	/* the newest item id before its render: its notify verdict comes later */
+	char reason[512];
+	int64_t queued_ms;
+};
+
+/*
+ * journal_rollout_start - record rollout r (id, state, wave ignored) with
+ * its sites, superseding the template's running or halted one.  The new
+ * id, or -1.
+ */
+int64_t journal_rollout_start(struct journal *j, const struct journal_rollout *r,
+    const struct journal_rollout_site *sites, size_t n);
+/* journal_rollout_newest - template ns/tpl's newest rollout: 0, 1 none, -1 */
+int journal_rollout_newest(struct journal *j, const char *ns, const char *tpl,
+    struct journal_rollout *r);
+/* journal_rollout_active - fn for each running or rolled-back rollout; count or -1 */
+int journal_rollout_active(struct journal *j,
+    void (*fn)(void *arg, const struct journal_rollout *r), void *arg);
+/* journal_rollout_update - store r's wave, state, reason, confirmed_ms; 0 or -1 */
+int journal_rollout_update(struct journal *j, const struct journal_rollout *r);
+/*
+ * journal_rollout_sites - fn for the sites of rollout id in wave (or
+ * JOURNAL_ROLLOUT_ANY)
+ * and, when state is not NULL, in that state; in wave then name order;
+ * at most limit (0: all).  The count, or -1.
+ */
+int journal_rollout_sites(struct journal *j, int64_t id, int wave, const char *state,
+    int limit, void (*fn)(void *arg, const struct journal_rollout_site *s), void *arg);
+/* journal_rollout_site_get - 0 found, 1 not a site of rollout id, -1 */
+int journal_rollout_site_get(struct journal *j, int64_t id, const char *site,
+    struct journal_rollout_site *s);
+/* journal_rollout_site_set - state, mark (< 0: kept), reason (NULL: kept); 0 or -1 */
+int journal_rollout_site_set(struct journal *j, int64_t id, const char *site,
+    const char *state, int64_t mark, const char *reason);
+/*
+ * journal_rollout_rollback - stop template ns/tpl's newest rollout and
+ * mark for revert every site whose last render used its tree (whatever
+ * its policy).  The number of sites to revert, -1 error, -2 nothing to
+ * roll back (why says so).
+ */
+int journal_rollout_rollback(struct journal *j, const char *ns, const char *tpl,
+    char *why, size_t whylen);
+/*
+ * journal_rollout_settle - a "rollout" item for decofile ns/site was
+ * handled: its rows still queued in running rollouts are confirmed
+ * (nothing to adopt: it no longer lists the template, or was deleted).
+ */
+int journal_rollout_settle(struct journal *j, const char *ns, const char *site);
+/*
+ * journal_template_before - the newest tree of template ns/tpl other than
+ * hash (its generation and tree into prev, 65 bytes; "" and 0 if none).
+ * 0 or -1.
+ */
+int journal_template_before(struct journal *j, const char *ns, const char *tpl,
+    const char *hash, int64_t *generation, char *prev);
+/* journal_items_pending - pending items of kind for stage; the count or -1 */
+int journal_items_pending(struct journal *j, const char *stage, const char *kind);
+/* journal_items_mark - the newest item's id (0: none); -1 error */
+int64_t journal_items_mark(struct journal *j);
+/*
+ * journal_notify_after - the notifier's newest finished item for decofile
+ * ns/name added after item id mark: its result ("confirmed=.. failed=..
+ * gone=.. missing_token=..", "failed: <error>" when it failed).  A silent
+ * decofile or one without replicas is done with no failure.  0 found, 1
+ * none yet, -1 error.
+ */
+int journal_notify_after(struct journal *j, const char *ns, const char *name,
+    int64_t mark, char *detail, size_t len);
 
 #endif

@@ -138,6 +138,35 @@ static const char *const migrations[] = {
 	"  at TEXT NOT NULL DEFAULT (" NOW "),"
 	"  PRIMARY KEY (ns, name, template));"
 	"CREATE INDEX template_uses_template ON template_uses (ns, template);",
+	/*
+	 * 4 -> 5: a DecofileTemplate generation's rollout in waves (state: the
+	 * newest row per template is the one in force) and each Auto site's
+	 * wave and progress, so a restarted renderer picks the rollout up
+	 * where it was.  Items the rollout driver enqueues have kind
+	 * 'rollout' and are claimed after every other kind (journal.c).
+	 */
+	"CREATE TABLE template_rollouts ("
+	"  id INTEGER PRIMARY KEY AUTOINCREMENT,"
+	"  ns TEXT NOT NULL, name TEXT NOT NULL,"
+	"  generation INTEGER NOT NULL, tree_hash TEXT NOT NULL,"
+	"  prev_generation INTEGER NOT NULL DEFAULT 0, prev_hash TEXT NOT NULL DEFAULT '',"
+	"  waves INTEGER NOT NULL, wave INTEGER NOT NULL DEFAULT 0,"
+	"  pause_ms INTEGER NOT NULL DEFAULT 0, max_failed INTEGER NOT NULL DEFAULT 0,"
+	"  max_failed_pct INTEGER NOT NULL DEFAULT 0,"
+	"  state TEXT NOT NULL DEFAULT 'running' CHECK (state IN"
+	"    ('running','halted','done','rolledback','superseded')),"
+	"  reason TEXT NOT NULL DEFAULT '',"
+	"  confirmed_ms INTEGER NOT NULL DEFAULT 0,"
+	"  at TEXT NOT NULL DEFAULT (" NOW "), updated_at TEXT NOT NULL DEFAULT (" NOW "));"
+	"CREATE INDEX template_rollouts_object ON template_rollouts (ns, name, id);"
+	"CREATE TABLE template_rollout_sites ("
+	"  rollout INTEGER NOT NULL, site TEXT NOT NULL, wave INTEGER NOT NULL,"
+	"  state TEXT NOT NULL DEFAULT 'waiting' CHECK (state IN ('waiting','queued',"
+	"    'rendered','confirmed','failed','revert','reverting','reverted')),"
+	"  mark INTEGER NOT NULL DEFAULT 0, reason TEXT NOT NULL DEFAULT '',"
+	"  queued_ms INTEGER NOT NULL DEFAULT 0,"
+	"  PRIMARY KEY (rollout, site));"
+	"CREATE INDEX template_rollout_sites_site ON template_rollout_sites (site);",
 };
 
 #define NMIGRATIONS ((int)(sizeof(migrations) / sizeof(migrations[0])))

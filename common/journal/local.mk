@@ -8,4 +8,5 @@ libdecod_journal_a_SOURCES = \
 	common/journal/journal_query.c \
 	common/journal/journal_schema.c \
 	common/journal/journal_templates.c \
+	common/journal/journal_rollout.c \
 	common/journal/journal_versions.c

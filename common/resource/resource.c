@@ -75,7 +75,8 @@ static const char *const decofile_fields[] = { SOURCE_FIELDS, "deploymentId",
 	"templates", "updatePolicy", "updatePolicy.templateChanges",
 	"updatePolicy.window", "updatePolicy.duration", "updatePolicy.timeZone", "silent", "notify", "notify.style",
 	"notify.concurrency", "endpoints", "suspend", NULL };
-static const char *const template_fields[] = { SOURCE_FIELDS, NULL };
+static const char *const template_fields[] = { SOURCE_FIELDS, "rollout", "rollout.canary",
+	"rollout.waves", "rollout.pause", "rollout.maxFailed", NULL };
 static const char *const tenant_fields[] = { "valkeyAcl", "site", NULL };
 static const char *const endpoint_fields[] = { "url", "style", "tsFile", "token", NULL };
 
