@@ -138,6 +138,13 @@ static const char *const migrations[] = {
 	"  at TEXT NOT NULL DEFAULT (" NOW "),"
 	"  PRIMARY KEY (ns, name, template));"
 	"CREATE INDEX template_uses_template ON template_uses (ns, template);",
+	/*
+	 * 4 -> 5: the brotli quality of a render's bin blob.  NULL is the
+	 * renderer's fast setting (brotli_quality) at the time; a background
+	 * recompression adds a row for the same content hash with the slower
+	 * quality it stored (journal_brotli.c).
+	 */
+	"ALTER TABLE renders ADD COLUMN quality INTEGER;",
 };
 
 #define NMIGRATIONS ((int)(sizeof(migrations) / sizeof(migrations[0])))

@@ -11,6 +11,7 @@ libdecod_a_SOURCES = \
 	common/journal.c common/journal.h common/journal_impl.h common/journal_query.c \
 	common/journal_schema.c \
 	common/journal_versions.c common/journal_templates.c \
+	common/journal_brotli.c common/journal_brotli.h \
 	common/stage.c common/stage.h common/stage_impl.h common/stage_items.c \
 	common/stage_health.c common/stage_health.h \
 	common/stage_ctl.c common/stage_ctl.h common/stage_metrics.c \

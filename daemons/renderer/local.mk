@@ -16,7 +16,8 @@ t_unit_render_merge_test_LDADD = $(RENDER_LIBS) $(DECOD_LIBS)
 TESTS += t/unit/render_merge_test
 
 decodlibexec_PROGRAMS += daemons/renderer/renderer
-daemons_renderer_renderer_SOURCES = daemons/renderer/renderer.c
+daemons_renderer_renderer_SOURCES = daemons/renderer/renderer.c \
+	daemons/renderer/render_recompress.c daemons/renderer/render_recompress.h
 daemons_renderer_renderer_LDADD = $(RENDER_LIBS) $(DECOD_LIBS)
 
 TESTS += t/integration/render_stage.sh
