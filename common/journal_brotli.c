@@ -23,7 +23,7 @@ journal_record_recompress(struct journal *j, const char *ns, const char *name,
 	snprintf(detail, sizeof(detail), "hash=%s bin=%s quality=%d size=%zu", content_hash,
 	    bin_hash, quality, size);
 	if (journal_run(j, NULL, "INSERT INTO renders (ns, name, content_hash, format, size,"
-	    " tree_hash, bin_hash, quality) VALUES (?, ?, ?, 'bin', ?, ?, ?, ?)", "sssszssi", ns,
+	    " tree_hash, bin_hash, quality) VALUES (?, ?, ?, 'bin', ?, ?, ?, ?)", "ssszssi", ns,
 	    name, content_hash, size, tree_hash, bin_hash, (int64_t)quality) < 0)
 		return -1;
 	return journal_audit(j, "renderer", journal_obj(obj, sizeof(obj), "decofile", ns, name),

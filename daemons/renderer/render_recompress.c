@@ -322,6 +322,14 @@ void
 render_recompress_settings(struct render_recompress *rr, int quality, int window,
     int64_t delay_ms, int nice)
 {
+	char q[16], d[32];
+
+	if (quality != rr->quality || delay_ms != rr->delay_ms) {
+		snprintf(q, sizeof(q), "%d", quality);
+		snprintf(d, sizeof(d), "%lld", (long long)delay_ms);
+		log_kv(LOG_INFO, "background recompression settings", "quality", q,
+		    "delay_ms", d, NULL);
+	}
 	rr->quality = quality;
 	rr->window = window;
 	rr->nice = nice;
