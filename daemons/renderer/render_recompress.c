@@ -310,8 +310,28 @@ fire(struct stage *st, void *arg)
 	struct job *j = arg;
 	struct render_recompress *rr = j->rr;
 
-	(void)st;
+	int busy = 0;
+	char *json;
+	size_t len;
+
 	pthread_mutex_lock(&rr->mu);
+	for (struct job *x = rr->jobs; x != NULL; x = x->next)
+		busy |= x->state == JOB_QUEUED || x->state == JOB_RUNNING;
+	pthread_mutex_unlock(&rr->mu);
+	if (busy) {
+		/* one document in memory at a time: waiting jobs hold only names */
+		j->timer = stage_add_timer(st, 1000, fire, j);
+		return;
+	}
+	if ((json = spool_get(stage_spool(st), j->hash, &len)) == NULL) {
+		log_kv(LOG_WARN, "recompression dropped: document not in the spool", "ns", j->ns,
+		    "name", j->name, "hash", j->hash, NULL);
+		render_recompress_cancel(rr, j->ns, j->name);
+		return;
+	}
+	pthread_mutex_lock(&rr->mu);
+	j->json = json;
+	j->len = len;
 	j->timer = 0;
 	j->state = JOB_QUEUED;
 	pthread_cond_signal(&rr->cv);
@@ -389,8 +409,7 @@ render_recompress_queue(struct render_recompress *rr, const char *ns, const char
 	snprintf(j->hash, sizeof(j->hash), "%s", hash);
 	snprintf(j->tree, sizeof(j->tree), "%s", tree);
 	snprintf(j->commit, sizeof(j->commit), "%s", commit);
-	j->json = xmalloc(len + 1);
-	memcpy(j->json, json, len);
+	(void)json;	/* read back from the spool when its turn comes */
 	j->len = len;
 	j->binlen = binlen;
 	j->quality = rr->quality;
@@ -412,17 +431,16 @@ resume_one(void *arg, const char *ns, const char *name, const char *hash, const 
 	struct render_recompress *rr = arg;
 	struct spool *sp = stage_spool(rr->st);
 	char last[65], fmt[8], bin[65];
-	char *json, *b;
-	size_t len, blen = 0;
+	char *b;
+	size_t blen = 0;
 
-	if ((json = spool_get(sp, hash, &len)) == NULL)
+	if (!spool_has(sp, hash))
 		return;		/* gone from the spool: the fast blob stays */
 	if (journal_last_render(stage_journal(rr->st), ns, name, last, fmt, bin) == 0 &&
 	    (b = spool_get(sp, bin, &blen)) != NULL)
 		free(b);
 	log_kv(LOG_INFO, "recompression resumed", "ns", ns, "name", name, "hash", hash, NULL);
-	render_recompress_queue(rr, ns, name, hash, tree, "", json, len, blen);
-	free(json);
+	render_recompress_queue(rr, ns, name, hash, tree, "", NULL, 0, blen);
 }
 
 void

@@ -28,9 +28,11 @@ void render_recompress_settings(struct render_recompress *rr, int quality, int w
     int64_t delay_ms, int nice);
 
 /*
- * render_recompress_queue - decofile ns/name was rendered to json (len
- * bytes, copied) with content hash, tree and commit, and its fast bin
- * takes binlen bytes: a recompression for it replaces any pending one
+ * render_recompress_queue - decofile ns/name was rendered (content hash,
+ * in the spool; json and len are not kept: the document is read back from
+ * the spool when the worker is free, so waiting jobs hold no document) with
+ * tree and commit, and its fast bin takes binlen bytes: a recompression
+ * for it replaces any pending one
  */
 void render_recompress_queue(struct render_recompress *rr, const char *ns, const char *name,
     const char *hash, const char *tree, const char *commit, const void *json, size_t len,
