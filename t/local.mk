@@ -42,8 +42,8 @@ TESTS += t/integration/supervisor.sh
 EXTRA_DIST += t/integration/supervisor.sh
 TESTS += t/integration/housekeeping.sh
 EXTRA_DIST += t/integration/housekeeping.sh
-TESTS += t/integration/rollout.sh
-EXTRA_DIST += t/integration/rollout.sh
+TESTS += t/integration/rollout.sh t/integration/brotli_recompress.sh t/integration/quarantine.sh
+EXTRA_DIST += t/integration/rollout.sh t/integration/brotli_recompress.sh t/integration/quarantine.sh
 # metrics on every daemon, read back through a real Prometheus; ports refused at start
 TESTS += t/integration/metrics_prometheus.sh t/integration/metrics_bind.sh t/integration/metrics_alerts.sh
 EXTRA_DIST += t/integration/metrics_prometheus.sh t/integration/metrics_bind.sh t/integration/metrics_alerts.sh deploy/monitoring/decod-alerts.yaml \

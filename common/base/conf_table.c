@@ -172,6 +172,12 @@ const struct conf_setting conf_table[] = {
 	  "sites a DecofileTemplate rollout wave enqueues per second, each behind the "
 	  "sites' own edits (doc/templates.md)",
 	  "renderer", CONF_LIVE },
+	{ "brotli_recompress_quality", CONF_INT, "11", NULL, 0, 11,
+	  "after a fast publish, recompress a .bin at this quality in the background and"
+	  " swap it in place without a reload (0: off)", "renderer", CONF_LIVE },
+	{ "brotli_recompress_delay", CONF_DURATION, "500ms", NULL, 0, 3600000,
+	  "wait after a render before its background recompression starts", "renderer",
+	  CONF_LIVE },
 	/* publisher */
 	{ "default_target", CONF_STR, "file", NULL, 0, 0, "target of a Decofile that names none",
 	  "renderer publisher webhook web", 0 },

@@ -20,7 +20,7 @@
 
 struct journal;
 
-#define JOURNAL_SCHEMA_VERSION 5
+#define JOURNAL_SCHEMA_VERSION 6
 
 enum item_state { ITEM_PENDING, ITEM_DONE, ITEM_FAILED, ITEM_SUPERSEDED };
 

@@ -167,6 +167,13 @@ static const char *const migrations[] = {
 	"  queued_ms INTEGER NOT NULL DEFAULT 0,"
 	"  PRIMARY KEY (rollout, site));"
 	"CREATE INDEX template_rollout_sites_site ON template_rollout_sites (site);",
+	/*
+	 * 5 -> 6: the brotli quality of a render's bin blob.  NULL is the
+	 * renderer's fast setting (brotli_quality) at the time; a background
+	 * recompression adds a row for the same content hash with the slower
+	 * quality it stored (journal_brotli.c).
+	 */
+	"ALTER TABLE renders ADD COLUMN quality INTEGER;",
 };
 
 #define NMIGRATIONS ((int)(sizeof(migrations) / sizeof(migrations[0])))

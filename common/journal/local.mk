@@ -9,4 +9,6 @@ libdecod_journal_a_SOURCES = \
 	common/journal/journal_schema.c \
 	common/journal/journal_templates.c \
 	common/journal/journal_rollout.c \
+	common/journal/journal_brotli.c \
+	common/journal/journal_brotli.h \
 	common/journal/journal_versions.c

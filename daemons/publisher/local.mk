@@ -14,7 +14,8 @@ daemons_publisher_libpublish_a_SOURCES = \
 	daemons/publisher/publish_configmap_write.c daemons/publisher/publish_configmap_int.h \
 	daemons/publisher/publish_file_target.c daemons/publisher/publish_file_drift.c \
 	daemons/publisher/publish_file_int.h daemons/publisher/publish_record.c \
-	daemons/publisher/publish_record.h daemons/publisher/objtab.c daemons/publisher/objtab.h
+	daemons/publisher/publish_record.h daemons/publisher/objtab.c daemons/publisher/objtab.h \
+	daemons/publisher/publish_file_swap.c daemons/publisher/publish_configmap_swap.c
 PUBLISH_LIBS = daemons/publisher/libpublish.a
 
 decodlibexec_PROGRAMS += daemons/publisher/publisher

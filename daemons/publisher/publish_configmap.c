@@ -631,6 +631,7 @@ const struct publish_target publish_configmap_target = {
 	.unavailable = "configmap needs a cluster",
 	.init = cm_init,
 	.publish = cm_publish,
+	.swap = pcm_swap,
 	.update = cm_update,
 	.remove = cm_remove,
 	.relist = cm_relist,

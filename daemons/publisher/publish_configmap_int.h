@@ -11,6 +11,8 @@
 #include <stdint.h>
 
 #include "common/journal.h"
+#include "common/stage.h"
+#include "proto/proto.h"
 #include "daemons/publisher/publish_record.h"
 
 #define STAGE PUBLISH_STAGE
@@ -46,7 +48,7 @@ struct pcm {
 	long repairs;
 };
 
-enum job_kind { JOB_PUBLISH, JOB_ADOPT, JOB_REPAIR, JOB_POLICY };
+enum job_kind { JOB_PUBLISH, JOB_ADOPT, JOB_REPAIR, JOB_POLICY, JOB_SWAP };
 
 /* one write of a ConfigMap, from its body to its record */
 struct job {
@@ -101,5 +103,11 @@ void pcm_job_free(struct job *j);
  * item is settled for a retry).  j stays the caller's.
  */
 int pcm_job_recorded(struct job *j);
+
+/* ---- publish_configmap_swap.c ---- */
+
+/* pcm_swap - the target's swap (publish_target.h): a JOB_SWAP write */
+enum stage_result pcm_swap(struct stage *st, void *arg, const struct journal_item *it,
+    const struct proto_publish_detail *pd);
 
 #endif

@@ -114,6 +114,21 @@ pcm_job_recorded(struct job *j)
 		    "ns", j->ns, "name", j->name, "location", loc, "hash", j->hash, NULL);
 		set_ready(c, o);
 		job_settle(j, STAGE_DONE, j->kind == JOB_ADOPT ? "adopted" : "published");
+	} else if (j->kind == JOB_SWAP) {
+		/* the same content in a smaller .bin: no publish, no notifier item */
+		snprintf(detail, sizeof(detail), "hash=%s bin=%s location=%s", j->hash, j->bin,
+		    loc);
+		if (stage_begin(st) < 0 || journal_audit(jr, STAGE, obj, "recompress", detail) < 0 ||
+		    stage_commit(st, j->it.id > 0 ? &j->it : NULL, "swapped") < 0) {
+			stage_rollback(st);
+			snprintf(why, sizeof(why), "journal: %s", journal_error(jr));
+			job_settle(j, STAGE_RETRY, why);
+			return -1;
+		}
+		snprintf(o->bin, sizeof(o->bin), "%s", j->bin);
+		log_kv(LOG_INFO, "recompressed .bin swapped in; no reload", "ns", j->ns, "name",
+		    j->name, "location", loc, "hash", j->hash, "bin", j->bin, NULL);
+		job_settle(j, STAGE_DONE, "swapped");
 	} else if (j->kind == JOB_REPAIR) {
 		o->repairs++;
 		c->repairs++;

@@ -14,6 +14,7 @@
 #include "common/stage.h"
 #include "daemons/publisher/publish_file.h"
 #include "daemons/publisher/publish_record.h"
+#include "proto/proto.h"
 
 #define STAGE PUBLISH_STAGE
 #define TARGET "file"
@@ -99,5 +100,11 @@ void pft_on_inotify(struct stage *st, int fd, short revents, void *arg);
 enum stage_result pft_adopt(struct ft *t, const struct journal_item *it, struct fobj *o,
     yajl_val doc, const char *format, const char *blob, const char *data, size_t len,
     const struct published *pb, const char *commit);
+
+/* ---- publish_file_swap.c ---- */
+
+/* pft_swap - the target's swap (publish_target.h): decofile.bin replaced in place */
+enum stage_result pft_swap(struct stage *st, void *arg, const struct journal_item *it,
+    const struct proto_publish_detail *pd);
 
 #endif

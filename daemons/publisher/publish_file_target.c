@@ -545,6 +545,7 @@ const struct publish_target publish_file_target = {
 	.name = TARGET,
 	.init = file_init,
 	.publish = file_publish,
+	.swap = pft_swap,
 	.update = file_update,
 	.remove = file_remove,
 	.relist = file_relist,

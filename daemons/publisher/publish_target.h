@@ -34,6 +34,15 @@ struct publish_target {
 	 */
 	enum stage_result (*publish)(struct stage *st, void *t, const struct journal_item *it,
 	    const struct proto_publish_detail *pd, yajl_val doc);
+	/*
+	 * swap - a "recompress" item: the same content (it->hash) in a smaller
+	 * bin (pd->bin).  Replace the stored .bin atomically when the target
+	 * still holds that content, keep timestamp.txt, push no notifier item
+	 * (same content: no replica is told); anything else is superseded and
+	 * done.  Returns as publish does.  NULL: the target keeps no .bin.
+	 */
+	enum stage_result (*swap)(struct stage *st, void *t, const struct journal_item *it,
+	    const struct proto_publish_detail *pd);
 	/* update - Decofile ns/name was written (doc, borrowed): follow its deletion policy */
 	void (*update)(struct stage *st, void *t, const char *ns, const char *name,
 	    yajl_val doc);

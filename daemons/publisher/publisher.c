@@ -78,7 +78,7 @@ on_item(struct stage *st, const struct journal_item *it)
 	size_t i;
 	int rv;
 
-	if (strcmp(it->kind, "decofile") != 0)
+	if (strcmp(it->kind, "decofile") != 0 && strcmp(it->kind, "recompress") != 0)
 		return publish_item_failed(st, it, STAGE_FAIL, "unknown item kind");
 	if (!is_sha256_hex(it->hash))
 		return publish_item_failed(st, it, STAGE_FAIL, "item carries no content hash");
@@ -100,8 +100,12 @@ on_item(struct stage *st, const struct journal_item *it)
 	for (i = 0; i < NTARGETS; i++)
 		if (p->tstate[i] != NULL && strcmp(target, targets[i]->name) == 0)
 			break;
-	r = i < NTARGETS ? targets[i]->publish(st, p->tstate[i], it, &pd, doc) :
-	    unsupported(st, it, target);
+	if (strcmp(it->kind, "recompress") == 0)	/* a smaller .bin, same content */
+		r = i < NTARGETS && targets[i]->swap != NULL ?
+		    targets[i]->swap(st, p->tstate[i], it, &pd) : STAGE_DONE;
+	else
+		r = i < NTARGETS ? targets[i]->publish(st, p->tstate[i], it, &pd, doc) :
+		    unsupported(st, it, target);
 	yajl_tree_free(doc);
 	return r;
 }

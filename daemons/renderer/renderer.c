@@ -39,6 +39,7 @@
 #include "daemons/renderer/render_merge.h"
 #include "daemons/renderer/render_policy.h"
 #include "daemons/renderer/render_rollout.h"
+#include "daemons/renderer/render_recompress.h"
 #include "daemons/renderer/render_tree.h"
 #include "proto/proto.h"
 
@@ -59,6 +60,7 @@ struct renderer {
 	int quality, window;
 	const char *default_target;
 	struct window_wake *wakes;
+	struct render_recompress *rc;	/* the slow brotli pass after a publish */
 };
 
 static struct renderer *
@@ -81,6 +83,8 @@ read_settings(struct stage *st)
 		r->quality = RENDER_BROTLI_QUALITY;
 	if (r->window < 10 || r->window > 24)
 		r->window = RENDER_BROTLI_WINDOW;
+	render_recompress_settings(r->rc, (int)conf_get_int(cf, "brotli_recompress_quality"),
+	    r->window, conf_get_ms(cf, "brotli_recompress_delay"), 19);
 }
 
 static void rearm_windows(struct stage *st, void *arg);
@@ -91,6 +95,7 @@ renderer_init(struct stage *st)
 	char q[16], w[16], t[32];
 
 	stage_set_data(st, xcalloc(1, sizeof(struct renderer)));
+	R(st)->rc = render_recompress_new(st);
 	read_settings(st);
 	snprintf(q, sizeof(q), "%d", R(st)->quality);
 	snprintf(w, sizeof(w), "%d", R(st)->window);
@@ -154,6 +159,7 @@ renderer_shutdown(struct stage *st)
 		stage_cancel_timer(st, w->timer);
 		free(w);
 	}
+	render_recompress_free(R(st)->rc);
 	free(stage_data(st));
 	stage_set_data(st, NULL);
 }
@@ -612,6 +618,12 @@ render(struct stage *st, const struct journal_item *it, yajl_val doc)
 			goto out;
 		}
 		recorded = 1;
+		/* a newer render cancels the site's pending slow pass; s3 keeps JSON */
+		if (bin_hash[0] != '\0' && strcmp(target, "s3") != 0)
+			render_recompress_queue(r->rc, it->ns, it->name, hash, tree, commit,
+			    json.data, json.len, binlen);
+		else
+			render_recompress_cancel(r->rc, it->ns, it->name);
 		snprintf(size, sizeof(size), "%zu", bin_hash[0] ? binlen : json.len);
 		log_kv(LOG_INFO, "rendered", "ns", it->ns, "name", it->name, "hash", hash,
 		    "format", format, "bytes", size, "commit", commit, NULL);

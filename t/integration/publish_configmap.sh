@@ -127,6 +127,34 @@ is "$(cmjson loja | jq -r .metadata.resourceVersion)" "$RV" "a restart writes no
 kubectl_admin -n sites-loja patch configmap decofile-loja --type merge -p '{"data":{"timestamp.txt":"1"}}' >/dev/null
 check "... and repairs drift after it" wait_for 10 sh -c "[ \"\$(kubectl --kubeconfig $KUBE_DIR/admin.kubeconfig -n sites-loja get cm decofile-loja -o jsonpath='{.data.timestamp\\.txt}')\" = $TS ]"
 
+# --- a recompressed .bin is swapped in place: no publish, no notifier item ------
+python3 -c 'import json, random
+random.seed(7)
+w = ["loja", "produto", "preço", "camiseta", "azul", "promoção", "frete", "grátis", "tamanho"]
+print(json.dumps({"B%03d" % i: {"t": " ".join(random.choice(w) for _ in range(40)), "n": i} for i in range(400)}, ensure_ascii=False, separators=(",", ":"), sort_keys=True), end="")' >"$T/big2.json"
+set -- $(render "$T/big2.json" 8); H2=$1; B8=$2; cp "$T/big2.json.b64" "$T/big2.q8"
+"$TOOL" $C enqueue publisher sites-loja loja "$H2" "format=bin bin=$B8 commit=def456" >/dev/null
+check "the new content is published at the fast quality" wait_for 15 bin_is loja "$T/big2.q8"
+TS2=$(cmjson loja | jq -r '.data["timestamp.txt"]')
+NOTIF=$(sql "SELECT count(*) FROM items WHERE stage='notifier' AND name='loja'")
+set -- $(render "$T/big2.json" 11); B11=$2; cp "$T/big2.json.b64" "$T/big2.q11"
+[ "$B11" != "$B8" ] && [ "$(wc -c <"$T/big2.q11")" -lt "$(wc -c <"$T/big2.q8")" ]
+ok $? "quality 11 is smaller than 8 for this document ($(wc -c <"$T/big2.q11") < $(wc -c <"$T/big2.q8"))"
+"$TOOL" $C enqueue publisher sites-loja loja "$H2" "format=bin bin=$B11 commit=def456" recompress >/dev/null
+check "a recompress item swaps decofile.bin" wait_for 15 bin_is loja "$T/big2.q11"
+is "$(cmjson loja | jq -r '.data["timestamp.txt"]')" "$TS2" "timestamp.txt is kept"
+cmjson loja | jq -r '.data["decofile.bin"]' | base64 -d | brotli -d >"$T/got2.json"
+check "the swapped .bin decodes to the same document" cmp -s "$T/got2.json" "$T/big2.json"
+check "the item is done: swapped" wait_for 5 sh -c "[ \"\$(sqlite3 -cmd '.timeout 5000' '$DB' \"SELECT result FROM items WHERE stage='publisher' AND kind='recompress' AND name='loja'\")\" = swapped ]"
+is "$(sql "SELECT count(*) FROM items WHERE stage='notifier' AND name='loja'")" "$NOTIF" "no notifier item for the swap"
+is "$(sql "SELECT count(*) FROM publishes WHERE name='loja' AND content_hash='$H2'")" 1 "no new publish"
+# one for older content: the target moved on, nothing is written
+RV=$(cmjson loja | jq -r .metadata.resourceVersion)
+"$TOOL" $C enqueue publisher sites-loja loja "$H" "format=bin bin=$B8" recompress >/dev/null
+check "a recompress item for content no longer published is superseded" wait_for 15 sh -c "[ \"\$(sqlite3 -cmd '.timeout 5000' '$DB' \"SELECT result FROM items WHERE stage='publisher' AND kind='recompress' AND hash='$H'\")\" = superseded ]"
+is "$(cmjson loja | jq -r .metadata.resourceVersion)" "$RV" "... and the ConfigMap is not written"
+check "drift repair keeps the swapped bytes" bin_is loja "$T/big2.q11"
+
 # --- too large -----------------------------------------------------------------------
 head -c 1200000 /dev/urandom | base64 -w0 | sed 's/.*/{"Big":"&"}/' >"$T/big.json"
 decofile big

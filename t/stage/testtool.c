@@ -10,7 +10,7 @@
  *   testtool -c CONF sync NS NAME                (the "fetch now" trigger)
  *   testtool -c CONF status NS NAME [STAGE]      (merged status, or one stage's fragment)
  *   testtool -c CONF spool FILE                  (prints the blob's hash)
- *   testtool -c CONF enqueue STAGE NS NAME HASH DETAIL   (prints the item id)
+ *   testtool -c CONF enqueue STAGE NS NAME HASH DETAIL [KIND]   (prints the item id)
  *   testtool -c CONF fields NS NAME STAGE JSON   (a stage's status fields)
  *   testtool -c CONF condition NS NAME STAGE TYPE STATUS REASON MESSAGE
  *   testtool -c CONF burst NS NAME TYPE STATUS REASON MESSAGE STAGE...
@@ -41,7 +41,7 @@ static int
 usage(void)
 {
 	fprintf(stderr, "usage: testtool -c CONF apply FILE | delete NS NAME | sync NS NAME |\n"
-	    "       status NS NAME [STAGE] | spool FILE | enqueue STAGE NS NAME HASH DETAIL |\n"
+	    "       status NS NAME [STAGE] | spool FILE | enqueue STAGE NS NAME HASH DETAIL [KIND] |\n"
 	    "       fields NS NAME STAGE JSON |\n"
 	    "       condition NS NAME STAGE TYPE STATUS REASON MESSAGE |\n"
 	    "       burst NS NAME TYPE STATUS REASON MESSAGE STAGE... |\n"
@@ -204,7 +204,8 @@ enqueue(struct conf *cf, char **a)
 
 	if ((j = open_journal(cf)) == NULL)
 		return 1;
-	if ((id = journal_item_add(j, a[0], "decofile", a[1], a[2], a[3], a[4])) < 0)
+	if ((id = journal_item_add(j, a[0], a[5] != NULL ? a[5] : "decofile", a[1], a[2], a[3],
+	    a[4])) < 0)
 		fprintf(stderr, "enqueue: %s\n", journal_error(j));
 	else
 		printf("%lld\n", (long long)id);
@@ -263,7 +264,7 @@ main(int argc, char **argv)
 	cmd = argc > 1 ? argv[1] : "";
 	if (argc == 3 && strcmp(cmd, "spool") == 0)
 		rv = spool(cf, argv[2]);
-	else if (argc == 7 && strcmp(cmd, "enqueue") == 0)
+	else if ((argc == 7 || argc == 8) && strcmp(cmd, "enqueue") == 0)
 		rv = enqueue(cf, argv + 2);
 	else if (argc > 1 && (rv = record(cf, argc, argv)) != 2)
 		;	/* a journal row */
