@@ -13,7 +13,7 @@ decodlibexec_PROGRAMS += daemons/web/web
 daemons_web_web_SOURCES = daemons/web/web.c daemons/web/web.h \
 	daemons/web/web_push.c daemons/web/web_api.c daemons/web/web_events.c \
 	daemons/web/web_page.c
-daemons_web_web_LDADD = $(WEB_LIBS) $(DECOD_LIBS) $(MHD_LIBS) $(GNUTLS_LIBS)
+daemons_web_web_LDADD = $(WEB_LIBS) $(RENDER_LIBS) $(DECOD_LIBS) $(MHD_LIBS) $(GNUTLS_LIBS)
 
 webdir = $(pkgdatadir)/web
 dist_web_DATA = daemons/web/static/index.html daemons/web/static/detail.html \
