@@ -77,3 +77,9 @@ bench-kube-scale: decod bench/kube_ssa bench/replica
 	$(SHELL) $(srcdir)/bench/bench_kube_scale.sh $(abs_top_builddir)
 .PHONY: bench-kube-scale
 # --- end of the cluster scale benchmarks
+# web stage benchmark: `make bench-web` (10,000 decofiles: the page, first
+# paint in chromium, SSE latency, push -> fetch, /metrics of a busy stage)
+EXTRA_DIST += bench/bench_web.sh bench/web_paint.js
+bench-web: decod decoctl daemons/fetcher/fetcher daemons/web/web t/stage/testtool
+	$(SHELL) $(srcdir)/bench/bench_web.sh $(abs_top_builddir)
+.PHONY: bench-web

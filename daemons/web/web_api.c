@@ -46,6 +46,7 @@ status_list(struct web *w, struct MHD_Connection *c)
 	struct store *s = stage_store(w->st);
 	char *prefix = key_resource_prefix("decofiles", NULL);
 	struct store_list l;
+	struct view_bulk *vb;
 	struct buf b;
 	struct jw jw;
 	int rc = store_list(s, prefix, &l);
@@ -53,6 +54,7 @@ status_list(struct web *w, struct MHD_Connection *c)
 	free(prefix);
 	if (rc < 0)
 		return error_json(c, MHD_HTTP_SERVICE_UNAVAILABLE, store_error(s));
+	vb = view_bulk_load(s, stage_journal(w->st));
 	buf_init(&b);
 	jw_init(&jw, &b);
 	jw_arr(&jw);
@@ -62,12 +64,13 @@ status_list(struct web *w, struct MHD_Connection *c)
 
 		if (doc == NULL)
 			continue;
-		view_row(s, stage_journal(w->st), doc, w->default_target, &r);
+		view_bulk_row(vb, doc, w->default_target, &r);
 		view_row_json(&r, &jw);
 		view_row_free(&r);
 		yajl_tree_free(doc);
 	}
 	jw_end_arr(&jw);
+	view_bulk_free(vb);
 	store_list_free(&l);
 	return web_reply_json(c, MHD_HTTP_OK, &b);
 }
