@@ -53,7 +53,11 @@ PY
 }
 # stats: median and max of the numbers on stdin (ms, one decimal)
 stats() { sort -n | awk '{a[NR]=$1} END {printf "median %.1f ms, max %.1f ms (n=%d)", a[int((NR+1)/2)], a[NR], NR}'; }
-curl_ms() { curl -s -o /dev/null -w '%{time_total}\n' "$1" | awk '{printf "%.1f\n", $1 * 1000}'; }
+# curl_ms URL: the time of a 200 answer in ms; a failed one counts in $T/failed
+curl_ms() {
+	curl -s -o /dev/null -w '%{http_code} %{time_total}\n' "$1" | awk -v f="$T/failed" \
+	    '$1 == 200 {printf "%.1f\n", $2 * 1000; next} {print "failed " $1 >> f}'
+}
 
 echo "# machine: $(nproc) cores, $(uname -sr); load at start: $(uptime | sed 's/.*load average: //')"
 MB=$(free_ports 8)
@@ -119,6 +123,7 @@ while [ $i -lt 40 ] && [ "$(grep -c 'msg=fetched' "$T/decod.log")" -lt "$n" ]; d
 	curl_ms "http://127.0.0.1:$((MB + 7))/metrics" >>"$T/m-web"
 	i=$((i + 1))
 done
+echo "   failed answers (not in the figures): $(cat "$T/failed" 2>/dev/null | wc -l)"
 echo "1. /metrics of the fetcher while it fetches (busy; $(grep -c 'msg=fetched' "$T/decod.log") of $n fetched after the samples; load $(uptime | sed 's/.*load average: //')): $(stats <"$T/m-fetcher")"
 echo "   /metrics of the web stage meanwhile: $(stats <"$T/m-web")"
 echo "   a fetcher exposition: $(curl -s "http://127.0.0.1:$((MB + 1))/metrics" | wc -c) bytes, $(curl -s "http://127.0.0.1:$((MB + 1))/metrics" | grep -vc '^#') samples"
@@ -143,7 +148,7 @@ CHROMIUM=$(command -v chromium || command -v chromium-browser || true)
 if [ -n "$CHROMIUM" ] && BR=$("$src/t/browser/setup.sh" "$build/t/browser" 2>"$T/setup.err"); then
 	BASE=$BASE N=$n REPS=$reps CHROMIUM=$CHROMIUM \
 	    WRITE="$build/t/stage/testtool -c $T/decod.conf condition sites-07 loja-00007 bench Ready" \
-	    NODE_PATH="$BR/node_modules" node "$src/bench/web_paint.js"
+	    NODE_PATH="$BR/node_modules" node "$src/bench/web_paint.js" || echo "# the browser part failed"
 	echo "   load $(uptime | sed 's/.*load average: //')"
 else
 	echo "3-4. skipped: no chromium or playwright-core"
