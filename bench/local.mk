@@ -89,3 +89,10 @@ EXTRA_DIST += bench/bench_recompress.sh
 bench-recompress: bench/gen
 	$(SHELL) $(srcdir)/bench/bench_recompress.sh $(abs_top_builddir)
 .PHONY: bench-recompress
+
+# web stage benchmark: `make bench-web` (10,000 decofiles: the page, first
+# paint in chromium, SSE latency, push -> fetch, /metrics of a busy stage)
+EXTRA_DIST += bench/bench_web.sh bench/web_paint.js
+bench-web: decod decoctl daemons/fetcher/fetcher daemons/web/web t/stage/testtool
+	$(SHELL) $(srcdir)/bench/bench_web.sh $(abs_top_builddir)
+.PHONY: bench-web

@@ -313,7 +313,7 @@ const struct conf_setting conf_table[] = {
 	  "web TLS private key (PEM), with web_cert_file",
 	  "web", CONF_FILE },
 	{ "web_token_file", CONF_STR, NULL, NULL, 0, 0,
-	  "file holding the bearer token the web stage's actions (sync) need; unset: "
+	  "file holding the bearer token the web stage's actions (sync, template-apply) need; unset: "
 	  "read-only",
 	  "web", CONF_FILE },
 	{ "web_github_secret_file", CONF_STR, NULL, NULL, 0, 0,

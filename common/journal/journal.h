@@ -220,6 +220,13 @@ struct journal_ack_row {
  */
 int journal_acks_each(struct journal *j, const char *ns, const char *name,
     void (*fn)(void *arg, const struct journal_ack_row *r), void *arg);
+/*
+ * journal_acks_all - the same for every decofile in one query (a status
+ * page of thousands), ordered by ns, name and replica.  The count, or -1.
+ */
+int journal_acks_all(struct journal *j,
+    void (*fn)(void *arg, const char *ns, const char *name, const struct journal_ack_row *r),
+    void *arg);
 
 /*
  * journal_history_each - the newest limit events of decofile ns/name

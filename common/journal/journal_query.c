@@ -189,6 +189,30 @@ journal_acks_each(struct journal *j, const char *ns, const char *name,
 	return finish(j, st, rc, n, "acks");
 }
 
+int
+journal_acks_all(struct journal *j,
+    void (*fn)(void *arg, const char *ns, const char *name, const struct journal_ack_row *r),
+    void *arg)
+{
+	sqlite3_stmt *st;
+	int rc, n = 0;
+
+	if ((rc = journal_run(j, &st, "SELECT ns, name, replica, content_hash, result, at, "
+	    "timestamp, " ACK_OK " FROM acks a WHERE id=(SELECT MAX(id) FROM acks b"
+	    " WHERE b.ns=a.ns AND b.name=a.name AND b.replica=a.replica)"
+	    " ORDER BY ns, name, replica", "")) < 0)
+		return -1;
+	while (rc == SQLITE_ROW) {
+		struct journal_ack_row r = { col(st, 2), col(st, 3), col(st, 4), col(st, 5),
+			sqlite3_column_int64(st, 6), sqlite3_column_int(st, 7) };
+
+		fn(arg, col(st, 0), col(st, 1), &r);
+		n++;
+		rc = sqlite3_step(st);
+	}
+	return finish(j, st, rc, n, "acks");
+}
+
 static const char history_sql[] =
     "SELECT at, ev, detail FROM ("
     " SELECT at, id, 'fetch' AS ev, source || ' commit ' ||"

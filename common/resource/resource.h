@@ -20,6 +20,8 @@
 
 #include "common/util.h"
 
+struct store_kv;
+
 struct store;
 struct journal;
 
@@ -168,6 +170,11 @@ yajl_val status_get_fragment(struct store *s, const char *plural, const char *ns
  */
 int resource_status_merged(struct store *s, const char *plural, const char *ns,
     const char *name, struct buf *out);
+/*
+ * resource_status_merge_kvs - the same merge of the n fragments kvs (one
+ * resource's, sorted by key as store_list gives them) into out
+ */
+void resource_status_merge_kvs(const struct store_kv *kvs, size_t n, struct buf *out);
 
 /* status_delete - remove every fragment of the resource; 0 or -1 */
 int status_delete(struct store *s, const char *plural, const char *ns, const char *name);

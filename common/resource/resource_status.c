@@ -310,16 +310,26 @@ resource_status_merged(struct store *s, const char *plural, const char *ns,
 {
 	char *prefix = key_status_prefix(plural, ns, name);
 	struct store_list l;
-	yajl_val *frags;
-	yajl_val conds[64];
-	size_t nconds = 0;
-	struct jw w;
 
 	if (store_list(s, prefix, &l) < 0) {
 		free(prefix);
 		return -1;
 	}
 	free(prefix);
+	resource_status_merge_kvs(l.kvs, l.n, out);
+	store_list_free(&l);
+	return 0;
+}
+
+void
+resource_status_merge_kvs(const struct store_kv *kvs, size_t n, struct buf *out)
+{
+	struct { size_t n; const struct store_kv *kvs; } l = { n, kvs };
+	yajl_val *frags;
+	yajl_val conds[64];
+	size_t nconds = 0;
+	struct jw w;
+
 	frags = xcalloc(l.n + 1, sizeof(*frags));
 	for (size_t i = 0; i < l.n; i++) {
 		frags[i] = json_parse(l.kvs[i].value, l.kvs[i].vlen, NULL);
@@ -375,8 +385,6 @@ resource_status_merged(struct store *s, const char *plural, const char *ns,
 	for (size_t i = 0; i < l.n; i++)
 		yajl_tree_free(frags[i]);
 	free(frags);
-	store_list_free(&l);
-	return 0;
 }
 
 int

@@ -60,6 +60,18 @@ struct view_row {
 void view_row(struct store *s, struct journal *j, yajl_val doc, const char *default_target,
     struct view_row *r);
 void view_row_free(struct view_row *r);
+
+/*
+ * view_bulk - what view_row reads per Decofile (status fragments, job
+ * locks, the journal's acks), read for all of them at once: three reads
+ * instead of three per row, for a status page of thousands.
+ * view_bulk_row fills r as view_row does.
+ */
+struct view_bulk;
+struct view_bulk *view_bulk_load(struct store *s, struct journal *j);
+void view_bulk_row(struct view_bulk *b, yajl_val doc, const char *default_target,
+    struct view_row *r);
+void view_bulk_free(struct view_bulk *b);
 /*
  * view_row_json - r as one element of `decoctl status -o json`
  * (replicasConfirmed and replicasTotal only when r has them)

@@ -17,6 +17,7 @@
 #include "common/json.h"
 #include "common/kube.h"
 #include "common/log.h"
+#include "common/metrics_series.h"
 #include "common/resource.h"
 #include "common/s3key.h"
 #include "common/spool.h"
@@ -114,6 +115,9 @@ pcm_job_recorded(struct job *j)
 		    "ns", j->ns, "name", j->name, "location", loc, "hash", j->hash, NULL);
 		set_ready(c, o);
 		job_settle(j, STAGE_DONE, j->kind == JOB_ADOPT ? "adopted" : "published");
+		/* the ConfigMap's bytes sent; an adopted one was already there */
+		if (j->kind == JOB_PUBLISH)
+			metrics_published_bytes(TARGET, j->len);
 	} else if (j->kind == JOB_SWAP) {
 		/* the same content in a smaller .bin: no publish, no notifier item */
 		snprintf(detail, sizeof(detail), "hash=%s bin=%s location=%s", j->hash, j->bin,

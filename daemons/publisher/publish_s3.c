@@ -21,6 +21,7 @@
 #include "common/journal.h"
 #include "common/json.h"
 #include "common/log.h"
+#include "common/metrics_series.h"
 #include "common/resource.h"
 #include "common/s3key.h"
 #include "common/spool.h"
@@ -69,6 +70,7 @@ start_put(struct s3t *t, struct s3obj *o, struct ctx *x, const char *hash, char 
 	}
 	snprintf(x->hash, sizeof(x->hash), "%s", hash);
 	s3t_md5_etag(data, len, x->md5_etag);
+	x->len = len;
 	if (s3_put(t->c, o->key, data, len, hash, on_done, x, err, errlen) < 0) {
 		free(data);
 		return -1;
@@ -141,6 +143,7 @@ published_ok(struct s3t *t, struct ctx *x, const struct s3_result *r)
 		return;
 	}
 	stage_finish(st, x->it.id, STAGE_DONE, "published");
+	metrics_published_bytes(TARGET, x->len);
 	memcpy(o->content_hash, x->hash, sizeof(o->content_hash));
 	snprintf(o->put_etag, sizeof(o->put_etag), "%s", r->etag);
 	memcpy(o->md5_etag, x->md5_etag, sizeof(o->md5_etag));

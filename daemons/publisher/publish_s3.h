@@ -69,6 +69,7 @@ struct ctx {
 	char hash[65];			/* content hash being put */
 	char md5_etag[40];
 	char detail[300];		/* OP_REPAIR: what was wrong */
+	size_t len;			/* bytes being put (decod_published_bytes_total) */
 };
 
 /* s3t_obj_find - the record of ns/name, or NULL */

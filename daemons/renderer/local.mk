@@ -9,7 +9,8 @@ daemons_renderer_librender_a_SOURCES = \
 	daemons/renderer/render_tree.c daemons/renderer/render_tree.h \
 	daemons/renderer/render_policy.c daemons/renderer/render_policy.h \
 	daemons/renderer/render_rollout_spec.c \
-	daemons/renderer/render_diff.c daemons/renderer/render_diff.h
+	daemons/renderer/render_diff.c daemons/renderer/render_diff.h \
+	daemons/renderer/render_preview.c daemons/renderer/render_preview.h
 RENDER_LIBS = daemons/renderer/librender.a
 
 check_PROGRAMS += t/unit/render_merge_test

@@ -13,7 +13,7 @@ decodlibexec_PROGRAMS += daemons/web/web
 daemons_web_web_SOURCES = daemons/web/web.c daemons/web/web.h \
 	daemons/web/web_push.c daemons/web/web_api.c daemons/web/web_events.c \
 	daemons/web/web_page.c
-daemons_web_web_LDADD = $(WEB_LIBS) $(DECOD_LIBS) $(MHD_LIBS) $(GNUTLS_LIBS)
+daemons_web_web_LDADD = $(WEB_LIBS) $(RENDER_LIBS) $(DECOD_LIBS) $(MHD_LIBS) $(GNUTLS_LIBS)
 
 webdir = $(pkgdatadir)/web
 dist_web_DATA = daemons/web/static/index.html daemons/web/static/detail.html \
@@ -24,7 +24,7 @@ check_PROGRAMS += t/unit/web_hook_test
 t_unit_web_hook_test_LDADD = $(WEB_LIBS) $(DECOD_LIBS)
 TESTS += t/unit/web_hook_test
 
-TESTS += t/integration/web_hooks.sh t/integration/web_page.sh
-EXTRA_DIST += t/integration/web_hooks.sh t/integration/web_page.sh \
-	t/browser/package.json t/browser/setup.sh t/browser/page.js \
+TESTS += t/integration/web_hooks.sh t/integration/web_page.sh t/integration/web_template.sh
+EXTRA_DIST += t/integration/web_hooks.sh t/integration/web_page.sh t/integration/web_template.sh \
+	t/browser/package.json t/browser/setup.sh t/browser/page.js t/browser/template.js \
 	doc/web.md doc/web-status.png doc/web-status-phone.png

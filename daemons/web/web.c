@@ -74,11 +74,39 @@ web_reply_json(struct MHD_Connection *c, unsigned int status, struct buf *b)
 	return web_reply(c, status, "application/json", b);
 }
 
+static void web_soon(struct stage *st, void *arg);
+
+/*
+ * web_run - libmicrohttpd's due work.  In epoll mode its descriptors are
+ * edge-triggered: a connection with more to write (a snapshot of
+ * thousands of rows goes out in blocks) raises no new event, and
+ * libmicrohttpd says so by a timeout of 0; it is run again from the loop
+ * at once, not at the next tick.
+ */
 void
 web_run(struct web *w)
 {
-	if (w->mhd != NULL)
-		(void)MHD_run(w->mhd);
+	MHD_UNSIGNED_LONG_LONG to;
+
+	if (w->mhd == NULL)
+		return;
+	(void)MHD_run(w->mhd);
+	if (!w->soon && MHD_get_timeout(w->mhd, &to) == MHD_YES && to < TICK_MS) {
+		w->soon = 1;
+		stage_add_timer(w->st, (int)to, web_soon, NULL);
+	}
+}
+
+static void
+web_soon(struct stage *st, void *arg)
+{
+	struct web *w = stage_data(st);
+
+	(void)arg;
+	if (w == NULL)
+		return;
+	w->soon = 0;
+	web_run(w);
 }
 
 /* hook_of - the provider of a /hooks/ path, or -1 */

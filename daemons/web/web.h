@@ -22,6 +22,7 @@ struct web {
 	struct MHD_Daemon *mhd;
 	int epfd;			/* libmicrohttpd's epoll fd, in the loop */
 	int64_t tick;			/* timer driving its timeouts */
+	int soon;			/* a run is due at once (web_run) */
 	uint64_t max_body;
 	char *secret[WEB_NPROVIDERS];	/* NULL: that receiver is off (404) */
 	size_t secret_len[WEB_NPROVIDERS];

@@ -1,7 +1,10 @@
 /*
  * web_api - /api/v1: the JSON of `decoctl status -o json` and `decoctl
- * describe -o json` (common/view.c makes both), and the one action, sync,
- * which needs the bearer token of web_token_file.  Read-only without it.
+ * describe -o json` (common/view.c makes both), a decofile's pending
+ * change (`decoctl diff NAME -o json`, render_preview) and its templates'
+ * rollout, and the two actions, sync and template-apply (what `decoctl
+ * template apply NAME` does), which need the bearer token of
+ * web_token_file.  Read-only without it.
  */
 #include "config.h"
 
@@ -17,6 +20,7 @@
 #include "common/store.h"
 #include "common/store_keys.h"
 #include "common/view.h"
+#include "daemons/renderer/render_preview.h"
 #include "daemons/web/web.h"
 
 #define PREFIX_DF "/api/v1/decofiles/"
@@ -42,6 +46,7 @@ status_list(struct web *w, struct MHD_Connection *c)
 	struct store *s = stage_store(w->st);
 	char *prefix = key_resource_prefix("decofiles", NULL);
 	struct store_list l;
+	struct view_bulk *vb;
 	struct buf b;
 	struct jw jw;
 	int rc = store_list(s, prefix, &l);
@@ -49,6 +54,7 @@ status_list(struct web *w, struct MHD_Connection *c)
 	free(prefix);
 	if (rc < 0)
 		return error_json(c, MHD_HTTP_SERVICE_UNAVAILABLE, store_error(s));
+	vb = view_bulk_load(s, stage_journal(w->st));
 	buf_init(&b);
 	jw_init(&jw, &b);
 	jw_arr(&jw);
@@ -58,12 +64,13 @@ status_list(struct web *w, struct MHD_Connection *c)
 
 		if (doc == NULL)
 			continue;
-		view_row(s, stage_journal(w->st), doc, w->default_target, &r);
+		view_bulk_row(vb, doc, w->default_target, &r);
 		view_row_json(&r, &jw);
 		view_row_free(&r);
 		yajl_tree_free(doc);
 	}
 	jw_end_arr(&jw);
+	view_bulk_free(vb);
 	store_list_free(&l);
 	return web_reply_json(c, MHD_HTTP_OK, &b);
 }
@@ -81,6 +88,94 @@ authorized(struct web *w, struct MHD_Connection *c)
 	return web_hook_verify(WEB_GITLAB, w->token, strlen(w->token), h + 7, "", 0);
 }
 
+/* diff - GET .../diff: the object of `decoctl diff NAME -o json` */
+static enum MHD_Result
+diff_answer(struct web *w, struct MHD_Connection *c, const char *ns, const char *name,
+    yajl_val doc)
+{
+	struct render_preview *p = xcalloc(1, sizeof(*p));
+	struct spool *sp = stage_spool(w->st);
+	struct journal *j = stage_journal(w->st);
+	char err[1600];
+	struct buf b;
+	struct jw jw;
+	int rv;
+
+	if (j == NULL || sp == NULL) {
+		free(p);
+		return error_json(c, MHD_HTTP_SERVICE_UNAVAILABLE, "no journal or spool here");
+	}
+	rv = render_preview(j, sp, ns, name, doc, p, err, sizeof(err));
+	if (rv != 0) {
+		render_preview_free(p);
+		free(p);
+		/* nothing to compare yet is a state, not a failure: 409 with why */
+		return error_json(c, rv > 0 ? MHD_HTTP_CONFLICT : MHD_HTTP_INTERNAL_SERVER_ERROR,
+		    err);
+	}
+	buf_init(&b);
+	jw_init(&jw, &b);
+	render_preview_json(&jw, ns, name, p);
+	render_preview_free(p);
+	free(p);
+	return web_reply_json(c, MHD_HTTP_OK, &b);
+}
+
+/* templates - GET .../templates: each listed template's rollout for this site */
+static enum MHD_Result
+templates_answer(struct web *w, struct MHD_Connection *c, const char *ns, const char *name,
+    yajl_val doc)
+{
+	struct store *s = stage_store(w->st);
+	struct journal *j = stage_journal(w->st);
+	yajl_val status;
+	struct buf b;
+	struct jw jw;
+
+	if (j == NULL)
+		return error_json(c, MHD_HTTP_SERVICE_UNAVAILABLE, "no journal here");
+	status = view_merged_status(s, "decofiles", ns, name);
+	buf_init(&b);
+	jw_init(&jw, &b);
+	render_preview_rollout_json(&jw, j, ns, doc, status);
+	if (status != NULL)
+		yajl_tree_free(status);
+	return web_reply_json(c, MHD_HTTP_OK, &b);
+}
+
+/*
+ * template_apply - POST .../template-apply: the annotation `decoctl
+ * template apply NAME` sets (deco.sites/apply-template-update: "true");
+ * the render stage takes the pending generations and removes it.  A
+ * decofile mirroring a Kubernetes CR is annotated on the CR, not here.
+ */
+static enum MHD_Result
+template_apply(struct web *w, struct MHD_Connection *c, const char *ns, const char *name,
+    yajl_val doc)
+{
+	struct store *s = stage_store(w->st);
+	char err[512];
+	struct buf b;
+	yajl_val out;
+	int rc;
+
+	if (json_get_str(doc, "metadata", "annotations", RESOURCE_MIRROR_ANNOTATION,
+	    NULL) != NULL)
+		return error_json(c, MHD_HTTP_CONFLICT, "this decofile mirrors a Decofile CR: "
+		    "annotate the CR with kubectl (" DECOFILE_APPLY_ANNOTATION "=true)");
+	if ((out = resource_annotation_doc(doc, DECOFILE_APPLY_ANNOTATION, "true")) == NULL)
+		return error_json(c, MHD_HTTP_CONFLICT, "this decofile has no metadata object");
+	rc = resource_put(s, out, ns, NULL, NULL, NULL, NULL, err, sizeof(err));
+	yajl_tree_free(out);
+	if (rc < 0)
+		return error_json(c, MHD_HTTP_SERVICE_UNAVAILABLE, err);
+	log_kv(LOG_INFO, "template update requested over the web", "ns", ns, "name", name,
+	    NULL);
+	buf_init(&b);
+	buf_adds(&b, "{\"result\":\"template update requested\"}");
+	return web_reply_json(c, MHD_HTTP_ACCEPTED, &b);
+}
+
 enum MHD_Result
 web_api_answer(struct web *w, struct MHD_Connection *c, const char *url, const char *method,
     struct web_req *q)
@@ -88,7 +183,7 @@ web_api_answer(struct web *w, struct MHD_Connection *c, const char *url, const c
 	struct store *s = stage_store(w->st);
 	char ns[254], name[254], action[32] = "", err[512];
 	yajl_val doc = NULL;
-	int got;
+	int got, view;
 
 	(void)q;
 	if (strcmp(url, "/api/v1/status") == 0) {
@@ -100,13 +195,15 @@ web_api_answer(struct web *w, struct MHD_Connection *c, const char *url, const c
 	    sscanf(url + strlen(PREFIX_DF), "%253[^/]/%253[^/]/%31s", ns, name, action) < 2 ||
 	    !name_valid(ns) || !name_valid(name))
 		return error_json(c, MHD_HTTP_NOT_FOUND, "not found");
-	if (action[0] != '\0' && strcmp(action, "sync") != 0)
+	view = action[0] == '\0' || strcmp(action, "diff") == 0 ||
+	    strcmp(action, "templates") == 0;
+	if (!view && strcmp(action, "sync") != 0 && strcmp(action, "template-apply") != 0)
 		return error_json(c, MHD_HTTP_NOT_FOUND, "not found");
-	if (action[0] != '\0' && strcmp(method, "POST") != 0)
+	if (!view && strcmp(method, "POST") != 0)
 		return error_json(c, MHD_HTTP_METHOD_NOT_ALLOWED, "use POST");
-	if (action[0] == '\0' && strcmp(method, "GET") != 0)
+	if (view && strcmp(method, "GET") != 0)
 		return error_json(c, MHD_HTTP_METHOD_NOT_ALLOWED, "use GET");
-	if (action[0] != '\0' && !authorized(w, c)) {
+	if (!view && !authorized(w, c)) {
 		log_kv(LOG_WARN, "action refused: no valid bearer token", "action", action,
 		    "ns", ns, "name", name, NULL);
 		return error_json(c, w->token ? MHD_HTTP_UNAUTHORIZED : MHD_HTTP_FORBIDDEN,
@@ -117,6 +214,15 @@ web_api_answer(struct web *w, struct MHD_Connection *c, const char *url, const c
 		return error_json(c, MHD_HTTP_SERVICE_UNAVAILABLE, err);
 	if (got == 1)
 		return error_json(c, MHD_HTTP_NOT_FOUND, "no such decofile");
+	if (strcmp(action, "diff") == 0 || strcmp(action, "templates") == 0 ||
+	    strcmp(action, "template-apply") == 0) {
+		enum MHD_Result r = action[0] == 'd' ? diff_answer(w, c, ns, name, doc) :
+		    strcmp(action, "templates") == 0 ? templates_answer(w, c, ns, name, doc) :
+		    template_apply(w, c, ns, name, doc);
+
+		yajl_tree_free(doc);
+		return r;
+	}
 	if (action[0] != '\0') {
 		yajl_tree_free(doc);
 		if (decofile_request_sync(s, ns, name) < 0)

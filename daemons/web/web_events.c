@@ -65,17 +65,20 @@ snapshot(struct web_events *ev, struct buf *out)
 	jw_init(&jw, &b);
 	jw_arr(&jw);
 	if (store_list(s, ev->res_prefix, &l) == 0) {
+		struct view_bulk *vb = view_bulk_load(s, stage_journal(ev->w->st));
+
 		for (size_t i = 0; i < l.n; i++) {
 			yajl_val doc = json_parse(l.kvs[i].value, l.kvs[i].vlen, NULL);
 			struct view_row r;
 
 			if (doc == NULL)
 				continue;
-			view_row(s, stage_journal(ev->w->st), doc, ev->w->default_target, &r);
+			view_bulk_row(vb, doc, ev->w->default_target, &r);
 			view_row_json(&r, &jw);
 			view_row_free(&r);
 			yajl_tree_free(doc);
 		}
+		view_bulk_free(vb);
 		store_list_free(&l);
 	} else {
 		log_kv(LOG_WARN, "events: cannot list the decofiles", "error", store_error(s),

@@ -151,6 +151,63 @@ bvol=$(kubectl_admin -n decod-system get deployment decod \
 case $bvol in *emptyDir*) st=0 ;; *) st=1 ;; esac
 ok $st "... the applied base's Deployment still has its emptyDir state ($bvol)"
 
+# --- the web component: the web stage's container and its Service ----------
+mkdir -p "$T/web"
+printf 'resources: [%s]\ncomponents: [%s/components/web]\n' "$rel" "$rel" \
+    >"$T/web/kustomization.yaml"
+# (at the depth of $T/persistent: the same relative path)
+kubectl kustomize "$T/web" >"$T/web.yaml" 2>"$T/web.err"
+st=$?
+is "$st" 0 "kubectl kustomize renders deploy/ with components/web"
+[ "$st" -eq 0 ] || sed 's/^/# /' "$T/web.err"
+$PY - "$T/rendered.yaml" "$T/web.yaml" "$T/web-apply.yaml" >"$T/webc.out" 2>&1 <<'PY'
+import sys, yaml
+def load(p):
+    return [d for d in yaml.safe_load_all(open(p)) if d]
+def key(d):
+    return (d["kind"], d["metadata"].get("namespace"), d["metadata"]["name"])
+base = {key(d): d for d in load(sys.argv[1])}
+web = {key(d): d for d in load(sys.argv[2])}
+pod = web[("Deployment", "decod-system", "decod")]["spec"]["template"]["spec"]
+bpod = base[("Deployment", "decod-system", "decod")]["spec"]["template"]["spec"]
+c = [x for x in pod["containers"] if x["name"] == "web"][0]
+assert "web" not in [x["name"] for x in bpod["containers"]], "web is in the base"
+assert c["command"][0] == "/usr/libexec/decod/web", c["command"]
+cmd = " ".join(c["command"])
+assert "--web-listen 0.0.0.0:8080" in cmd and "--web-token-file /etc/decod-web/token" in cmd, cmd
+assert c["ports"] == [{"name": "web", "containerPort": 8080, "protocol": "TCP"}], c["ports"]
+for p in ("startupProbe", "readinessProbe", "livenessProbe"):
+    assert c[p]["httpGet"] == {"path": "/healthz", "port": "web"}, (p, c[p])
+sec = [v for v in pod["volumes"] if v["name"] == "web-secrets"][0]
+assert sec["secret"]["secretName"] == "decod-web" and sec["secret"]["defaultMode"] == 0o400, sec
+mounts = {m["name"]: m for m in c["volumeMounts"]}
+assert mounts["web-secrets"] == {"name": "web-secrets", "mountPath": "/etc/decod-web",
+                                 "readOnly": True}, mounts
+assert mounts["state"]["mountPath"] == "/var/lib/decod" and mounts["config"]["readOnly"]
+assert c["securityContext"]["readOnlyRootFilesystem"] and not c["securityContext"]["allowPrivilegeEscalation"]
+svc = web[("Service", "decod-system", "decod-web")]
+assert svc["spec"]["ports"] == [{"name": "http", "port": 80, "targetPort": "web", "protocol": "TCP"}], svc
+assert svc["spec"]["selector"].items() <= web[("Deployment", "decod-system", "decod")]["spec"]["template"]["metadata"]["labels"].items()
+# only the container, its volume and the Service differ from the base
+assert set(web) - set(base) == {("Service", "decod-system", "decod-web")}, set(web) - set(base)
+for k, d in base.items():
+    if k != ("Deployment", "decod-system", "decod"):
+        assert web[k] == d, "differs from the base: " + str(k)
+keep = [d for d in web.values() if not (d["apiVersion"].startswith("cert-manager.io/")
+        and d["kind"] in ("Issuer", "Certificate"))]
+with open(sys.argv[3], "w") as out:
+    yaml.safe_dump_all(keep, out, sort_keys=False)
+PY
+st=$?
+is "$st" 0 "... the web container (its command, port 8080, httpGet /healthz probes, Secret decod-web mounted read-only 0400) and Service decod-web (80 -> web), nothing else changed"
+[ "$st" -eq 0 ] || sed 's/^/#   /' "$T/webc.out" | tail -5
+kubectl_admin apply --server-side --dry-run=server --field-manager=decod-deploy \
+    --validate=strict -f "$T/web-apply.yaml" >"$T/web-apply.out" 2>&1
+st=$?
+is "$st" 0 "... and the API server accepts it (server-side dry run, strict validation)"
+[ "$st" -eq 0 ] || sed 's/^/#   /' "$T/web-apply.out" | tail -10
+check "... Service decod-web among what it would apply" grep -q '^service/decod-web serverside-applied (server dry run)' "$T/web-apply.out"
+
 # a Decofile the Go operator's CRD accepts validates strictly
 kubectl_admin create namespace sites-loja >/dev/null
 cat >"$T/df.yaml" <<'EOF'

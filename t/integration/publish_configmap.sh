@@ -15,6 +15,7 @@ TOOL="$top_builddir/t/stage/testtool"
 [ -x "$PUB" ] || bail "publisher not built"
 command -v sqlite3 >/dev/null || skip_all "sqlite3 command not installed"
 command -v brotli >/dev/null || skip_all "brotli command not installed"
+command -v curl >/dev/null || skip_all "curl command not installed"
 
 kube_start
 kube_apply_deploy || bail "deploy/ does not apply"
@@ -29,7 +30,11 @@ is "$(as_decod auth can-i get secrets -n sites-loja)" no "... may not read Secre
 is "$(as_decod auth can-i delete decofiles -n sites-loja)" no "... may not delete Decofiles"
 is "$(as_decod auth can-i create pods -n sites-loja)" no "... may not create pods"
 
+# metrics_listen is the supervisor's port; the publisher alone serves on
+# the one three after it (metrics_addr's order), a free one
+MP=$(free_port)
 cat >"$T/conf" <<EOF
+metrics_listen = 127.0.0.1:$((MP - 3))
 state_dir = $T/state
 runtime_dir = $T/run
 store = local:$T/store
@@ -96,6 +101,15 @@ is "$(sql "SELECT target||' '||location||' '||timestamp FROM publishes WHERE nam
     "configmap configmap/sites-loja/decofile-loja $TS" "publish recorded in the journal"
 is "$(sql "SELECT hash||' '||detail FROM items WHERE stage='notifier' AND name='loja'")" \
     "$H timestamp=$TS commit=abc123" "one notifier item"
+pub_bytes() { curl -s --max-time 5 "http://127.0.0.1:$MP/metrics" |
+    sed -n 's/^decod_published_bytes_total{target="configmap"} //p'; }
+PB=$(pub_bytes)
+B64=$(wc -c <"$T/doc.json.b64" | tr -d ' ')
+case $PB in
+''|*[!0-9]*) ok 1 "decod_published_bytes_total{target=\"configmap\"} is a count ($PB)" ;;
+*) ok "$([ "$PB" -gt "$B64" ] && [ "$PB" -lt $((B64 + 2048)) ]; echo $?)" \
+    "decod_published_bytes_total{target=\"configmap\"}: the ConfigMap body sent once ($PB bytes, its decofile.bin $B64)" ;;
+esac
 
 # --- the same hash again: nothing written -------------------------------------
 RV=$(cmjson loja | jq -r .metadata.resourceVersion)
@@ -103,6 +117,7 @@ RV=$(cmjson loja | jq -r .metadata.resourceVersion)
 check "second item done" wait_for 5 sh -c "[ \"\$(sqlite3 '$DB' \"SELECT count(*) FROM items WHERE stage='publisher' AND state='done' AND name='loja'\")\" = 2 ]"
 is "$(cmjson loja | jq -r .metadata.resourceVersion)" "$RV" "the ConfigMap is not written again"
 is "$(sql "SELECT count(*) FROM publishes WHERE name='loja'")" 1 "one publish per content hash"
+is "$(pub_bytes)" "$PB" "... and no more bytes counted"
 
 # --- drift ------------------------------------------------------------------------
 kubectl_admin -n sites-loja patch configmap decofile-loja --type merge -p '{"data":{"extra":"x"}}' >/dev/null

@@ -54,7 +54,11 @@ s3absent() { ! s3req GET "$1" >/dev/null 2>&1; }
 stats() { curl -s "$EP/__stand-in/stats" | sed -n "s/.*\"$1\":\([0-9]*\).*/\1/p"; }
 stats_ge() { [ "$(stats "$1")" -ge "$2" ]; }
 
+# metrics_listen is the supervisor's port; the publisher, alone here,
+# serves on the one three after it (metrics_addr's order), a free one
+MP=$(free_port)
 cat >"$T/conf" <<CONF
+metrics_listen = 127.0.0.1:$((MP - 3))
 state_dir = $T/state
 runtime_dir = $T/run
 store = local:$T/store
@@ -143,6 +147,10 @@ check "Content-Type: application/json" grep -qi '^content-type: application/json
 check "Cache-Control: no-cache" grep -qi '^cache-control: no-cache$' "$T/got.hdr"
 check "status fields" grep -q "\"contentHash\":\"$H\",\"timestamp\":[0-9]*,\"lastUpdated\":\"[0-9TZ:-]*\",\"location\":\"s3://$BUCKET/$KEY\",\"s3URL\":\"https://cdn.example/$KEY\",\"format\":\"json\"" "$STATUS"
 check "publisher item done" wait_for 5 item_is loja done
+pub_bytes() { curl -s --max-time 5 "http://127.0.0.1:$MP/metrics" |
+    sed -n 's/^decod_published_bytes_total{target="s3"} //p'; }
+is "$(pub_bytes)" "$(wc -c <"$T/doc.json" | tr -d ' ')" \
+    "decod_published_bytes_total{target=\"s3\"}: the document's bytes, once"
 TS=$(sql "SELECT timestamp FROM publishes WHERE target='s3'")
 is "$(sql "SELECT location||' '||content_hash FROM publishes WHERE target='s3'")" \
     "s3://$BUCKET/$KEY $H" "publish recorded"
@@ -159,6 +167,7 @@ check "second item done" wait_for 5 sql_is "SELECT count(*) FROM items WHERE sta
 is "$(stats PUT)" "$PUTS" "no second PUT for the same content hash"
 is "$(sql "SELECT count(*) FROM publishes")" 1 "exactly one publish"
 is "$(sql "SELECT count(*) FROM items WHERE stage='notifier'")" 1 "no second notifier item"
+is "$(pub_bytes)" "$(wc -c <"$T/doc.json" | tr -d ' ')" "... and no more bytes counted"
 
 # --- drift ------------------------------------------------------------------------
 check "checked by HEAD on the timer" wait_for 5 stats_ge HEAD 1

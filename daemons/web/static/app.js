@@ -81,26 +81,25 @@ function render(r) {
   return tr;
 }
 
-function draw() {
-  const ns = fNs.value, want = fState.value;
-  const all = Array.from(rows.values());
-  const order = { failing: 0, progressing: 1, suspended: 2, ready: 3 };
-  all.sort((a, b) => (order[state(a)] - order[state(b)]) ||
-    keyOf(a).localeCompare(keyOf(b)));
-  const frag = document.createDocumentFragment();
-  let shown = 0, failing = 0;
-  for (const r of all) {
-    if (state(r) === "failing") failing++;
-    if (ns && r.namespace !== ns) continue;
-    if (want && state(r) !== want) continue;
-    frag.appendChild(render(r));
-    shown++;
-  }
-  tbody.replaceChildren(frag);
-  document.getElementById("empty").hidden = shown > 0;
+const order = { failing: 0, progressing: 1, suspended: 2, ready: 3 };
+const trs = new Map();		// "ns/name" -> its <tr>, when shown
+function before(st, key, tr) {	// (st, key) sorts before the row tr
+  return (order[st] - order[tr.className]) < 0 ||
+    (order[st] === order[tr.className] && key.localeCompare(tr.dataset.key) < 0);
+}
+function passes(r) {
+  return (!fNs.value || r.namespace === fNs.value) && (!fState.value || state(r) === fState.value);
+}
+
+function counts() {
+  let failing = 0;
+  for (const r of rows.values()) if (state(r) === "failing") failing++;
+  document.getElementById("empty").hidden = trs.size > 0;
   document.getElementById("counts").textContent =
-    shown + " shown of " + rows.size + ", " + failing + " failing";
-  const spaces = new Set(all.map(r => r.namespace));
+    trs.size + " shown of " + rows.size + ", " + failing + " failing";
+}
+
+function addNamespaces(spaces) {
   const have = new Set(Array.from(fNs.options).map(o => o.value));
   for (const s of Array.from(spaces).sort()) {
     if (have.has(s)) continue;
@@ -111,12 +110,59 @@ function draw() {
   }
 }
 
-// one redraw per animation frame however many events arrive
+function draw() {
+  const all = Array.from(rows.values());
+  all.sort((a, b) => (order[state(a)] - order[state(b)]) ||
+    keyOf(a).localeCompare(keyOf(b)));
+  const frag = document.createDocumentFragment();
+  trs.clear();
+  for (const r of all) {
+    if (!passes(r)) continue;
+    const tr = render(r);
+    trs.set(keyOf(r), tr);
+    frag.appendChild(tr);
+  }
+  tbody.replaceChildren(frag);
+  counts();
+  addNamespaces(new Set(all.map(r => r.namespace)));
+}
+
+// update - one row changed or went: its <tr> replaced in place, or moved
+// to where the order puts it (a binary search of the table), not a redraw
+function update(key) {
+  const r = rows.get(key), old = trs.get(key);
+  if (!r || !passes(r)) {
+    if (old) { old.remove(); trs.delete(key); }
+    return;
+  }
+  const tr = render(r);
+  trs.set(key, tr);
+  if (old && old.className === tr.className) { old.replaceWith(tr); return; }
+  if (old) old.remove();
+  const kids = tbody.children;
+  let lo = 0, hi = kids.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (before(tr.className, key, kids[mid])) hi = mid; else lo = mid + 1;
+  }
+  tbody.insertBefore(tr, lo < kids.length ? kids[lo] : null);
+  addNamespaces([r.namespace]);
+}
+
+// the changes of one animation frame together: a few rows in place, many
+// at once as one redraw
 let pending = false;
-function schedule() {
+const changed = new Set();
+function schedule(key) {
+  changed.add(key);
   if (pending) return;
   pending = true;
-  requestAnimationFrame(() => { pending = false; draw(); });
+  requestAnimationFrame(() => {
+    pending = false;
+    if (changed.size > 200) draw();
+    else { for (const k of changed) update(k); counts(); }
+    changed.clear();
+  });
 }
 
 fNs.addEventListener("change", draw);
@@ -131,5 +177,5 @@ es.addEventListener("snapshot", (e) => {
   for (const r of JSON.parse(e.data)) rows.set(keyOf(r), r);
   draw();
 });
-es.addEventListener("row", (e) => { const r = JSON.parse(e.data); rows.set(keyOf(r), r); schedule(); });
-es.addEventListener("delete", (e) => { rows.delete(keyOf(JSON.parse(e.data))); schedule(); });
+es.addEventListener("row", (e) => { const r = JSON.parse(e.data); rows.set(keyOf(r), r); schedule(keyOf(r)); });
+es.addEventListener("delete", (e) => { const k = keyOf(JSON.parse(e.data)); rows.delete(k); schedule(k); });

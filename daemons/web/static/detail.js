@@ -54,3 +54,53 @@ fetch("/api/v1/decofiles/" + encodeURIComponent(ns) + "/" + encodeURIComponent(n
     p.hidden = false;
     p.textContent = "Cannot read this decofile: " + e;
   });
+
+// the templates' rollout for this site and what taking them would change
+// (decoctl template status, decoctl diff NAME -o json)
+const base = "/api/v1/decofiles/" + encodeURIComponent(ns) + "/" + encodeURIComponent(name);
+
+function loadTemplates() {
+  return fetch(base + "/templates").then(r => r.ok ? r.json() : []).then(ts => {
+    const tb = document.querySelector("#templates tbody");
+    tb.textContent = "";
+    for (const t of ts)
+      rowOf(tb, [t.name, t.generation, t.fetchedGeneration, t.state, t.policy, t.nextWindow],
+        t.state === "pending" || t.state === "updating" ? "pending-tpl" : "");
+  });
+}
+
+function loadPending() {
+  return fetch(base + "/diff").then(r => r.json().then(j => ({ ok: r.ok, j }))).then(({ ok, j }) => {
+    const sum = document.getElementById("pending-summary");
+    const tb = document.querySelector("#pending tbody");
+    tb.textContent = "";
+    if (!ok) { sum.textContent = j.error || "no preview"; return; }
+    const pend = (j.templates || []).map(t => "DecofileTemplate '" + t.name + "': generation " +
+      (t.from ? t.from.generation + " → " : "") + t.to.generation);
+    sum.textContent = (pend.length ? pend.join("; ") + " — " : "") +
+      ((j.blocks || []).length ? j.summary : "nothing pending");
+    for (const b of j.blocks || []) {
+      rowOf(tb, [b.change, b.name, (b.keys || []).map(k =>
+        ({ added: "+", removed: "-", changed: "~" }[k.change] || "") + k.path.join(".")).join(" ")]);
+      tb.lastChild.firstChild.className = "op-" + b.change;
+    }
+  });
+}
+
+function act(action, label) {
+  const out = document.getElementById("action-result");
+  out.textContent = label + "…";
+  fetch(base + "/" + action, { method: "POST",
+    headers: { Authorization: "Bearer " + document.getElementById("token").value } })
+    .then(r => r.json().then(j => ({ status: r.status, j })))
+    .then(({ status, j }) => {
+      out.textContent = status + ": " + (j.result || j.error);
+      out.dataset.status = String(status);
+    })
+    .catch(e => { out.textContent = String(e); out.dataset.status = "error"; });
+}
+
+document.getElementById("do-sync").addEventListener("click", () => act("sync", "sync"));
+document.getElementById("do-apply").addEventListener("click", () => act("template-apply", "apply"));
+loadTemplates();
+loadPending();
