@@ -187,6 +187,13 @@ if step 2; then
 	fi
 	t0=$(now_ms)
 	start_decod
+	if [ -n "${PERF2_STAGE:-}" ]; then	# PERF2_STAGE=fetcher: perf record (DWARF call graphs) of that stage from its start to caught up
+		wait_for 10 sh -c "ps -o comm= --ppid $DECOD_PID | grep -qx $PERF2_STAGE"
+		perf record --call-graph dwarf,32768 -F 499 -o "${PERF2_STAGE_OUT:-/tmp/perf2.data}.$r" \
+		    -p "$(ps -o pid= --ppid "$DECOD_PID" -o comm= | awk -v s="$PERF2_STAGE" '$2 == s {print $1}')" \
+		    >/dev/null 2>&1 &
+		PERF2S_PID=$!
+	fi
 	wait_for 60 grep -q 'all stages ready' "$T/decod.log" || bail "decod did not restart"
 	t1=$(now_ms)
 	before=$(cpu $(decod_pids))
@@ -196,6 +203,7 @@ if step 2; then
 	wait_for 60 caught_up || echo "# not caught up in 60 s"
 	t2=$(now_ms)
 	if [ -n "${PERF2_PID:-}" ]; then kill -INT "$PERF2_PID"; wait "$PERF2_PID"; fi
+	if [ -n "${PERF2S_PID:-}" ]; then kill -INT "$PERF2S_PID"; wait "$PERF2S_PID"; PERF2S_PID=; fi
 	grep 'front door caught up' "$T/decod.log" | sed 's/^/#   /'
 	sleep 10
 	w1=$($PY writes "$KUBE_ADMIN")

@@ -389,6 +389,62 @@ json_parse(const char *text, size_t len, struct json_error *e)
 	return v;
 }
 
+/* depth_ok - text nests no deeper than the limit (strings skipped) */
+static int
+depth_ok(const char *text, size_t len, struct json_error *e)
+{
+	const char *p = text, *end = text + len;
+	int depth = 0;
+
+	while (p < end) {
+		switch (*p) {
+		case '"':
+			for (p++; p < end && *p != '"'; p++)
+				if (*p == '\\')
+					p++;
+			break;
+		case '{':
+		case '[':
+			if (++depth > json_max_depth) {
+				if (e != NULL) {
+					offset_to_linecol(text, (size_t)(p - text), e);
+					snprintf(e->msg, sizeof(e->msg), "nested deeper than %d",
+					    json_max_depth);
+				}
+				return 0;
+			}
+			break;
+		case '}':
+		case ']':
+			depth--;
+			break;
+		default:
+			break;
+		}
+		p++;
+	}
+	return 1;
+}
+
+yajl_val
+json_parse_peer(const char *text, size_t len, struct json_error *e)
+{
+	char errbuf[256];
+	char *copy;
+	yajl_val v;
+
+	if (!depth_ok(text, len, e))
+		return NULL;
+	copy = xstrndup(text, len);
+	v = yajl_tree_parse(copy, errbuf, sizeof(errbuf));
+	free(copy);
+	if (v == NULL && e != NULL) {
+		e->line = e->column = 1;
+		snprintf(e->msg, sizeof(e->msg), "%s", errbuf);
+	}
+	return v;
+}
+
 void
 json_compact(struct buf *out, const char *text, size_t len)
 {

@@ -367,7 +367,7 @@ call_finish(struct kube_call *c, long status, CURLcode rc)
 		buf_adds(&c->resp, "");
 	r->body = buf_steal(&c->resp, NULL);
 	if (r->len > 0 && (r->body[0] == '{' || r->body[0] == '['))
-		r->json = json_parse(r->body, r->len, &je);
+		r->json = json_parse_peer(r->body, r->len, &je);
 	if (status == 0)
 		snprintf(r->err, sizeof(r->err), "%s %s: %s", c->method, c->path,
 		    rc == CURLE_OPERATION_TIMEDOUT ? "deadline exceeded" : curl_easy_strerror(rc));

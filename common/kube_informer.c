@@ -408,7 +408,7 @@ static void
 handle_event(struct kube_informer *inf, const char *line, size_t len)
 {
 	struct json_error je;
-	yajl_val ev = json_parse(line, len, &je), obj;
+	yajl_val ev = json_parse_peer(line, len, &je), obj;
 	const char *type, *v;
 	char *key;
 	int deleted;
