@@ -60,9 +60,11 @@ char *kube_front_status_body(const char *kind, const char *ns, const char *name,
  * published but not yet rolled out (PodsNotified missing, Unknown, or of
  * another hash than contentHash).  Never when a condition says False
  * (other than Drifted): a failure is shown at once.  The front door holds
- * such a CR's write (bounded), so one change is one apply.
+ * such a CR's write (bounded), so one change is one apply.  publisher,
+ * notifier: that stage runs (its fragments have been seen); a stage that
+ * does not run is not waited for.
  */
-int kube_front_settling(yajl_val merged);
+int kube_front_settling(yajl_val merged, int publisher, int notifier);
 
 /*
  * kube_front_adopt_patch - the JSON patch (RFC 6902) that adopts CR cur:

@@ -211,7 +211,7 @@ cond_status(yajl_val conds, const char *type)
 }
 
 int
-kube_front_settling(yajl_val merged)
+kube_front_settling(yajl_val merged, int publisher, int notifier)
 {
 	yajl_val conds = merged != NULL ? json_get(merged, "conditions", NULL) : NULL;
 	const char *ready, *pods, *hash, *nhash;
@@ -226,8 +226,12 @@ kube_front_settling(yajl_val merged)
 		    strcmp(t, "Drifted") != 0)
 			return 0;	/* a failure (or suspended): shown now */
 	}
+	if (!publisher)
+		return 0;	/* no publisher here: nothing to wait for */
 	if ((ready = cond_status(conds, "Ready")) == NULL || strcmp(ready, "Unknown") == 0)
 		return 1;	/* not yet published */
+	if (!notifier)
+		return 0;
 	hash = json_get_str(merged, "contentHash", NULL);
 	nhash = json_get_str(merged, "notifiedHash", NULL);
 	pods = cond_status(conds, "PodsNotified");
@@ -455,7 +459,8 @@ write_cr(struct kube_front *fk, struct crw *c, yajl_val cur)
 		yajl_tree_free(merged);
 		return;
 	}
-	if (c->ki->kd == &kube_decofiles && kube_front_settling(merged)) {
+	if (c->ki->kd == &kube_decofiles && kube_front_settling(merged, fk->heard_publisher,
+	    fk->heard_notifier)) {
 		int64_t now = now_ms();
 
 		if (c->held_since == 0)
@@ -678,6 +683,10 @@ on_status(void *arg, const struct store_event *ev)
 	if (sscanf(rest, "%63[^/]/%253[^/]/%253[^/]/%63[^/]", plural, ns, name, stage) != 4 ||
 	    (ki = kind_by_plural(plural)) == NULL)
 		return;
+	if (strcmp(stage, "publisher") == 0)
+		fk->heard_publisher = 1;
+	else if (strcmp(stage, "notifier") == 0)
+		fk->heard_notifier = 1;
 	mark(fk, ki, ns, name);
 }
 

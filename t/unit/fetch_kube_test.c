@@ -177,7 +177,13 @@ main(void)
 
 		for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 			cur = parse(cases[i].st);
-			is_int(kube_front_settling(cur), cases[i].settling, cases[i].what);
+			is_int(kube_front_settling(cur, 1, 1), cases[i].settling, cases[i].what);
+			if (i == 0)
+				is_int(kube_front_settling(cur, 0, 0), 0,
+				    "... unless no publisher runs here: written at once");
+			if (i == 3)
+				is_int(kube_front_settling(cur, 1, 0), 0,
+				    "... unless no notifier runs here: written at once");
 			yajl_tree_free(cur);
 		}
 	}
