@@ -12,10 +12,11 @@
 #   3. PODS pods of one site (Running through pods/status, one bench/replica
 #      listening on every 127.0.X.Y) -> CR change to Ready and to PodsNotified.
 #   sh bench/bench_kube_scale.sh BUILD_DIR        (or `make bench-kube-scale`)
-#   N=10000 PODS=1000 ROUNDS=5 STEPS="1 2 3" PLAIN4=1 are the defaults
-#   (PLAIN4=0: leave out the plain client's run of decod's own write set;
-#   PLAIN=0: no plain client at all, for a quick look at decod alone;
+#   N=10000 PODS=1000 ROUNDS=5 STEPS="1 2 3" are the defaults
+#   (PLAIN=0: no plain client at all, for a quick look at decod alone;
 #   PERF2_OUT=FILE: perf record -a -g of the restart in step 2;
+#   PERF2_STAGE=fetcher PERF2_STAGE_OUT=FILE: perf record --call-graph dwarf
+#   of that stage from its start to caught up, FILE.<restart>;
 #   RESTARTS=n: step 2's restart n times; HANG_OUT=PREFIX keeps the logs of
 #   one that took over 15 s).
 top_builddir=$(cd "${1:-.}" && pwd)
@@ -67,7 +68,7 @@ cpu_delta() {	# BEFORE AFTER: per-process difference
 
 # --- the plain client: N plain CRs (untimed), then 2N timed writes
 CM_BODY='{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"decofile-d@N@","namespace":"plain","labels":{"app.kubernetes.io/managed-by":"decod"}},"data":{"decofile.bin":"G7cAAIwKJmGSRmRw0Uq1dXm4jHa7GDkQ8xyxA0CMoGWqyHEL/9JC6MQyP+NlgCcW5V9cRj8kLqIBBBPAZy@N@=","timestamp.txt":"1764800000"}}'
-ST_BODY='{"apiVersion":"plain.bench/v1alpha1","kind":"Decofile","metadata":{"name":"d@N@","namespace":"plain"},"status":{"configMapName":"decofile-d@N@","contentHash":"3f1a0c9ef0b2a4d1c5e6f7a8b9c0d1e2f3a4b5c6d7e8f9a0b1c2d3e4f5a6b7c8","lastUpdated":"2026-12-04T10:00:00Z","conditions":[{"type":"Ready","status":"True","reason":"ConfigMapCreated","message":"ConfigMap decofile-d@N@ created successfully from inline source","lastTransitionTime":"2026-12-04T10:00:00Z"}]}}'
+ST_BODY='{"apiVersion":"plain.bench/v1alpha1","kind":"Decofile","metadata":{"name":"d@N@","namespace":"plain"},"status":{"observedGeneration":1,"sourceType":"inline","resolvedTemplates":[],"configMapName":"decofile-d@N@","contentHash":"3f1a0c9ef0b2a4d1c5e6f7a8b9c0d1e2f3a4b5c6d7e8f9a0b1c2d3e4f5a6b7c8","timestamp":1796404529,"lastUpdated":"2026-12-04T10:00:00Z","location":"configmap/plain/decofile-d@N@","format":"bin","notifiedHash":"3f1a0c9ef0b2a4d1c5e6f7a8b9c0d1e2f3a4b5c6d7e8f9a0b1c2d3e4f5a6b7c8","notifiedReplicas":0,"totalReplicas":0,"conditions":[{"type":"Syncing","status":"True","reason":"Fetched","message":"Fetched from the source","lastTransitionTime":"2026-12-04T10:00:00Z"},{"type":"Ready","status":"True","reason":"ConfigMapCreated","message":"ConfigMap decofile-d@N@ created successfully from inline source","lastTransitionTime":"2026-12-04T10:00:00Z"},{"type":"Drifted","status":"False","reason":"InSync","message":"The ConfigMap holds the published version","lastTransitionTime":"2026-12-04T10:00:00Z"},{"type":"PodsNotified","status":"True","reason":"NotificationSucceeded","message":"Successfully notified all pods for timestamp:1796404529","lastTransitionTime":"2026-12-04T10:00:00Z"}]}}'
 CR_BODY='{"apiVersion":"@G@/v1alpha1","kind":"Decofile","metadata":{"name":"d@N@","namespace":"@NS@"},"spec":{"source":"inline","inline":{"value":{"Header":{"title":"site @N@"},"Footer":{"n":"@N@"}}}}}'
 if step 1 && [ "${PLAIN:-1}" = 1 ]; then
 	echo "$CR_BODY" | sed -e 's/@G@/plain.bench/' -e 's/@NS@/plain/' >"$T/plain-cr.json"
@@ -81,26 +82,6 @@ if step 1 && [ "${PLAIN:-1}" = 1 ]; then
 	    >"$T/plain.out" || bail "plain client: $(cat "$T/plain.out")"
 	echo "# plain client, $N ConfigMap applies + $N status applies: $(cat "$T/plain.out")"
 	echo "#   CPU: $(cpu_delta "$apis" "$(cpu "$KUBE_APISERVER_PID" "$KUBE_ETCD_PID")")"
-	# the same writes decod makes: a ConfigMap and one status apply per
-	# stage (four field managers, their own conditions and fields)
-	[ "${PLAIN4:-1}" = 1 ] && {
-	sed 's/"name":"d@N@"/"name":"e@N@"/' "$T/plain-cr.json" >"$T/plain-cr4.json"
-	"$SSA" $ADM -n "$N" -w PATCH "/apis/plain.bench/v1alpha1/namespaces/plain/decofiles/e@N@?fieldManager=bench" \
-	    $AP @"$T/plain-cr4.json" >/dev/null || bail "plain CRs (4)"
-	S='{"apiVersion":"plain.bench/v1alpha1","kind":"Decofile","metadata":{"name":"e@N@","namespace":"plain"},"status":'
-	TS='"lastTransitionTime":"2026-12-04T10:00:00Z"'
-	SP="/apis/plain.bench/v1alpha1/namespaces/plain/decofiles/e@N@/status?force=true&fieldManager"
-	apis=$(cpu "$KUBE_APISERVER_PID" "$KUBE_ETCD_PID")
-	"$SSA" $ADM -n "$N" \
-	    -w PATCH "/api/v1/namespaces/plain/configmaps/decofile-e@N@?fieldManager=plain&force=true" $AP "$(echo "$CM_BODY" | sed 's/decofile-d@N@/decofile-e@N@/')" \
-	    -w PATCH "$SP=plain-fetcher" $AP "$S"'{"observedGeneration":1,"sourceType":"inline","conditions":[{"type":"Syncing","status":"True","reason":"Fetched","message":"Fetched from the source",'"$TS"'}]}}' \
-	    -w PATCH "$SP=plain-renderer" $AP "$S"'{"resolvedTemplates":[],"conditions":[{"type":"Syncing","status":"True","reason":"Fetched","message":"Fetched from the source",'"$TS"'}]}}' \
-	    -w PATCH "$SP=plain-publisher" $AP "$S"'{"configMapName":"decofile-e@N@","sourceType":"inline","contentHash":"3f1a0c9ef0b2a4d1c5e6f7a8b9c0d1e2f3a4b5c6d7e8f9a0b1c2d3e4f5a6b7c8","timestamp":1796404529,"lastUpdated":"2026-12-04T10:00:00Z","location":"configmap/plain/decofile-e@N@","format":"bin","conditions":[{"type":"Ready","status":"True","reason":"ConfigMapCreated","message":"ConfigMap decofile-e@N@ created successfully from inline source",'"$TS"'},{"type":"Drifted","status":"False","reason":"InSync","message":"The ConfigMap holds the published version",'"$TS"'}]}}' \
-	    -w PATCH "$SP=plain-notifier" $AP "$S"'{"notifiedHash":"3f1a0c9ef0b2a4d1c5e6f7a8b9c0d1e2f3a4b5c6d7e8f9a0b1c2d3e4f5a6b7c8","notifiedReplicas":0,"totalReplicas":0,"conditions":[{"type":"PodsNotified","status":"True","reason":"NotificationSucceeded","message":"Successfully notified all pods for timestamp:1796404529",'"$TS"'}]}}' \
-	    >"$T/plain4.out" || bail "plain client (4): $(cat "$T/plain4.out")"
-	echo "# plain client, the writes decod makes: $N ConfigMap applies + $((4 * N)) status applies under 4 field managers: $(cat "$T/plain4.out")"
-	echo "#   CPU: $(cpu_delta "$apis" "$(cpu "$KUBE_APISERVER_PID" "$KUBE_ETCD_PID")")"
-	}
 fi
 
 # --- decod
@@ -157,6 +138,11 @@ if step 1 || step 2; then
 	after=$(cpu $(decod_pids) "$KUBE_APISERVER_PID" "$KUBE_ETCD_PID")
 	if [ -n "${PERF_PID:-}" ]; then kill -INT "$PERF_PID"; wait "$PERF_PID"; fi
 	echo "# decod, $N CRs created at once -> all Ready (seconds from the start of the creation): $(cat "$T/ready.out")"
+	if [ -s "$T/plain.out" ]; then	# the ratio to the plain client's 2N writes, same run
+		awk -v p="$(sed -n 's/.*seconds \([0-9.]*\).*/\1/p' "$T/plain.out")" \
+		    -v d="$(sed -n 's/.*"last": \([0-9.]*\).*/\1/p' "$T/ready.out")" \
+		    'BEGIN { if (p > 0 && d > 0) printf "#   ratio to the plain client: %.2fx (%.1f s / %.1f s)\n", d / p, d, p }'
+	fi
 	echo "#   CPU: $(cpu_delta "$before" "$after")"
 	# requests counted once every stage's write has landed (PodsNotified
 	# and the Syncing recheck land after Ready)
@@ -187,6 +173,13 @@ if step 2; then
 	fi
 	t0=$(now_ms)
 	start_decod
+	if [ -n "${PERF2_STAGE:-}" ]; then	# PERF2_STAGE=fetcher: perf record (DWARF call graphs) of that stage from its start to caught up
+		wait_for 10 sh -c "ps -o comm= --ppid $DECOD_PID | grep -qx $PERF2_STAGE"
+		perf record --call-graph dwarf,32768 -F 499 -o "${PERF2_STAGE_OUT:-/tmp/perf2.data}.$r" \
+		    -p "$(ps -o pid= --ppid "$DECOD_PID" -o comm= | awk -v s="$PERF2_STAGE" '$2 == s {print $1}')" \
+		    >/dev/null 2>&1 &
+		PERF2S_PID=$!
+	fi
 	wait_for 60 grep -q 'all stages ready' "$T/decod.log" || bail "decod did not restart"
 	t1=$(now_ms)
 	before=$(cpu $(decod_pids))
@@ -196,6 +189,7 @@ if step 2; then
 	wait_for 60 caught_up || echo "# not caught up in 60 s"
 	t2=$(now_ms)
 	if [ -n "${PERF2_PID:-}" ]; then kill -INT "$PERF2_PID"; wait "$PERF2_PID"; fi
+	if [ -n "${PERF2S_PID:-}" ]; then kill -INT "$PERF2S_PID"; wait "$PERF2S_PID"; PERF2S_PID=; fi
 	grep 'front door caught up' "$T/decod.log" | sed 's/^/#   /'
 	sleep 10
 	w1=$($PY writes "$KUBE_ADMIN")

@@ -141,6 +141,26 @@ fetch_status_update(struct stage *st, struct src *s, const char *fields, const c
 		free(text);
 		return 0;
 	}
+	/*
+	 * Read at start-up, before the lock was ours: written anyway, unless
+	 * the store still holds exactly what was read (every fragment after a
+	 * restart).  A get is much cheaper than the put, and the put would wake
+	 * every status watcher (the front door then compares the CR again).
+	 */
+	if (!changed && s->frag_state == FRAG_LISTED && s->frag != NULL) {
+		char *key = key_status("decofiles", s->ns, s->name, STAGE), *v = NULL;
+		size_t len = 0;
+		int rc = store_get(stage_store(st), key, &v, &len);
+
+		free(key);
+		if (rc == 0 && len == strlen(s->frag) && memcmp(v, s->frag, len) == 0) {
+			s->frag_state = FRAG_OURS;
+			free(v);
+			free(text);
+			return 0;
+		}
+		free(v);
+	}
 	if (moved && journal_record_condition(stage_journal(st), "decofiles", s->ns, s->name,
 	    "Syncing", status, reason, msg) < 0)
 		log_kv(LOG_WARN, "journal: cannot record condition", "error",

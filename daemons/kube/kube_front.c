@@ -149,12 +149,14 @@ sweep(struct kube_front *fk, const struct kind_info *ki, struct kube_informer *i
 		char kind[64], ns[254], name[254];
 		yajl_val doc;
 
-		if (key_parse_resource(l.kvs[i].key, kind, ns, name) < 0)
+		/* its CR is there (every mirror after a restart): nothing to read */
+		if (key_parse_resource(l.kvs[i].key, kind, ns, name) < 0 ||
+		    kube_informer_get(inf, ns, name) != NULL)
 			continue;
 		if ((doc = json_parse(l.kvs[i].value, l.kvs[i].vlen, NULL)) == NULL)
 			continue;
 		if (json_get_str(doc, "metadata", "annotations", KUBE_FRONT_UID_ANNOTATION,
-		    NULL) != NULL && kube_informer_get(inf, ns, name) == NULL) {
+		    NULL) != NULL) {
 			log_kv(LOG_INFO, "CR gone while not watched: removed from the store",
 			    "kind", ki->plural, "ns", ns, "name", name, NULL);
 			store_delete(s, l.kvs[i].key);

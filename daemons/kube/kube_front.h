@@ -54,6 +54,19 @@ char *kube_front_status_body(const char *kind, const char *ns, const char *name,
     yajl_val fragment, yajl_val cur, int *same, size_t *len);
 
 /*
+ * kube_front_settling - a Decofile's merged status (every stage's
+ * fragments) speaks of a change the pipeline is still carrying: fetched
+ * or rendered but not yet published (no Ready, or Ready Unknown), or
+ * published but not yet rolled out (PodsNotified missing, Unknown, or of
+ * another hash than contentHash).  Never when a condition says False
+ * (other than Drifted): a failure is shown at once.  The front door holds
+ * such a CR's write (bounded), so one change is one apply.  publisher,
+ * notifier: that stage runs (its fragments have been seen); a stage that
+ * does not run is not waited for.
+ */
+int kube_front_settling(yajl_val merged, int publisher, int notifier);
+
+/*
  * kube_front_adopt_patch - the JSON patch (RFC 6902) that adopts CR cur:
  * a test of its metadata.resourceVersion, then metadata.managedFields
  * without the status entries of the writers decod replaces (its old

@@ -35,6 +35,8 @@ struct kube_front {
 	struct crw *qhead, *qtail;	/* CRs due, waiting for a write slot */
 	int64_t dtimer;		/* > 0: the coalescing timer is armed */
 	int caught_up;		/* "caught up" logged */
+	int heard_publisher;	/* a publisher's fragment seen: it runs, a hold waits for it */
+	int heard_notifier;	/* ... a notifier's */
 	struct crw *crws[NFLIGHT];	/* per CR with a write pending: its state */
 	/*
 	 * Without a supervisor (deploy/'s pod: one container per stage) the

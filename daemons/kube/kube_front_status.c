@@ -45,6 +45,17 @@
  * a restart's list) is one apply.
  */
 #define COALESCE_MS 10
+/*
+ * A Decofile whose merged status is mid-way through the pipeline
+ * (kube_front_settling: fetched, not yet published or rolled out) is held
+ * until its last stage has spoken, so one change is one apply with every
+ * stage's word (not one per stage: 10,000 CRs created at once would cost
+ * the API server three or four applies each).  Each fragment of it that
+ * changes meanwhile re-evaluates at once; a stage that never speaks
+ * (stopped, or not run here) delays the write at most HOLD_MAX_MS from
+ * the first hold, then what there is is written.
+ */
+#define HOLD_MAX_MS 60000
 
 /*
  * One record per CR with a status write pending: changed and waiting out
@@ -57,7 +68,7 @@
  * store, with a doubling pause: no other event would bring the CR's status
  * back in step.  The record goes once the CR is idle.
  */
-enum crw_state { CRW_IDLE, CRW_DUE, CRW_QUEUED, CRW_FLIGHT, CRW_RETRY };
+enum crw_state { CRW_IDLE, CRW_DUE, CRW_QUEUED, CRW_FLIGHT, CRW_RETRY, CRW_HELD };
 
 struct crw {
 	struct crw *next;	/* hash chain */
@@ -74,7 +85,8 @@ struct crw {
 	int force;		/* write even when the CR shows it (just adopted) */
 	int fails;		/* failed writes in a row */
 	int64_t due;		/* monotonic ms: the coalescing window ends */
-	int64_t timer;		/* > 0: waiting to write again */
+	int64_t timer;		/* > 0: waiting to write again (retry or held) */
+	int64_t held_since;	/* > 0: monotonic ms the CR's write was first held */
 	yajl_val newest;	/* the newest CR answered, NULL before any */
 	char what[600];
 };
@@ -179,6 +191,55 @@ kube_front_status_body(const char *kind, const char *ns, const char *name,
 	buf_free(&x);
 	buf_free(&y);
 	return buf_steal(&b, len);
+}
+
+/* cond_status - the status of condition type in merged's conditions; NULL: none */
+static const char *
+cond_status(yajl_val conds, const char *type)
+{
+	if (conds == NULL || !YAJL_IS_ARRAY(conds))
+		return NULL;
+	for (size_t i = 0; i < conds->u.array.len; i++) {
+		const char *t = json_get_str(conds->u.array.values[i], "type", NULL);
+
+		const char *st = json_get_str(conds->u.array.values[i], "status", NULL);
+
+		if (t != NULL && strcmp(t, type) == 0)
+			return st != NULL ? st : "";
+	}
+	return NULL;
+}
+
+int
+kube_front_settling(yajl_val merged, int publisher, int notifier)
+{
+	yajl_val conds = merged != NULL ? json_get(merged, "conditions", NULL) : NULL;
+	const char *ready, *pods, *hash, *nhash;
+
+	if (conds == NULL || !YAJL_IS_ARRAY(conds))
+		return 0;
+	for (size_t i = 0; i < conds->u.array.len; i++) {
+		const char *t = json_get_str(conds->u.array.values[i], "type", NULL);
+		const char *st = json_get_str(conds->u.array.values[i], "status", NULL);
+
+		if (t != NULL && st != NULL && strcmp(st, "False") == 0 &&
+		    strcmp(t, "Drifted") != 0)
+			return 0;	/* a failure (or suspended): shown now */
+	}
+	if (!publisher)
+		return 0;	/* no publisher here: nothing to wait for */
+	if ((ready = cond_status(conds, "Ready")) == NULL || strcmp(ready, "Unknown") == 0)
+		return 1;	/* not yet published */
+	if (!notifier)
+		return 0;
+	hash = json_get_str(merged, "contentHash", NULL);
+	nhash = json_get_str(merged, "notifiedHash", NULL);
+	pods = cond_status(conds, "PodsNotified");
+	if (strcmp(ready, "True") == 0 && hash != NULL &&
+	    (pods == NULL || strcmp(pods, "Unknown") == 0 || nhash == NULL ||
+	    strcmp(hash, nhash) != 0))
+		return 1;	/* published, not yet rolled out */
+	return 0;
 }
 
 /*
@@ -349,6 +410,7 @@ informer_of(struct kube_front *fk, const struct crw *c)
 }
 
 static void on_answer(void *arg, const struct kube_resp *r);
+static void on_retry(struct stage *st, void *arg);
 
 /*
  * write_cr - c's CR written now (the caller saw a free slot): its old managers'
@@ -397,6 +459,21 @@ write_cr(struct kube_front *fk, struct crw *c, yajl_val cur)
 		yajl_tree_free(merged);
 		return;
 	}
+	if (c->ki->kd == &kube_decofiles && kube_front_settling(merged, fk->heard_publisher,
+	    fk->heard_notifier)) {
+		int64_t now = now_ms();
+
+		if (c->held_since == 0)
+			c->held_since = now;
+		if (now - c->held_since < HOLD_MAX_MS) {
+			c->state = CRW_HELD;
+			c->timer = stage_add_timer(fk->st, c->held_since + HOLD_MAX_MS - now,
+			    on_retry, c);
+			yajl_tree_free(merged);
+			return;
+		}
+	}
+	c->held_since = 0;
 	kf_events_observe(fk, c->ki->kd->kind, cur, merged);
 	body = kube_front_status_body(c->ki->kd->kind, c->ns, c->name, merged, cur, &same, &len);
 	yajl_tree_free(merged);
@@ -486,6 +563,10 @@ mark(struct kube_front *fk, const struct kind_info *ki, const char *ns, const ch
 
 	c->rechecked = 0;
 	switch (c->state) {
+	case CRW_HELD:		/* looked at again after the window: settled, or held on */
+		stage_cancel_timer(fk->st, c->timer);
+		c->timer = 0;
+		/* FALLTHROUGH */
 	case CRW_IDLE:
 		c->state = CRW_DUE;
 		c->due = now_ms() + COALESCE_MS;
@@ -602,6 +683,10 @@ on_status(void *arg, const struct store_event *ev)
 	if (sscanf(rest, "%63[^/]/%253[^/]/%253[^/]/%63[^/]", plural, ns, name, stage) != 4 ||
 	    (ki = kind_by_plural(plural)) == NULL)
 		return;
+	if (strcmp(stage, "publisher") == 0)
+		fk->heard_publisher = 1;
+	else if (strcmp(stage, "notifier") == 0)
+		fk->heard_notifier = 1;
 	mark(fk, ki, ns, name);
 }
 

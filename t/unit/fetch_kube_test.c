@@ -147,5 +147,45 @@ main(void)
 	    "{\"manager\":\"decod\",\"subresource\":\"status\"}]}}");
 	ok(kube_front_adopt_patch(cur, &len) == NULL, "only decod's entry: nothing to adopt");
 	yajl_tree_free(cur);
+	{
+		static const struct { const char *st; int settling; const char *what; } cases[] = {
+			{ "{\"observedGeneration\":1,\"conditions\":[{\"type\":\"Syncing\","
+			  "\"status\":\"True\",\"reason\":\"Fetched\"}]}", 1,
+			  "fetched, not yet published: held" },
+			{ "{\"conditions\":[{\"type\":\"Syncing\",\"status\":\"True\"},"
+			  "{\"type\":\"Ready\",\"status\":\"Unknown\"}]}", 1, "publishing: held" },
+			{ "{\"contentHash\":\"h2\",\"notifiedHash\":\"h1\",\"conditions\":["
+			  "{\"type\":\"Ready\",\"status\":\"True\"},{\"type\":\"PodsNotified\","
+			  "\"status\":\"True\"}]}", 1, "published, the rollout speaks of the old hash: held" },
+			{ "{\"contentHash\":\"h2\",\"conditions\":[{\"type\":\"Ready\","
+			  "\"status\":\"True\"}]}", 1, "published, no rollout word yet: held" },
+			{ "{\"contentHash\":\"h2\",\"notifiedHash\":\"h2\",\"conditions\":["
+			  "{\"type\":\"Ready\",\"status\":\"True\"},{\"type\":\"PodsNotified\","
+			  "\"status\":\"Unknown\"}]}", 1, "rolling out: held" },
+			{ "{\"contentHash\":\"h2\",\"notifiedHash\":\"h2\",\"conditions\":["
+			  "{\"type\":\"Ready\",\"status\":\"True\"},{\"type\":\"Drifted\","
+			  "\"status\":\"False\"},{\"type\":\"PodsNotified\",\"status\":\"True\"}]}",
+			  0, "published and rolled out: written" },
+			{ "{\"conditions\":[{\"type\":\"Syncing\",\"status\":\"False\","
+			  "\"reason\":\"FetchFailed\"}]}", 0, "a fetch failure: written at once" },
+			{ "{\"contentHash\":\"h2\",\"notifiedHash\":\"h2\",\"conditions\":["
+			  "{\"type\":\"Ready\",\"status\":\"True\"},{\"type\":\"PodsNotified\","
+			  "\"status\":\"False\"}]}", 0, "a failed rollout: written at once" },
+			{ "{\"conditions\":[{\"type\":\"Ready\",\"status\":\"False\"}]}", 0,
+			  "a failed publication: written at once" },
+		};
+
+		for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+			cur = parse(cases[i].st);
+			is_int(kube_front_settling(cur, 1, 1), cases[i].settling, cases[i].what);
+			if (i == 0)
+				is_int(kube_front_settling(cur, 0, 0), 0,
+				    "... unless no publisher runs here: written at once");
+			if (i == 3)
+				is_int(kube_front_settling(cur, 1, 0), 0,
+				    "... unless no notifier runs here: written at once");
+			yajl_tree_free(cur);
+		}
+	}
 	return done_testing();
 }
