@@ -8,6 +8,7 @@ libdecod_a_SOURCES = \
 	common/json.c common/json.h \
 	common/conf.c common/conf.h common/conf_table.c \
 	common/spool.c common/spool.h \
+	common/sync_group.c common/sync_group.h \
 	common/journal.c common/journal.h common/journal_impl.h common/journal_query.c \
 	common/journal_schema.c \
 	common/journal_versions.c common/journal_templates.c \
