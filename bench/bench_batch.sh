@@ -18,7 +18,7 @@ now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
 mkdir -p "$T/libexec"
 ln -s "$build/daemons/fetcher/fetcher" "$T/libexec/fetcher"
 for s in renderer publisher; do
-	# each under strace, counting its sync calls (summary written at exit)
+	# each under strace, one line per sync call
 	printf '#!/bin/sh\nexec strace -f -qq -e trace=fsync,fdatasync,syncfs -o %s/strace-%s "%s" "$@"\n' \
 	    "$T" "$s" "$build/daemons/$s/$s" >"$T/libexec/$s"
 	chmod +x "$T/libexec/$s"
