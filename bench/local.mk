@@ -82,3 +82,9 @@ bench-kube-scale: decod bench/kube_ssa bench/replica
 	$(SHELL) $(srcdir)/bench/bench_kube_scale.sh $(abs_top_builddir)
 .PHONY: bench-kube-scale
 # --- end of the cluster scale benchmarks
+
+# idle memory and threads of every stage under the supervisor: `make bench-idle`
+EXTRA_DIST += bench/bench_idle.sh
+bench-idle: decod decoctl
+	$(SHELL) $(srcdir)/bench/bench_idle.sh $(abs_top_builddir)
+.PHONY: bench-idle

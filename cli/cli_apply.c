@@ -15,6 +15,7 @@
 
 #include "cli/cli.h"
 #include "daemons/renderer/render_policy.h"
+#include "daemons/renderer/render_rollout.h"
 #include "cli/cli_yaml.h"
 #include "common/json.h"
 #include "common/kube.h"
@@ -87,6 +88,7 @@ cli_apply_doc(struct cli *c, const char *fname, const struct yaml_doc *d, int id
 	yajl_val doc = json_parse(d->json, strlen(d->json), &je);
 	const char *kind, *name, *ns, *plural;
 	struct render_policy policy;
+	struct rollout_spec rollout;
 	char err[512];
 
 	if (doc == NULL || !YAJL_IS_OBJECT(doc)) {
@@ -119,7 +121,9 @@ cli_apply_doc(struct cli *c, const char *fname, const struct yaml_doc *d, int id
 		ns = c->ns;
 	if (resource_validate(doc, plural, name, ns, err, sizeof(err)) < 0 ||
 	    (strcmp(plural, "decofiles") == 0 &&
-	    render_policy_parse(doc, &policy, err, sizeof(err)) < 0)) {
+	    render_policy_parse(doc, &policy, err, sizeof(err)) < 0) ||
+	    (strcmp(plural, "templates") == 0 &&
+	    render_rollout_parse(doc, &rollout, err, sizeof(err)) < 0)) {
 		cli_error("%s:%d: %s/%s: %s", fname, d->line, cli_kind_singular(plural),
 		    strlen(name) > 80 ? "(name)" : name, err);
 		goto bad;

@@ -5,7 +5,10 @@
  * the pending generations: decoctl sets the annotation
  * deco.sites/apply-template-update: "true" on the Decofile, which is what
  * kubectl users do; decod removes it once taken).  apply names the site,
- * not the template: the site's owner decides for the site.
+ * not the template: the site's owner decides for the site.  `decoctl
+ * template rollback TEMPLATE` stops the template's rollout and sends the
+ * sites that took its generation back (the renderer does it, at the
+ * rollout's rate, from what this records in the journal).
  */
 #include "config.h"
 
@@ -66,7 +69,8 @@ template_status(struct cli *c, const char *tpl)
 	struct jw w;
 	yajl_val tdoc = NULL;
 	int64_t fetched = -1;
-	int rc, adopted = 0, pending = 0, other = 0;
+	int rc, adopted = 0, pending = 0, other = 0, failed = 0, have_ro = 0;
+	struct journal_rollout ro;
 
 	if (cli_store(c) == NULL)
 		return CLI_FAIL;
@@ -78,6 +82,8 @@ template_status(struct cli *c, const char *tpl)
 	if (cli_journal_open(c, 1) != NULL &&
 	    journal_template_newest(c->j, c->ns, tpl, &fetched, tree) != 0)
 		fetched = -1;
+	if (c->j != NULL && journal_rollout_newest(c->j, c->ns, tpl, &ro) == 0)
+		have_ro = 1;
 	prefix = key_resource_prefix("decofiles", c->ns);
 	if (store_list(c->st, prefix, &l) < 0) {
 		free(prefix);
@@ -101,6 +107,23 @@ template_status(struct cli *c, const char *tpl)
 		jw_null(&w);
 	jw_key(&w, "hash");
 	jw_str(&w, tree);
+	if (have_ro) {
+		jw_key(&w, "rollout");
+		jw_obj(&w);
+		jw_key(&w, "generation");
+		jw_int(&w, ro.generation);
+		jw_key(&w, "previousGeneration");
+		jw_int(&w, ro.prev_generation);
+		jw_key(&w, "wave");
+		jw_int(&w, ro.wave);
+		jw_key(&w, "waves");
+		jw_int(&w, ro.waves - 1);
+		jw_key(&w, "state");
+		jw_str(&w, ro.state);
+		jw_key(&w, "reason");
+		jw_str(&w, ro.reason);
+		jw_end_obj(&w);
+	}
 	jw_key(&w, "sites");
 	jw_arr(&w);
 	for (size_t i = 0; i < l.n; i++) {
@@ -109,6 +132,8 @@ template_status(struct cli *c, const char *tpl)
 		yajl_val doc, status;
 		const char *state, *hash = NULL;
 		int64_t gen = -1, next = -1;
+		struct journal_rollout_site rs;
+		int in_ro = 0;
 
 		if (key_parse_resource(l.kvs[i].key, kind, ns, name) < 0 ||
 		    (doc = json_parse(l.kvs[i].value, l.kvs[i].vlen, NULL)) == NULL)
@@ -118,15 +143,27 @@ template_status(struct cli *c, const char *tpl)
 			continue;
 		}
 		status = cli_merged_status(c, "decofiles", ns, name);
+		in_ro = have_ro && journal_rollout_site_get(c->j, ro.id, name, &rs) == 0;
 		if (render_policy_parse(doc, &pol, why, sizeof(why)) < 0) {
 			state = "invalid-policy";
 			other++;
 		} else if (resolved(status, tpl, &gen, &hash) != 0) {
 			state = "not-rendered";
 			other++;
+		} else if (in_ro && strcmp(rs.state, "failed") == 0) {
+			state = "failed";
+			failed++;
 		} else if (tree[0] == '\0' || (hash != NULL && strcmp(hash, tree) == 0)) {
 			state = "adopted";
 			adopted++;
+		} else if (in_ro && (strcmp(rs.state, "waiting") == 0 ||
+		    strcmp(rs.state, "queued") == 0) && strcmp(ro.state, "rolledback") != 0) {
+			state = strcmp(ro.state, "halted") == 0 ? "halted" : rs.wave > ro.wave ?
+			    "waiting" : "updating";
+			other++;
+		} else if (in_ro && strcmp(rs.state, "reverted") == 0) {
+			state = "reverted";
+			other++;
 		} else {
 			int64_t now = render_policy_now();
 
@@ -149,6 +186,14 @@ template_status(struct cli *c, const char *tpl)
 			jw_null(&w);
 		jw_key(&w, "state");
 		jw_str(&w, state);
+		if (in_ro && rs.wave >= 0) {
+			jw_key(&w, "wave");
+			jw_int(&w, rs.wave);
+		}
+		if (in_ro && rs.reason[0] != '\0' && strcmp(state, "failed") == 0) {
+			jw_key(&w, "reason");
+			jw_str(&w, rs.reason);
+		}
 		if (next >= 0) {
 			rfc3339_from(next, when, sizeof(when));
 			jw_key(&w, "nextWindow");
@@ -163,6 +208,8 @@ template_status(struct cli *c, const char *tpl)
 	jw_int(&w, adopted);
 	jw_key(&w, "pending");
 	jw_int(&w, pending);
+	jw_key(&w, "failed");
+	jw_int(&w, failed);
 	jw_key(&w, "other");
 	jw_int(&w, other);
 	jw_end_obj(&w);
@@ -180,21 +227,33 @@ template_status(struct cli *c, const char *tpl)
 			printf(", fetched generation %lld (tree %.12s)", (long long)fetched, tree);
 		else
 			printf(", not fetched yet");
-		printf("\nsites: %lld adopted, %lld pending\n",
+		printf("\n");
+		if (have_ro) {
+			printf("rollout: generation %lld, wave %d of %d%s, %s", (long long)ro.generation,
+			    ro.wave, ro.waves - 1, ro.wave == 0 ? " (canary)" : "", ro.state);
+			if (ro.reason[0] != '\0')
+				printf(": %s", ro.reason);
+			printf("\n");
+		}
+		printf("sites: %lld adopted, %lld pending, %lld failed\n",
 		    (long long)json_get_int(v, 0, "adopted", NULL),
-		    (long long)json_get_int(v, 0, "pending", NULL));
-		table_init(&t, 5, "SITE", "POLICY", "GENERATION", "STATE", "NEXT WINDOW");
+		    (long long)json_get_int(v, 0, "pending", NULL),
+		    (long long)json_get_int(v, 0, "failed", NULL));
+		table_init(&t, 6, "SITE", "POLICY", "GENERATION", "STATE", "WAVE", "NEXT WINDOW");
 		sites = json_get(v, "sites", NULL);
 		for (size_t i = 0; sites != NULL && i < sites->u.array.len; i++) {
 			yajl_val s = sites->u.array.values[i];
-			char g[32] = "-";
+			char g[32] = "-", wv[16] = "-";
 
 			if (json_get(s, "generation", NULL) != NULL &&
 			    YAJL_IS_INTEGER(json_get(s, "generation", NULL)))
 				snprintf(g, sizeof(g), "%lld",
 				    (long long)json_get_int(s, 0, "generation", NULL));
+			if (json_get(s, "wave", NULL) != NULL)
+				snprintf(wv, sizeof(wv), "%lld",
+				    (long long)json_get_int(s, 0, "wave", NULL));
 			table_row(&t, json_get_str(s, "name", NULL), json_get_str(s, "policy", NULL),
-			    g, json_get_str(s, "state", NULL), json_get_str(s, "nextWindow", NULL));
+			    g, json_get_str(s, "state", NULL), wv, json_get_str(s, "nextWindow", NULL));
 		}
 		table_print(&t, stdout);
 		table_free(&t);
@@ -238,6 +297,23 @@ template_apply(struct cli *c, const char *name)
 	return CLI_OK;
 }
 
+static int
+template_rollback(struct cli *c, const char *tpl)
+{
+	char why[600];
+	int rc, n;
+
+	if (cli_journal_open(c, 0) == NULL)
+		return CLI_FAIL;
+	if ((n = journal_rollout_rollback(c->j, c->ns, tpl, why, sizeof(why))) == -2)
+		return cli_error("%s", why);
+	if (n < 0)
+		return cli_error("journal: %s", journal_error(c->j));
+	rc = printf("template/%s rollout stopped; %d site%s going back to the previous "
+	    "generation\n", tpl, n, n == 1 ? "" : "s");
+	return rc < 0 ? CLI_FAIL : CLI_OK;
+}
+
 int
 cli_template(struct cli *c)
 {
@@ -245,5 +321,8 @@ cli_template(struct cli *c)
 		return template_status(c, c->argv[1]);
 	if (strcmp(c->argv[0], "apply") == 0)
 		return template_apply(c, c->argv[1]);
-	return cli_usage_error(c, "unknown template command \"%s\" (status, apply)", c->argv[0]);
+	if (strcmp(c->argv[0], "rollback") == 0)
+		return template_rollback(c, c->argv[1]);
+	return cli_usage_error(c, "unknown template command \"%s\" (status, apply, rollback)",
+	    c->argv[0]);
 }

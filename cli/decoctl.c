@@ -145,7 +145,7 @@ static const struct command commands[] = {
 	  "Against a cluster (kubeconfig, or in a pod) TENANT is the namespace\n"
 	  "annotated deco.sites/valkey-acl, as in: acl resync sites-loja\n"
 	  "Writes a trigger the acl stage watches, as sync does for the fetcher.\n" },
-	{ "template", cli_template, "o", 2, 2, "template status TEMPLATE | template apply DECOFILE",
+	{ "template", cli_template, "o", 2, 2, "template status|rollback TEMPLATE | template apply DECOFILE",
 	  "a DecofileTemplate's rollout to its sites, or take its pending changes",
 	  "template status TEMPLATE   the template's generation (as applied and as\n"
 	  "                           fetched) and each decofile in -n that lists it:\n"
@@ -159,6 +159,10 @@ static const struct command commands[] = {
 	  "                           deco.sites/apply-template-update: \"true\",\n"
 	  "                           which decod removes once applied (kubectl\n"
 	  "                           users set the same annotation on the CR)\n"
+	  "template rollback TEMPLATE stop the template's rollout (spec.rollout) and\n"
+	  "                           send every site that took its newest\n"
+	  "                           generation back to the previous one\n"
+	  "                           (status then shows them reverted)\n"
 	  "\nOptions:\n  -o, --output FORMAT   json or yaml (status)\n" },
 	{ "history", cli_history, "olV", 1, 1, "history NAME [--versions]",
 	  "the journal's record of a decofile, oldest first",

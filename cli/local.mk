@@ -1,6 +1,6 @@
 # cli/: decoctl, the command line (SPEC §7).  One file per group of
 # commands; cli/cli_print.c (YAML and JSON out) is also linked into the unit
-# test of YAML in and out (reading YAML is common/yaml.c).
+# test of YAML in and out (reading YAML is common/base/yaml.c).
 bin_PROGRAMS += decoctl
 decoctl_SOURCES = \
 	cli/decoctl.c cli/cli.h cli/cli_util.c \

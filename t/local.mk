@@ -5,6 +5,10 @@ TEST_LIBS = $(DECOD_LIBS)
 
 EXTRA_DIST += t/tap.h t/lib/common.sh t/lib/pipeline.sh t/summary.sh
 
+# the layers of common/ and proto/, from their #include lines
+TESTS += t/unit/layers.sh
+EXTRA_DIST += t/unit/layers.sh t/lib/layers.py
+
 # unit tests: add the program to check_PROGRAMS and TESTS
 check_PROGRAMS += t/unit/util_test t/unit/log_test t/unit/hash_test t/unit/json_test
 t_unit_util_test_LDADD = $(TEST_LIBS)
@@ -84,7 +88,7 @@ EXTRA_DIST += t/integration/kube_harness.sh t/lib/kube.sh
 # the stages' exec probe (--health), deploy/'s liveness and readiness
 TESTS += t/integration/stage_health.sh
 EXTRA_DIST += t/integration/stage_health.sh
-# doc/runbook.md against common/condition.h against every reason the code sets
+# doc/runbook.md against common/resource/condition.h against every reason the code sets
 TESTS += t/integration/runbook.sh
 EXTRA_DIST += t/integration/runbook.sh t/lib/condition_scan.py doc/runbook.md
 # deploy/ as CI applies it (server-side, strict) and its RBAC as decod's account
@@ -124,8 +128,8 @@ EXTRA_DIST += t/integration/kube_scale_smoke.sh
 TESTS += t/integration/kube_e2e.sh
 EXTRA_DIST += t/integration/kube_e2e.sh
 # a Decofile's hold through kubectl: spec.suspend, deco.sites/rollback-to
-TESTS += t/integration/kube_suspend.sh
-EXTRA_DIST += t/integration/kube_suspend.sh
+TESTS += t/integration/kube_suspend.sh t/integration/kube_template_rollout.sh
+EXTRA_DIST += t/integration/kube_suspend.sh t/integration/kube_template_rollout.sh
 TESTS += t/integration/kube_faults.sh
 EXTRA_DIST += t/integration/kube_faults.sh
 # one owner of the CRs' status: one manager, applies counted, hand edits kept, adoption
@@ -137,6 +141,8 @@ t_unit_cron_test_LDADD = $(TEST_LIBS)
 TESTS += t/unit/cron_test
 TESTS += t/integration/template_policy.sh
 EXTRA_DIST += t/integration/template_policy.sh
+TESTS += t/integration/template_rollout.sh t/integration/template_fanout.sh
+EXTRA_DIST += t/integration/template_rollout.sh t/integration/template_fanout.sh
 # the preview of a pending template or source change (decoctl diff NAME)
 TESTS += t/integration/template_diff.sh
 EXTRA_DIST += t/integration/template_diff.sh

@@ -245,6 +245,19 @@ check_settings(const struct conf *cf, FILE *errs)
 	return bad;
 }
 
+/* stage_runs - whether stages names st */
+static int
+stage_runs(const struct conf *cf, const char *st)
+{
+	char *list = xstrdup(conf_get(cf, "stages")), *save = NULL;
+	int found = 0;
+
+	for (char *s = strtok_r(list, " ,", &save); s && !found; s = strtok_r(NULL, " ,", &save))
+		found = strcmp(s, st) == 0;
+	free(list);
+	return found;
+}
+
 /*
  * check_metrics - the metrics ports the stages will take after
  * metrics_listen's own (checked as a CONF_LISTEN setting) are free, and
@@ -274,6 +287,17 @@ check_metrics(const struct conf *cf, FILE *errs)
 		bad += check_listen(cf, &s, addr, errs);
 	}
 	free(list);
+	/* a stage's own metrics address where that stage does not run serves nothing */
+	for (const struct conf_setting *s = conf_settings(); s->name != NULL; s++) {
+		const char *st = s->name + strlen("metrics_listen_");
+
+		if (strncmp(s->name, "metrics_listen_", strlen("metrics_listen_")) != 0 ||
+		    *conf_get_for(cf, s->name, st) == '\0' || stage_runs(cf, st))
+			continue;
+		fprintf(errs, "%s: only the %s stage serves it and stages does not name %s\n",
+		    s->name, st, st);
+		bad++;
+	}
 	if (!acl && conf_get_int(cf, "metrics_port") != 0) {
 		fprintf(errs, "metrics_port: only the acl stage serves it and stages does not "
 		    "name acl; metrics_listen gives the supervisor and every stage an address\n");

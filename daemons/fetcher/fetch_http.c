@@ -26,12 +26,6 @@ struct xfer {
 	int over;
 };
 
-void
-fetch_http_global_init(void)
-{
-	curl_global_init(CURL_GLOBAL_DEFAULT);
-}
-
 static size_t
 on_body(char *p, size_t sz, size_t n, void *arg)
 {

@@ -40,9 +40,6 @@ struct fetch_http_resp {
 	int redirects;			/* how many were followed */
 };
 
-/* fetch_http_global_init - call once before any worker runs fetch_http */
-void fetch_http_global_init(void);
-
 /*
  * fetch_http - perform req into resp (initialised here; free it with
  * fetch_http_resp_free even on failure).  Any HTTP status is a success of

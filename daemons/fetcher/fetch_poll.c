@@ -195,17 +195,27 @@ fetch_poll_new(struct stage *st)
 	struct fetch_poll *p = xcalloc(1, sizeof(*p));
 
 	p->st = st;
-	if ((p->m = curl_multi_init()) == NULL) {
-		free(p);
-		return NULL;
-	}
+	return p;
+}
+
+/*
+ * poll_multi - the multi handle, made on the first poll: a fetcher with no
+ * github source to poll never loads libcurl (common/curl_lazy.c)
+ */
+static int
+poll_multi(struct fetch_poll *p)
+{
+	if (p->m != NULL)
+		return 0;
+	if ((p->m = curl_multi_init()) == NULL)
+		return -1;
 	curl_multi_setopt(p->m, CURLMOPT_SOCKETFUNCTION, sock_cb);
 	curl_multi_setopt(p->m, CURLMOPT_SOCKETDATA, p);
 	curl_multi_setopt(p->m, CURLMOPT_TIMERFUNCTION, timer_cb);
 	curl_multi_setopt(p->m, CURLMOPT_TIMERDATA, p);
 	/* a few connections per host are reused: polls of one API ride on them */
 	curl_multi_setopt(p->m, CURLMOPT_MAX_HOST_CONNECTIONS, 32L);
-	return p;
+	return 0;
 }
 
 void
@@ -217,7 +227,8 @@ fetch_poll_free(struct fetch_poll *p)
 		req_free(p, p->reqs);
 	if (p->timer > 0)
 		stage_cancel_timer(p->st, p->timer);
-	curl_multi_cleanup(p->m);
+	if (p->m != NULL)
+		curl_multi_cleanup(p->m);
 	free(p);
 }
 
@@ -229,6 +240,8 @@ fetch_poll_get(struct fetch_poll *p, const char *url, const char *const *headers
 	struct preq *r;
 
 	if (strncmp(url, "https://", 8) != 0 && !(allow_http && strncmp(url, "http://", 7) == 0))
+		return -1;
+	if (poll_multi(p) < 0)
 		return -1;
 	r = xcalloc(1, sizeof(*r));
 	if ((r->h = curl_easy_init()) == NULL) {

@@ -136,13 +136,28 @@ make_job(struct stage *st, struct src *s, int force)
 	return j;
 }
 
-/* enqueue - hand j to the worker pool */
+/*
+ * enqueue - hand j to the worker pool, starting one more worker (up to
+ * fetch_concurrency) when the queue holds more jobs than idle workers: an
+ * idle fetcher keeps no thread of its own
+ */
 static void
 enqueue(struct fetcher *f, struct job *j)
 {
+	int queued = 0;
+
 	pthread_mutex_lock(&f->mu);
 	*f->queue_tail = j;
 	f->queue_tail = &j->next;
+	for (struct job *q = f->queue; q != NULL; q = q->next)
+		queued++;
+	if (queued > f->idle && f->nstarted < f->nthreads) {
+		if (pthread_create(&f->threads[f->nstarted], NULL, fetch_worker, f) == 0)
+			f->nstarted++;
+		else if (f->nstarted == 0)
+			log_kv(LOG_ERROR, "cannot start a fetch worker", "error", strerror(errno),
+			    NULL);
+	}
 	pthread_cond_signal(&f->cv);
 	pthread_mutex_unlock(&f->mu);
 }

@@ -215,6 +215,22 @@ fetch_status_syncing(struct stage *st, struct src *s, const char *status, const 
 		memcpy(s->last_sync, cur, sizeof(cur));
 }
 
+/* fetch_status_failures - see fetcher.h */
+void
+fetch_status_failures(struct stage *st, struct src *s)
+{
+	char fields[64];
+
+	if (s->failures == s->failures_said)
+		return;
+	if (s->failures > 0)
+		snprintf(fields, sizeof(fields), "{\"fetchFailures\":%d}", s->failures);
+	else
+		snprintf(fields, sizeof(fields), "{\"fetchFailures\":null}");
+	if (fetch_status_update(st, s, fields, NULL, NULL, NULL) >= 0)
+		s->failures_said = s->failures;
+}
+
 /* fetch_status_synced - see fetcher.h */
 void
 fetch_status_synced(struct stage *st, struct src *s, int64_t req)

@@ -4,9 +4,10 @@
  * fetched tree recorded as the template's generation (template_trees in
  * the journal, never the fetches table, where a Decofile of the same name
  * would shadow it), and the Decofiles to wake when it changed: only those
- * whose last render used the template, and those that list it but were
- * never rendered.  Whether a woken site takes the new generation is the
- * renderer's call (its update policy).  Templates are fetched by every
+ * whose last render used the template (one "template" item to the
+ * renderer, whose rollout enqueues them wave by wave), and those that list
+ * it but were never rendered.  Whether a woken site takes the new
+ * generation is the renderer's call (its update policy and the rollout).  Templates are fetched by every
  * instance (no job lock: the record is idempotent by hash); a Decofile is
  * woken only by the instance holding its lock.  Loop thread only.
  */
@@ -223,21 +224,6 @@ struct users {
 	int n, failed;
 };
 
-static void
-wake_user(void *arg, const char *name, int64_t generation)
-{
-	struct users *u = arg;
-	struct src *d = fetcher_src_find(F(u->st), u->ns, name);
-	int rc;
-
-	(void)generation;
-	if (d == NULL)
-		return;
-	if ((rc = push_render(u->st, d)) < 0)
-		u->failed = 1;
-	u->n += rc > 0;
-}
-
 int
 fetch_tpl_hand_on(struct stage *st, struct src *s, struct job *j)
 {
@@ -250,7 +236,12 @@ fetch_tpl_hand_on(struct stage *st, struct src *s, struct job *j)
 		return -1;
 	rc = journal_template_record(jl, s->ns, s->name, j->generation, j->res.commit,
 	    j->res.tree_hash);
-	if (rc == 1 && journal_template_users(jl, s->ns, s->name, wake_user, &u) < 0)
+	/*
+	 * the sites that used it: the renderer's rollout (waves, a bounded
+	 * rate, behind the sites' own edits) reaches them, not one push each
+	 */
+	if (rc == 1 && stage_push(st, "renderer", "template", s->ns, s->name, j->res.tree_hash,
+	    "") < 0)
 		u.failed = 1;
 	/* a Decofile that lists it and was never rendered: always woken */
 	for (struct src *d = F(st)->srcs; rc == 1 && !u.failed && d != NULL; d = d->next) {

@@ -201,8 +201,11 @@ fetch_worker(void *arg)
 	pthread_mutex_lock(&f->mu);
 	for (;;) {
 		j = NULL;
-		while (!f->stop && (j = take(f)) == NULL)
+		while (!f->stop && (j = take(f)) == NULL) {
+			f->idle++;
 			pthread_cond_wait(&f->cv, &f->mu);
+			f->idle--;
+		}
 		if (f->stop) {
 			if (j != NULL) {	/* back on the queue: shutdown frees it */
 				j->next = f->queue;

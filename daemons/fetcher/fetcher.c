@@ -158,6 +158,7 @@ fetcher_src_new(struct fetcher *f, const char *ns, const char *name)
 
 	snprintf(s->ns, sizeof(s->ns), "%s", ns);
 	snprintf(s->name, sizeof(s->name), "%s", name);
+	s->failures_said = -1;
 	s->next = f->srcs;
 	f->srcs = s;
 	s->hnext = f->htab[src_hash(ns, name)];
@@ -228,6 +229,7 @@ finish_first(struct stage *st, struct job *j, int in_txn)
 		    s->source, "reason", j->res.reason, "error", j->res.error, "retry_ms", n,
 		    NULL);
 		fetch_status_syncing(st, s, "False", j->res.reason, j->res.error);
+		fetch_status_failures(st, s);
 		fetch_status_synced(st, s, j->sync_req);
 		if (s->again && j->res.retry_after_ms == 0)
 			fetcher_schedule(st, s, 0, s->again_force);
@@ -288,6 +290,7 @@ finish_second(struct stage *st, struct job *j, int committed)
 	}
 	if (s->failures == 0) {
 		fetch_status_syncing(st, s, "True", "Fetched", "Fetched from the source");
+		fetch_status_failures(st, s);
 		fetch_status_synced(st, s, j->sync_req);
 		log_kv(LOG_DEBUG, "poll done", "ns", s->ns, "name", s->name, "took_ms", ms,
 		    "unchanged", j->unchanged ? "1" : "0", "on",
@@ -462,20 +465,15 @@ fetcher_init(struct stage *st)
 	pthread_mutex_init(&f->mu, NULL);
 	pthread_cond_init(&f->cv, NULL);
 	stage_set_wake_cb(st, on_wake, NULL);
-	fetch_http_global_init();
+	/* libcurl is loaded and initialised on its first call, by whichever
+	 * thread (common/curl_lazy.c): an idle fetcher does not map it */
 	if (conf_get_int(cf, "dir_watch_limit") > 0)
 		f->ino = fetch_inotify_new(st, (size_t)conf_get_int(cf, "dir_watch_limit"));
 	if ((f->poll = fetch_poll_new(st)) == NULL)
 		log_kv(LOG_WARN, "cannot make a curl multi handle: github polls use the workers",
 		    NULL);
+	/* the workers start on demand (fetch_schedule.c, enqueue) */
 	f->threads = xcalloc((size_t)f->nthreads, sizeof(*f->threads));
-	for (int i = 0; i < f->nthreads; i++) {
-		if (pthread_create(&f->threads[i], NULL, fetch_worker, f) != 0) {
-			log_kv(LOG_ERROR, "cannot start a fetch worker", NULL);
-			f->nthreads = i;
-			return -1;
-		}
-	}
 
 	/* watch first, then list: nothing put in between is missed */
 	f->df_prefix = key_resource_prefix("decofiles", NULL);
@@ -516,13 +514,13 @@ fetcher_shutdown(struct stage *st)
 
 	if (f == NULL)
 		return;
-	if (f->nthreads > 0) {
+	if (f->nstarted > 0) {
 		fetch_run_abort();
 		pthread_mutex_lock(&f->mu);
 		f->stop = 1;
 		pthread_cond_broadcast(&f->cv);
 		pthread_mutex_unlock(&f->mu);
-		for (int i = 0; i < f->nthreads; i++)
+		for (int i = 0; i < f->nstarted; i++)
 			pthread_join(f->threads[i], NULL);
 	}
 	/* polls still in flight: their callbacks will not run, their jobs go here */

@@ -47,6 +47,7 @@ struct src {
 	char *oci_auth;		/* oci: the registry's bearer token, kept between polls */
 	char last_status[512];
 	char last_sync[640];	/* the Syncing condition we wrote last */
+	int failures_said;	/* status.fetchFailures written last (-1: not known) */
 	/*
 	 * `decoctl sync` requests (their nonce, wall ms): the newest seen, and
 	 * the newest recorded as handled in status.lastHandledSyncAt
@@ -82,7 +83,9 @@ struct fetcher {
 	char *github_api, *github_token_file, *github_env_token, *oci_insecure;
 	/* the worker pool */
 	pthread_t *threads;
-	int nthreads;
+	int nthreads;		/* fetch_concurrency: the most it may have */
+	int nstarted;		/* started so far (on demand: an idle fetcher has none) */
+	int idle;		/* waiting for a job */
 	int remote_busy;	/* workers on a remote fetch (at most nthreads - 1) */
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
@@ -241,6 +244,12 @@ void fetch_status_load(struct stage *st);
 /* fetch_status_syncing - the Syncing condition; nothing when it is what we set last */
 void fetch_status_syncing(struct stage *st, struct src *s, const char *status,
     const char *reason, const char *msg);
+/*
+ * fetch_status_failures - status.fetchFailures: the failed fetches in a row
+ * (each one a new observation of the same failure, so its Event's series
+ * counts it); removed again after a good fetch
+ */
+void fetch_status_failures(struct stage *st, struct src *s);
 /*
  * fetch_status_synced - status.lastHandledSyncAt: the sync request req (its
  * nonce) has been handled, whatever the poll found (a new tree, nothing

@@ -31,7 +31,7 @@
 
 const struct kind_info kf_kinds[2] = {
 	{ "decofiles", &kube_decofiles },
-	{ "decofiletemplates", &kube_decofiletemplates },
+	{ "templates", &kube_decofiletemplates },	/* the store's plural */
 };
 
 /* ---- pure parts (unit-tested) ---- */

@@ -453,6 +453,25 @@ cond_of(yajl_val conds, const char *t)
 	return NULL;
 }
 
+/*
+ * cond_state - what a condition says, to tell a change: status, reason,
+ * message; for a failing fetch also status.fetchFailures, since a fetch
+ * failing again says the same thing and each failure is an observation
+ */
+static char *
+cond_state(yajl_val c, yajl_val status)
+{
+	const char *t = json_get_str(c, "type", NULL), *st = json_get_str(c, "status", NULL);
+	const char *rs = json_get_str(c, "reason", NULL), *msg = json_get_str(c, "message", NULL);
+	yajl_val n = json_get(status, "fetchFailures", NULL);
+
+	if (t != NULL && st != NULL && strcmp(t, "Syncing") == 0 && strcmp(st, "False") == 0 &&
+	    n != NULL && YAJL_IS_INTEGER(n))
+		return xasprintf("%s|%s|%s|%lld", st, str_or(rs), str_or(msg),
+		    (long long)YAJL_GET_INTEGER(n));
+	return xasprintf("%s|%s|%s", str_or(st), str_or(rs), str_or(msg));
+}
+
 void
 kf_events_observe(struct kube_front *fk, const char *kind, yajl_val cr, yajl_val merged)
 {
@@ -475,15 +494,13 @@ kf_events_observe(struct kube_front *fk, const char *kind, yajl_val cr, yajl_val
 
 		if (t == NULL || st == NULL)
 			continue;
-		state = xasprintf("%s|%s|%s", st, rs != NULL ? rs : "", msg != NULL ? msg : "");
+		state = cond_state(c, merged);
 		key = xasprintf("T|%s|%s|%s|%s", ns, name, uid != NULL ? uid : "", t);
 		if ((e = kev_cache_get(fe->cache, key)) == NULL) {
 			/* first seen since start: the CR's own status is the before */
 			yajl_val was = cond_of(curconds, t);
-			char *prev = was == NULL ? NULL : xasprintf("%s|%s|%s",
-			    str_or(json_get_str(was, "status", NULL)),
-			    str_or(json_get_str(was, "reason", NULL)),
-			    str_or(json_get_str(was, "message", NULL)));
+			char *prev = was == NULL ? NULL : cond_state(was, json_get(cr, "status",
+			    NULL));
 
 			e = kev_cache_put(fe->cache, key);
 			kev_entry_set_val(e, prev);

@@ -50,7 +50,7 @@ struct kind_info {
 	const struct kube_kind *kd;
 };
 
-/* decofiles, decofiletemplates */
+/* the store's plurals (decofiles, templates) and the CR kinds they mirror */
 extern const struct kind_info kf_kinds[2];
 
 static inline int

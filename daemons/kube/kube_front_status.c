@@ -611,21 +611,20 @@ kf_status_start(struct kube_front *fk, char *err, size_t errlen)
 	struct stage *st = fk->st;
 
 	fk->status_prefix = xasprintf("%s/status/", keys_prefix());
-	if ((fk->sw = store_watch_new(stage_store(st), fk->status_prefix, 0, on_status, fk)) == NULL) {
+	if ((fk->sw = store_watch_open(st, fk->status_prefix, on_status, fk, 1000,
+	    &fk->sw_attach)) == NULL) {
 		snprintf(err, errlen, "cannot watch status fragments: %s",
 		    store_error(stage_store(st)));
 		return -1;
 	}
-	fk->sw_attach = store_watch_attach(fk->sw, st, 1000);
 	return 0;
 }
 
 void
 kf_status_free(struct kube_front *fk)
 {
-	store_watch_detach(fk->sw_attach);
+	store_watch_close(fk->sw, fk->sw_attach);
 	fk->sw_attach = NULL;
-	store_watch_free(fk->sw);
 	fk->sw = NULL;
 	if (fk->dtimer > 0)
 		stage_cancel_timer(fk->st, fk->dtimer);

@@ -72,17 +72,9 @@ on_timer(CURLM *multi, long timeout_ms, void *userp)
 struct notify_engine *
 notify_engine_new(void)
 {
-	static int global_done;
 	struct notify_engine *e;
 	struct rlimit rl;
 
-	if (!global_done) {
-		if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
-			errno = EIO;
-			return NULL;
-		}
-		global_done = 1;
-	}
 	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
 		rl.rlim_cur = rl.rlim_max;
 		setrlimit(RLIMIT_NOFILE, &rl);
@@ -92,14 +84,34 @@ notify_engine_new(void)
 		free(e);
 		return NULL;
 	}
+	e->curl_due = -1;
+	return e;
+}
+
+/*
+ * engine_multi - the curl multi handle, made on the first call: an idle
+ * notifier does not load libcurl (common/curl_lazy.c).  Aborts when curl
+ * cannot start, as making it at start did.
+ */
+static CURLM *
+engine_multi(struct notify_engine *e)
+{
+	static int global_done;
+
+	if (e->multi != NULL)
+		return e->multi;
+	if (!global_done) {
+		if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
+			abort();
+		global_done = 1;
+	}
 	if ((e->multi = curl_multi_init()) == NULL)
 		abort();
-	e->curl_due = -1;
 	curl_multi_setopt(e->multi, CURLMOPT_SOCKETFUNCTION, on_socket);
 	curl_multi_setopt(e->multi, CURLMOPT_SOCKETDATA, e);
 	curl_multi_setopt(e->multi, CURLMOPT_TIMERFUNCTION, on_timer);
 	curl_multi_setopt(e->multi, CURLMOPT_TIMERDATA, e);
-	return e;
+	return e->multi;
 }
 
 static void job_release(struct notify_job *job);
@@ -117,7 +129,8 @@ notify_engine_free(struct notify_engine *e)
 		e->finished = j->next;
 		job_release(j);
 	}
-	curl_multi_cleanup(e->multi);
+	if (e->multi != NULL)
+		curl_multi_cleanup(e->multi);
 	close(e->epfd);
 	free(e);
 }
@@ -312,6 +325,7 @@ start_try(struct notify_job *job, struct rep *rep)
 		return 0;
 	}
 
+	(void)engine_multi(e);
 	c = xcalloc(1, sizeof(*c));
 	c->job = job;
 	c->rep = rep;
@@ -528,13 +542,15 @@ notify_engine_dispatch(struct notify_engine *e)
 	int n, round;
 	CURLMsg *m;
 
-	curl_epoll_ready(e->multi, e->epfd);
+	if (e->multi != NULL)
+		curl_epoll_ready(e->multi, e->epfd);
 
 	for (round = 0; round < 4; round++) {
 		struct notify_job *j, *next;
 
-		curl_epoll_timeout(e->multi, &e->curl_due);
-		while ((m = curl_multi_info_read(e->multi, &n)) != NULL) {
+		if (e->multi != NULL)
+			curl_epoll_timeout(e->multi, &e->curl_due);
+		while (e->multi != NULL && (m = curl_multi_info_read(e->multi, &n)) != NULL) {
 			struct job_call *c = NULL;
 
 			if (m->msg != CURLMSG_DONE)

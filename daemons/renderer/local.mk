@@ -8,6 +8,7 @@ daemons_renderer_librender_a_SOURCES = \
 	daemons/renderer/render_brotli.c daemons/renderer/render_brotli.h \
 	daemons/renderer/render_tree.c daemons/renderer/render_tree.h \
 	daemons/renderer/render_policy.c daemons/renderer/render_policy.h \
+	daemons/renderer/render_rollout_spec.c \
 	daemons/renderer/render_diff.c daemons/renderer/render_diff.h
 RENDER_LIBS = daemons/renderer/librender.a
 
@@ -16,7 +17,8 @@ t_unit_render_merge_test_LDADD = $(RENDER_LIBS) $(DECOD_LIBS)
 TESTS += t/unit/render_merge_test
 
 decodlibexec_PROGRAMS += daemons/renderer/renderer
-daemons_renderer_renderer_SOURCES = daemons/renderer/renderer.c
+daemons_renderer_renderer_SOURCES = daemons/renderer/renderer.c \
+	daemons/renderer/render_rollout.c daemons/renderer/render_rollout.h
 daemons_renderer_renderer_LDADD = $(RENDER_LIBS) $(DECOD_LIBS)
 
 TESTS += t/integration/render_stage.sh
@@ -25,6 +27,10 @@ EXTRA_DIST += t/integration/render_stage.sh
 check_PROGRAMS += t/unit/render_policy_test
 t_unit_render_policy_test_LDADD = $(RENDER_LIBS) $(DECOD_LIBS)
 TESTS += t/unit/render_policy_test
+
+check_PROGRAMS += t/unit/render_rollout_test
+t_unit_render_rollout_test_LDADD = $(RENDER_LIBS) $(DECOD_LIBS)
+TESTS += t/unit/render_rollout_test
 
 # the preview of a pending change: block and key diff of two documents
 check_PROGRAMS += t/unit/render_diff_test

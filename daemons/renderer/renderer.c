@@ -38,6 +38,7 @@
 #include "daemons/renderer/render_diff.h"
 #include "daemons/renderer/render_merge.h"
 #include "daemons/renderer/render_policy.h"
+#include "daemons/renderer/render_rollout.h"
 #include "daemons/renderer/render_tree.h"
 #include "proto/proto.h"
 
@@ -97,6 +98,7 @@ renderer_init(struct stage *st)
 	log_kv(LOG_INFO, "renderer settings", "brotli_quality", q, "brotli_window", w,
 	    "compress_threshold", t, NULL);
 	stage_add_timer(st, 0, rearm_windows, NULL);
+	render_rollout_start(st);
 	return 0;
 }
 
@@ -146,6 +148,7 @@ renderer_reload(struct stage *st)
 static void
 renderer_shutdown(struct stage *st)
 {
+	render_rollout_stop(st);
 	for (struct window_wake *w = R(st)->wakes, *next; w != NULL; w = next) {
 		next = w->next;
 		stage_cancel_timer(st, w->timer);
@@ -199,7 +202,7 @@ rendered_commit(struct stage *st, const struct journal_item *it, const char *com
 static void
 status_rendered(struct stage *st, const struct journal_item *it,
     const struct journal_template_use *use, size_t n, const char *commit,
-    const struct render_policy *pol, const char *pending)
+    const struct render_policy *pol, const char *pending, const char *hold_reason)
 {
 	struct status_cond c[2] = {
 		{ "Syncing", "True", "Rendered", "Decofile rendered and valid" },
@@ -213,6 +216,8 @@ status_rendered(struct stage *st, const struct journal_item *it,
 		c[1].status = "True";
 		if (pol->mode == RENDER_WINDOW)
 			c[1].reason = "WaitingForWindow";
+		else if (pol->mode == RENDER_AUTO && hold_reason != NULL)
+			c[1].reason = hold_reason;
 		else
 			c[1].reason = "PendingChanges";
 		c[1].message = pending;
@@ -329,7 +334,8 @@ apply_done(struct stage *st, const struct journal_item *it)
  */
 static int
 resolve(struct stage *st, const struct journal_item *it, char names[][254], int ntpl,
-    int adopt, struct journal_template_use *use, char newest[][65], struct buf *pending)
+    int adopt, int auto_mode, int window_open, struct rollout_gate *g,
+    struct journal_template_use *use, char newest[][65], struct buf *pending)
 {
 	struct journal *j = stage_journal(st);
 	char why[400];
@@ -348,16 +354,25 @@ resolve(struct stage *st, const struct journal_item *it, char names[][254], int 
 			syncing(st, it, "False", "TemplateNotReady", why);
 			return 1;
 		}
-		snprintf(newest[i], 65, "%s", nh);
 		if ((rv = journal_template_used(j, it->ns, it->name, names[i], &u)) < 0)
 			return -1;
-		if (rv == 0 && !adopt && strcmp(u.tree_hash, nh) != 0) {
-			use[i] = u;	/* pinned by the policy */
+		/* the rollout: its wave, its halt, its rollback (render_rollout.c) */
+		if (render_rollout_gate(st, it->ns, it->name, names[i], ng, nh, auto_mode,
+		    window_open, &g[i]) < 0)
+			return -1;
+		snprintf(newest[i], 65, "%s", g[i].target);
+		if (rv == 0 && g[i].revert && strcmp(u.tree_hash, nh) == 0)
+			rv = 1;	/* rolled back: every site on the new tree goes back */
+		if (rv == 0 && (!adopt || g[i].hold) && strcmp(u.tree_hash, g[i].target) != 0) {
+			use[i] = u;	/* pinned by the policy or the rollout */
 			if (pending->len > 0)
 				buf_add(pending, "\n", 1);
-			render_policy_pending_line(pending, names[i], u.generation, ng);
+			render_policy_pending_line(pending, names[i], u.generation,
+			    g[i].target_generation);
 			continue;
 		}
+		ng = g[i].target_generation;
+		snprintf(nh, sizeof(nh), "%s", g[i].target);
 		snprintf(use[i].template, sizeof(use[i].template), "%.253s", names[i]);
 		use[i].generation = ng;
 		snprintf(use[i].tree_hash, sizeof(use[i].tree_hash), "%s", nh);
@@ -451,6 +466,9 @@ render(struct stage *st, const struct journal_item *it, yajl_val doc)
 	int ntpl, missing, rv, written = 0, recorded = 0, apply, adopt;
 	static struct journal_template_use use[RENDER_MAX_TEMPLATES];
 	static char newest[RENDER_MAX_TEMPLATES][65];
+	static struct rollout_gate gate[RENDER_MAX_TEMPLATES];
+	const char *hold_reason = NULL;
+	int64_t mark = 0;
 	struct render_policy pol;
 	struct buf pending;
 	int64_t now, next_open;
@@ -484,10 +502,15 @@ render(struct stage *st, const struct journal_item *it, yajl_val doc)
 	apply = render_policy_apply_requested(doc);
 	now = render_policy_now();
 	adopt = render_policy_adopt(&pol, now, apply, &next_open);
-	if ((rv = resolve(st, it, names, ntpl, adopt, use, newest, &pending)) != 0) {
+	memset(gate, 0, sizeof(gate));
+	if ((rv = resolve(st, it, names, ntpl, adopt, pol.mode == RENDER_AUTO && !apply,
+	    pol.mode == RENDER_WINDOW && adopt && !apply, gate, use, newest, &pending)) != 0) {
 		res = STAGE_RETRY;
 		goto out;
 	}
+	for (int i = 0; i < ntpl; i++)
+		if (gate[i].hold && hold_reason == NULL)
+			hold_reason = gate[i].reason;
 
 	/* templates first (layers 0..n-1), then the decofile's own blocks */
 	for (int i = 0; i <= ntpl; i++) {
@@ -516,6 +539,7 @@ render(struct stage *st, const struct journal_item *it, yajl_val doc)
 		syncing(st, it, "False", "ValidationError", e.msg);
 		journal_audit(j, STAGE, journal_obj(obj, sizeof(obj), "decofile", it->ns, it->name),
 		    "refused", e.msg);
+		render_rollout_after(st, it->ns, it->name, gate, use, ntpl, 0, 0, 0, e.msg);
 		goto out;	/* done: fail-safe, the last good version stays live */
 	}
 	if (pending.len > 0)
@@ -570,10 +594,12 @@ render(struct stage *st, const struct journal_item *it, yajl_val doc)
 			res = STAGE_FAIL;
 			goto out;
 		}
-		if (stage_begin(st) < 0) {
+		if ((mark = journal_items_mark(j)) < 0 || stage_begin(st) < 0) {
 			res = STAGE_RETRY;
 			goto out;
 		}
+		/* the notifier's verdict on this version comes after mark */
+		render_rollout_after(st, it->ns, it->name, gate, use, ntpl, 1, 1, mark, NULL);
 		if (journal_record_render(j, it->ns, it->name, hash, format,
 		    bin_hash[0] ? binlen : json.len, tree, bin_hash) < 0 ||
 		    journal_template_uses_set(j, it->ns, it->name, use, (size_t)ntpl) < 0 ||
@@ -592,6 +618,7 @@ render(struct stage *st, const struct journal_item *it, yajl_val doc)
 	}
 	if (!recorded && (journal_begin(j) < 0 ||
 	    journal_template_uses_set(j, it->ns, it->name, use, (size_t)ntpl) < 0 ||
+	    (render_rollout_after(st, it->ns, it->name, gate, use, ntpl, 1, 0, 0, NULL), 0) ||
 	    journal_commit(j) < 0)) {
 		journal_rollback(j);
 		log_kv(LOG_ERROR, "cannot record the templates used", "error", journal_error(j),
@@ -604,7 +631,7 @@ render(struct stage *st, const struct journal_item *it, yajl_val doc)
 		render_policy_window_line(&pending, &pol, next_open);
 	}
 	status_rendered(st, it, use, (size_t)ntpl, commit, &pol,
-	    pending.len > 0 ? pending.data : NULL);
+	    pending.len > 0 ? pending.data : NULL, hold_reason);
 	window_arm(st, it, pending.len > 0 && pol.mode == RENDER_WINDOW ? next_open : -1, now);
 	if (apply && ntpl > 0)
 		apply_done(st, it);
@@ -622,18 +649,37 @@ out:
 	return res;
 }
 
+static enum stage_result renderer_on_decofile(struct stage *st,
+    const struct journal_item *it);
+
 static enum stage_result
 renderer_on_item(struct stage *st, const struct journal_item *it)
+{
+	enum stage_result res;
+
+	if (strcmp(it->kind, "template") == 0)	/* a new generation: its rollout */
+		return render_rollout_begin(st, it->ns, it->name) < 0 ? STAGE_RETRY : STAGE_DONE;
+	if (strcmp(it->kind, "rollout") == 0) {	/* a wave reached this site */
+		res = renderer_on_decofile(st, it);
+		if (res == STAGE_DONE)
+			render_rollout_settle(st, it->ns, it->name);
+		return res;
+	}
+	if (strcmp(it->kind, "decofile") != 0) {
+		log_kv(LOG_ERROR, "unknown item kind", "kind", it->kind, NULL);
+		return STAGE_FAIL;
+	}
+	return renderer_on_decofile(st, it);
+}
+
+static enum stage_result
+renderer_on_decofile(struct stage *st, const struct journal_item *it)
 {
 	enum stage_result res;
 	yajl_val doc = NULL;
 	char err[512];
 	int rv;
 
-	if (strcmp(it->kind, "decofile") != 0) {
-		log_kv(LOG_ERROR, "unknown item kind", "kind", it->kind, NULL);
-		return STAGE_FAIL;
-	}
 	rv = resource_get(stage_store(st), "decofiles", it->ns, it->name, &doc, err,
 	    sizeof(err));
 	if (rv < 0) {

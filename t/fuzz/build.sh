@@ -13,12 +13,12 @@ out=$bld/t/fuzz/bin
 obj=$bld/t/fuzz/obj
 mkdir -p "$out" "$obj"
 SAN="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
-CFLAGS="-g -O1 $SAN -I$src -I$bld $FUZZ_DEFS $FUZZ_CFLAGS -w"
-# everything libdecod.a holds (by folder, so files split later are
-# picked up), the renderer's rules, decoctl's YAML reader, the webhook's
+CFLAGS="-g -O1 $SAN -I$src -I$bld -I$src/include $FUZZ_DEFS $FUZZ_CFLAGS -w"
+# everything the layers hold (common/*/ and proto/, by folder, so files
+# split later are picked up), the renderer's rules, decoctl's YAML reader, the webhook's
 # admission code and the JSONPatch checker its harness applies patches with,
 # the fetcher's archive reader and the name rule it applies
-lib_src=$(cd "$src" && ls common/*.c proto/*.c daemons/renderer/render_*.c cli/cli_print.c \
+lib_src=$(cd "$src" && ls common/*/*.c proto/*.c daemons/renderer/render_*.c cli/cli_print.c \
     daemons/webhook/webhook_admit.c daemons/webhook/webhook_mutate.c \
     daemons/webhook/webhook_index.c t/unit/jsonpatch.c \
     daemons/fetcher/fetch_archive.c daemons/fetcher/fetch_tree.c \

@@ -7,7 +7,7 @@
  */
 #include "config.h"
 
-#include "common/store_etcd_watch.c"
+#include "common/store/store_etcd_watch.c"
 
 #include "t/fuzz/fuzz.h"
 

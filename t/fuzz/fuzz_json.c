@@ -1,7 +1,8 @@
 /*
  * fuzz_json - common/json.c, the parser under every other one: validation
  * (depth, duplicate keys, line/column), the tree, the writer and
- * compaction.  Invariants: validate and parse agree; what the writer and
+ * compaction.  Invariants: validate and parse agree, and so do validate
+ * and its full check alone (the fast pass adds no answer); what the writer and
  * json_compact produce validates again, and compaction is idempotent.
  */
 #include "config.h"
@@ -25,6 +26,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	memset(&e, 0, sizeof(e));
 	valid = json_validate(text, size, &e) == 0;
+	/* the fast first pass never accepts what the full check refuses */
+	fuzz_check(valid == (json_validate_full(text, size, 0, NULL) == 0),
+	    "json_validate and the full check alone agree");
 	fuzz_check(valid || (e.line >= 1 && e.column >= 1 && e.msg[0] != '\0'),
 	    "an error has a position and a message");
 	v = json_parse(text, size, NULL);

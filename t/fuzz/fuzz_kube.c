@@ -10,8 +10,8 @@
  */
 #include "config.h"
 
-#include "common/kube.c"
-#include "common/kube_informer.c"
+#include "common/kube/kube.c"
+#include "common/kube/kube_informer.c"
 
 #include "t/fuzz/fuzz.h"
 

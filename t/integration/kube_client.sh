@@ -1,5 +1,5 @@
 #!/bin/sh
-# kube_client - common/kube.c against a real kube-apiserver (one for the
+# kube_client - common/kube/kube.c against a real kube-apiserver (one for the
 # whole file), as a ServiceAccount with a TokenRequest token and RBAC, never
 # as admin: get, paginated list, server-side apply and its conflicts, the
 # informer (list, watch, bookmarks), a cut watch, 410 Gone after an etcd

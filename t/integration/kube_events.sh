@@ -7,7 +7,8 @@
 # (regarding.name); a broken block is a Warning ValidationError naming the
 # file; a source failing again and again (a git URL to a closed port,
 # flipped with a working source) is one Event whose series.count grows,
-# not one per failure; `kubectl describe decofile` shows the Events.
+# not one per failure, and so is one failing on and on (status.fetchFailures
+# counts it); `kubectl describe decofile` shows the Events.
 . "$top_srcdir/t/lib/common.sh"
 . "$top_srcdir/t/lib/kube.sh"
 
@@ -15,17 +16,12 @@ DECOD=$top_builddir/decod
 [ -x "$DECOD" ] || bail "decod not built"
 command -v jq >/dev/null || skip_all "jq not installed"
 
-kube_start
-kube_apply_deploy || bail "deploy/ does not apply"
 NS=sites-ev
-kubectl_admin create namespace $NS >/dev/null
-kube_as_decod "$T/decod.kubeconfig" || bail "no token for decod-system/decod"
-kube_decod_conf <<CONF
+kube_decod_setup $NS <<CONF
 rescan_interval = 200ms
 notify_timeout = 2s
 notify_attempts = 1
 CONF
-C="-c $T/decod.conf"
 
 k() { kubectl_admin -n $NS "$@"; }
 # evs NAME: the events.k8s.io Events regarding NAME, as JSON (an array)
@@ -34,10 +30,7 @@ evs() { k get events.events.k8s.io --field-selector "regarding.name=$1" -o json 
 nev() { evs "$1" | jq --arg r "$2" '[.[] | select(.reason == $r)] | length'; }
 has_ev() { [ "$(nev "$1" "$2")" -ge 1 ]; }
 
-"$DECOD" $C >"$T/decod.log" 2>&1 &
-D_PID=$!
-track_pid $D_PID
-wait_for 30 grep -q 'all stages ready' "$T/decod.log" || bail "decod did not start"
+kube_decod_start
 
 # --- a rollout: Published ------------------------------------------------------------
 mkdir -p "$T/site"
@@ -108,7 +101,21 @@ printf '{"apiVersion":"deco.sites/v1alpha1","kind":"Decofile","metadata":{"name"
 tries() { grep -c 'name=steady .*reason=FetchError' "$T/decod.log"; }
 check "steady: the source fails again and again" wait_for "$(scaled 30)" sh -c "[ \$(grep -c 'name=steady .*reason=FetchError' '$T/decod.log') -ge 4 ]"
 is "$(nev steady FetchError)" 1 "$(tries) failures in a row: one FetchError Event"
+# each failure is an observation: status.fetchFailures counts them and the
+# Event's series follows (patched at most every 30 s)
+failures() { k get decofile steady -o json | jq -r '.status.fetchFailures // 0'; }
+manyfail() { [ "$(failures)" -ge 4 ]; }
+check "steady: status.fetchFailures counts the failures in a row" wait_for "$(scaled 30)" manyfail
+sseries() { evs steady | jq '[.[] | select(.reason == "FetchError") | .series.count // 1] | max // 0'; }
+scounted() { [ "$(sseries)" -ge 3 ]; }
+check "steady: the one Event's series.count follows the failures" wait_for "$(scaled 75)" scounted
+diag "steady: $(tries) failures logged, status.fetchFailures $(failures), series.count $(sseries)"
+is "$(nev steady FetchError)" 1 "still one FetchError Event for steady"
+k patch decofile steady --type merge -p "$GOOD" >/dev/null
+wait_for "$(scaled 30)" syncing steady True || bail "steady did not recover"
+nofail() { [ "$(k get decofile steady -o json | jq -r '.status | has("fetchFailures")')" = false ]; }
+check "a good fetch removes status.fetchFailures" wait_for "$(scaled 15)" nofail
 check "decod logged no refused Event" sh -c "! grep -q 'cannot write a Kubernetes Event' '$T/decod.log'"
 
-kill -TERM $D_PID; wait $D_PID 2>/dev/null
+kube_decod_stop
 done_testing

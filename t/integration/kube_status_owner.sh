@@ -17,17 +17,12 @@ TOOL="$top_builddir/t/stage/testtool"
 [ -x "$DECOD" ] || bail "decod not built"
 command -v jq >/dev/null || skip_all "jq not installed"
 
-kube_start
-kube_apply_deploy || bail "deploy/ does not apply"
 NS=sites-own
-kubectl_admin create namespace $NS >/dev/null
-kube_as_decod "$T/decod.kubeconfig" || bail "no token for decod-system/decod"
-kube_decod_conf <<CONF
+kube_decod_setup $NS <<CONF
 rescan_interval = 200ms
 notify_timeout = 2s
 notify_attempts = 1
 CONF
-C="-c $T/decod.conf"
 
 k() { kubectl_admin -n $NS "$@"; }
 cr() { k get decofile "$1" -o json --show-managed-fields; }
@@ -65,15 +60,8 @@ settled() {
 	[ "$_same" -ge 5 ]
 }
 quiet() { _last=; _same=0; wait_for "$(scaled 20)" settled; }
-start_decod() {
-	"$DECOD" $C >"$T/decod.log" 2>&1 &
-	D_PID=$!
-	track_pid $D_PID
-	wait_for 30 grep -q 'all stages ready' "$T/decod.log" || bail "decod did not start"
-}
-stop_decod() { kill -TERM $D_PID; wait $D_PID 2>/dev/null; }
 
-start_decod
+kube_decod_start
 
 # --- a rollout: one manager; applies per CR per change ---------------------------
 mkdf one 1
@@ -125,16 +113,16 @@ is "$(cr one | jq -r .status.s3URL)" "https://by.hand/x" "... and the hand-added
 is "$(managers one)" "decod,kubectl-patch" "... and the person's manager keeps them"
 
 # --- a restart writes nothing --------------------------------------------------------
-stop_decod
+kube_decod_stop
 a0=$(applies)
-start_decod
+kube_decod_start
 check "restarted: the front door caught up" wait_for "$(scaled 30)" \
     grep -q 'Kubernetes front door caught up' "$T/decod.log"
 check "... having written no status" grep -q 'front door caught up.*status_writes=0' "$T/decod.log"
 is "$(($(applies) - a0))" 0 "the API server counted no status apply across the restart"
 
 # --- adoption from the old managers ---------------------------------------------------
-stop_decod
+kube_decod_stop
 mkdf old 1
 SP="$KUBE_URL/apis/deco.sites/v1alpha1/namespaces/$NS/decofiles/old/status"
 seed() { # seed MANAGER TYPE STATUS: a condition applied under MANAGER, as decod <= 0.x did
@@ -151,7 +139,7 @@ adm -X PUT -H 'Content-Type: application/json' "$SP?fieldManager=manager" --data
 is "$(managers old)" "decod-fetcher,decod-notifier,decod-publisher,decod-renderer,manager" \
     "seeded: the CR's status written by the four old managers and the Go operator"
 p0=$(requests PATCH "")
-start_decod
+kube_decod_start
 check "decod adopts it" wait_for "$(scaled 30)" grep -q 'CR adopted.*decofiles/sites-own/old' "$T/decod.log"
 check "... and rolls it out" wait_for "$(scaled 30)" rolled old 1
 is "$(managers old)" "decod" "no stale managedFields: the status has the one manager decod"
@@ -161,6 +149,6 @@ is "$(($(requests PATCH "") - p0))" 1 "one JSON patch of the CR adopted it"
 is "$(grep -c 'CR adopted' "$T/decod.log")" 1 "... once: only the old CR needed it"
 is "$(cr old | jq -r '.status.conditions[] | select(.type=="Ready") | .status')" "True" \
     "decod's Ready replaced the old publisher's"
-stop_decod
+kube_decod_stop
 if grep -q "$TOKEN" "$T/decod.log"; then ok 1 "token never logged"; else ok 0 "token never logged"; fi
 done_testing

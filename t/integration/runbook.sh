@@ -10,7 +10,7 @@
 . "$top_srcdir/t/lib/common.sh"
 
 SCAN="python3 $top_srcdir/t/lib/condition_scan.py"
-HDR=$top_srcdir/common/condition.h
+HDR=$top_srcdir/common/resource/condition.h
 RB=$top_srcdir/doc/runbook.md
 # missing A B: the lines of file A that file B lacks
 missing() { sort -u "$1" >"$1.s"; sort -u "$2" >"$2.s"; comm -23 "$1.s" "$2.s"; }

@@ -4,7 +4,7 @@
 # run once broke an invariant on (t/fuzz/regress/admit), so a fixed bug
 # stays fixed.  Fuzz it for real with libFuzzer:
 #   clang -fsanitize=fuzzer,address,undefined t/fuzz/fuzz_admit.c + the
-#   objects of common/, proto/, daemons/webhook/webhook_{admit,mutate,index}.c
+#   objects of common/*/, proto/, daemons/webhook/webhook_{admit,mutate,index}.c
 #   and t/unit/jsonpatch.c, then ./fuzz_admit CORPUS t/fuzz/seeds/admit
 . "$top_srcdir/t/lib/common.sh"
 prog=$top_builddir/t/fuzz/fuzz_admit_replay

@@ -3,7 +3,7 @@
 
   condition_scan.py found DIR...   every reason the C sources under DIR set,
                                    one "REASON<TAB>FILE:LINE" per site
-  condition_scan.py table HEADER   the rows of common/condition.h, one
+  condition_scan.py table HEADER   the rows of common/resource/condition.h, one
                                    "TYPE|REASON|STATUS|STAGE|MEANING" each
   condition_scan.py runbook FILE   the same five columns from each reason
                                    row of doc/runbook.md

@@ -230,6 +230,30 @@ CONF
 	} >"$T/decod.conf"
 }
 
+# kube_decod_setup NS: a cluster with deploy/ applied, the namespace NS,
+# decod as deploy/'s ServiceAccount and $T/decod.conf from kube_decod_conf
+# (setting lines on standard input appended); C holds decod's -c argument
+kube_decod_setup() {
+	kube_start
+	kube_apply_deploy || bail "deploy/ does not apply"
+	kubectl_admin create namespace "$1" >/dev/null || bail "cannot create namespace $1"
+	kube_as_decod "$T/decod.kubeconfig" || bail "no token for decod-system/decod"
+	kube_decod_conf
+	C="-c $T/decod.conf"
+}
+
+# kube_decod_start: decod (the supervisor and its stages) on $T/decod.conf,
+# logging to $T/decod.log, until it says all stages are ready; D_PID its pid
+kube_decod_start() {
+	"$top_builddir/decod" -c "$T/decod.conf" >"$T/decod.log" 2>&1 &
+	D_PID=$!
+	track_pid $D_PID
+	wait_for 30 grep -q 'all stages ready' "$T/decod.log" || bail "decod did not start"
+}
+
+# kube_decod_stop: decod stopped (TERM) and waited for
+kube_decod_stop() { kill -TERM $D_PID; wait $D_PID 2>/dev/null; }
+
 # kube_token NS SA [SECONDS]: a TokenRequest token for a ServiceAccount
 kube_token() {
 	kubectl_admin -n "$1" create token "$2" --duration "${3:-3600}s"

@@ -86,6 +86,218 @@ deep_tests(void)
 	    "unclosed over lines: 3:1 (got %d:%d)", e.line, e.column);
 }
 
+/*
+ * fast_pass_tests - json_validate (a fast pass, then the full check when not
+ * sure) gives the full check's answer on near-JSON: valid documents with a
+ * few bytes replaced, inserted or deleted
+ */
+static void
+fast_pass_tests(void)
+{
+	static const char *const bases[] = {
+		"{\"a\":1,\"b\":[true,false,null,-0.5e+3,1E9,0],\"c\":{\"d\":\"x\\\"y\\\\z\\/\\u00e7\"}}",
+		" [ \"p\u00e3o \xc3\xa7 \xe2\x82\xac \xf0\x9f\x98\x80\", {\"k\" : -12.25 } ]\r\n",
+		"{\"Trocas%20%26%20Devolu%C3%A7%C3%B5es\":{\"t\":\"\\ud83d\\ude00\",\"n\":[1,2,[3,[4]]]}}",
+		"\"top\"", "-0", "123.456e-7", "true", "{}", "[]", "{\"\":{\"\":[]}}",
+	};
+	static const char alphabet[] = "{}[]\":,\\ -+.eE0123456789tfnulrsa\t\n\r\f\v\x01\x7f"
+	    "\x80\xc0\xc3\xa7\xe0\xed\xf0\xf4\xf5\xff/bu";
+	unsigned seed = 1206;
+	int n = 60000, agree = 0, valid = 0;
+
+	for (int i = 0; i < n; i++) {
+		const char *b = bases[rand_r(&seed) % (sizeof(bases) / sizeof(bases[0]))];
+		char doc[512];
+		size_t len = strlen(b);
+		int muts = 1 + (int)(rand_r(&seed) % 3), want, got;
+
+		memcpy(doc, b, len);
+		for (int m = 0; m < muts; m++) {
+			size_t at = len ? rand_r(&seed) % (len + 1) : 0;
+			char c = alphabet[rand_r(&seed) % (sizeof(alphabet) - 1)];
+
+			switch (rand_r(&seed) % 3) {
+			case 0:	/* replace */
+				if (at < len)
+					doc[at] = c;
+				break;
+			case 1:	/* insert */
+				if (len + 1 < sizeof(doc)) {
+					memmove(doc + at + 1, doc + at, len - at);
+					doc[at] = c;
+					len++;
+				}
+				break;
+			default:	/* delete */
+				if (at < len) {
+					memmove(doc + at, doc + at + 1, len - at - 1);
+					len--;
+				}
+			}
+		}
+		want = json_validate_full(doc, len, 8, NULL) == 0;
+		got = json_validate_depth(doc, len, 8, NULL) == 0;
+		agree += want == got;
+		valid += want;
+		if (want != got)
+			diag("fast pass disagrees (full %d, with fast pass %d): %.*s", want, got,
+			    (int)len, doc);
+	}
+	ok(agree == n && valid > n / 20,
+	    "60,000 mutated documents: json_validate and the full check alone agree on "
+	    "each (%d agree, %d valid)", agree, valid);
+}
+
+/* big_object_tests - objects past the scan size: the table of each object alone */
+static void
+big_object_tests(void)
+{
+	struct json_error e;
+	struct buf b;
+
+	/* 30 keys, a nested object of 30 of the same names, then a repeat of k3 */
+	buf_init(&b);
+	buf_addc(&b, '{');
+	for (int i = 0; i < 30; i++)
+		buf_printf(&b, "\"k%d\":%d,", i, i);
+	buf_adds(&b, "\"in\":{");
+	for (int i = 0; i < 30; i++)
+		buf_printf(&b, "%s\"k%d\":%d", i ? "," : "", i, i);
+	buf_adds(&b, "},\"k30\":0");
+	ok(json_validate(b.data, b.len, NULL) == -1, "an open object is not complete: refused");
+	buf_adds(&b, "}");
+	ok(json_validate(b.data, b.len, NULL) == 0,
+	    "a nested object may repeat its parent's 30 names");
+	b.len--;
+	buf_adds(&b, ",\"k3\":1}");
+	memset(&e, 0, sizeof(e));
+	ok(json_validate(b.data, b.len, &e) == -1 && strstr(e.msg, "\"k3\"") != NULL,
+	    "after the nested object closes, a repeat of the parent's k3 is found (%s)", e.msg);
+	buf_free(&b);
+	/* an escaped spelling (unescaped by yajl, not in the text) among 20 keys */
+	buf_init(&b);
+	buf_addc(&b, '{');
+	for (int i = 0; i < 20; i++)
+		buf_printf(&b, "\"k%d\":%d,", i, i);
+	buf_adds(&b, "\"k\\u0031\\u0037\":0}");
+	ok(json_validate(b.data, b.len, NULL) == -1, "\\u0031\\u0037 spells k17 again: refused");
+	b.len -= strlen("\"k\\u0031\\u0037\":0}");
+	buf_adds(&b, "\"k\\u0031\\u0037x\":0,\"k17x\":1}");
+	ok(json_validate(b.data, b.len, NULL) == -1, "an escaped key first, then its plain twin");
+	buf_free(&b);
+	/* too deep inside a big object: refused, nothing leaked (ASan says) */
+	buf_init(&b);
+	buf_addc(&b, '{');
+	for (int i = 0; i < 40; i++)
+		buf_printf(&b, "\"k%d\":%d,", i, i);
+	buf_adds(&b, "\"d\":");
+	for (int i = 0; i < 200; i++)
+		buf_adds(&b, "{\"a\":1,\"b\":");
+	buf_adds(&b, "0");
+	for (int i = 0; i < 200; i++)
+		buf_adds(&b, "}");
+	buf_adds(&b, "}");
+	memset(&e, 0, sizeof(e));
+	ok(json_validate_depth(b.data, b.len, 64, &e) == -1 && strstr(e.msg, "deeper") != NULL,
+	    "too deep under a big object: refused (%s)", e.msg);
+	buf_free(&b);
+}
+
+/* naive_dups - a repeated key in any object of v, by comparing every pair */
+static int
+naive_dups(yajl_val v)
+{
+	if (YAJL_IS_ARRAY(v)) {
+		for (size_t i = 0; i < v->u.array.len; i++)
+			if (naive_dups(v->u.array.values[i]))
+				return 1;
+	} else if (YAJL_IS_OBJECT(v)) {
+		for (size_t i = 0; i < v->u.object.len; i++) {
+			for (size_t j = 0; j < i; j++)
+				if (strcmp(v->u.object.keys[i], v->u.object.keys[j]) == 0)
+					return 1;
+			if (naive_dups(v->u.object.values[i]))
+				return 1;
+		}
+	}
+	return 0;
+}
+
+static void
+rand_value(struct buf *b, unsigned *seed, int depth)
+{
+	static const char *const names[] = { "a", "b", "\\u0061", "c", "ab", "a\\\"",
+	    "\\u00e7", "\xc3\xa7", "x y", "%2F" };
+	int r = (int)(rand_r(seed) % 10);
+
+	if (depth > 4 || r < 4) {
+		buf_printf(b, "%d", r);
+		return;
+	}
+	if (r < 6) {
+		int n = (int)(rand_r(seed) % 4);
+
+		buf_addc(b, '[');
+		for (int i = 0; i < n; i++) {
+			if (i)
+				buf_addc(b, ',');
+			rand_value(b, seed, depth + 1);
+		}
+		buf_addc(b, ']');
+		return;
+	}
+	{
+		/* up to 40 keys: small objects are scanned, big ones use a table */
+		int n = (int)(rand_r(seed) % (rand_r(seed) % 3 == 0 ? 40 : 6));
+
+		buf_addc(b, '{');
+		for (int i = 0; i < n; i++) {
+			int k = (int)(rand_r(seed) % 60);
+
+			if (i)
+				buf_addc(b, ',');
+			if (k < 10)
+				buf_printf(b, "\"%s\":", names[k]);
+			else
+				buf_printf(b, "\"n%d\":", k + (int)(rand_r(seed) % 4) * 100);
+			rand_value(b, seed, depth + 1);
+		}
+		buf_addc(b, '}');
+	}
+}
+
+/* dup_random_tests - the validator and a pairwise check agree on random documents */
+static void
+dup_random_tests(void)
+{
+	unsigned seed = 20261206;
+	int agree = 0, dups = 0, n = 3000;
+	char err[128];
+
+	for (int i = 0; i < n; i++) {
+		struct buf b;
+		yajl_val v;
+
+		buf_init(&b);
+		rand_value(&b, &seed, 0);
+		buf_addc(&b, '\0');
+		v = yajl_tree_parse(b.data, err, sizeof(err));
+		if (v != NULL) {
+			int want = naive_dups(v), got = json_validate(b.data, b.len - 1, NULL) < 0;
+
+			agree += want == got;
+			dups += want;
+			if (want != got)
+				diag("disagree (pairwise %d, validator %d): %s", want, got, b.data);
+			yajl_tree_free(v);
+		}
+		buf_free(&b);
+	}
+	ok(agree == n && dups > n / 10 && dups < n - n / 10,
+	    "3,000 random documents: the validator agrees with a pairwise check on each "
+	    "(%d agree, %d with a repeated key)", agree, dups);
+}
+
 /* dup_tests - a key twice in one object is refused (issue 13, defect 7) */
 static void
 dup_tests(void)
@@ -128,6 +340,9 @@ dup_tests(void)
 	buf_adds(&big, "\"k20000\":0}");
 	ok(json_validate(big.data, big.len, NULL) == 0, "20,001 distinct keys accepted");
 	buf_free(&big);
+	big_object_tests();
+	dup_random_tests();
+	fast_pass_tests();
 }
 
 int

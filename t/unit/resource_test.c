@@ -94,6 +94,14 @@ static const struct build_case {
 	  "{\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"},{\"type\":\"Syncing\","
 	  "\"status\":\"False\",\"reason\":\"FetchError\",\"message\":\"boom\","
 	  "\"lastTransitionTime\":\"@now\"}]}" },
+	{ "a null field removes it",
+	  "{\"fetchFailures\":4,\"keep\":1,\"conditions\":[]}",
+	  "{\"fetchFailures\":null}", NULL, NULL, NULL, NULL, 1, 0,
+	  "{\"keep\":1,\"conditions\":[]}" },
+	{ "a null field already absent: no write",
+	  "{\"keep\":1,\"conditions\":[]}",
+	  "{\"fetchFailures\":null}", NULL, NULL, NULL, NULL, 0, 0,
+	  "{\"keep\":1,\"conditions\":[]}" },
 	{ "unparsable old counts as none", "{oops", "{\"a\":1}", NULL, NULL, NULL, NULL,
 	  1, 0, "{\"a\":1,\"conditions\":[]}" },
 };

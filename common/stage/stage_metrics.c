@@ -1,0 +1,98 @@
+/*
+ * stage_metrics - what the skeleton records for every stage: work items by
+ * stage and result, the stage's step duration (fetch, render, publish,
+ * notify), and the process registry served on the stage's metrics address
+ * (metrics_addr), from the stage's own loop (stage_metrics_http.c).  A port that cannot be had
+ * is a broken start: the stage exits with EX_CONFIG, naming the setting.
+ */
+#include "config.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "common/conf.h"
+#include "common/log.h"
+#include "common/metrics.h"
+#include "common/metrics_series.h"
+#include "common/stage.h"
+#include "common/stage_impl.h"
+#include "common/util.h"
+
+#define M_ITEMS "decod_items_total"
+
+/* step_family - "decod_fetch_duration_seconds" for the fetcher, else "" */
+static void
+step_family(const char *stage, char *out, size_t len)
+{
+	const char *step = metrics_step_name(stage);
+
+	if (step != NULL)
+		snprintf(out, len, "decod_%s_duration_seconds", step);
+	else
+		out[0] = '\0';
+}
+
+/* journal_size - the collect hook: the journal's bytes, read at scrape time */
+static void
+journal_size(struct metrics *m, void *arg)
+{
+	(void)m;
+	metrics_journal_size(arg);
+}
+
+int
+stage_metrics_start(struct stage *st)
+{
+	struct metrics *m = metrics_proc();
+	char addr[300], err[512], fam[64], help[128], labels[128];
+	const char *setting;
+
+	metrics_define(m, M_ITEMS, METRIC_COUNTER,
+	    "work items a stage finished, by stage and result (done, retry, failed)");
+	for (const char *const *r = (const char *const[]){ "done", "retry", "failed", NULL };
+	    *r != NULL; r++)
+		metrics_add(m, M_ITEMS, metrics_labels(labels, sizeof(labels), "stage",
+		    st->ops->name, "result", *r, NULL), 0);
+	step_family(st->ops->name, fam, sizeof(fam));
+	if (fam[0] != '\0') {
+		snprintf(help, sizeof(help), "how long one %s took, by result",
+		    metrics_step_name(st->ops->name));
+		metrics_define(m, fam, METRIC_HISTOGRAM, help);
+	}
+	/* the stage that prunes the journal reports its size (the supervisor too) */
+	if (st->ops->housekeeping) {
+		static char state_dir[4096];
+
+		snprintf(state_dir, sizeof(state_dir), "%s", conf_get(st->cf, "state_dir"));
+		metrics_journal_size(state_dir);
+		metrics_set_collect(m, journal_size, state_dir);
+	}
+	setting = metrics_addr(st->cf, st->ops->name, addr, sizeof(addr));
+	if (setting == NULL) {
+		log_kv(LOG_ERROR, "bad metrics setting", "error", addr, NULL);
+		return -1;
+	}
+	if (addr[0] == '\0')
+		return 0;
+	if (stage_metrics_serve(st, m, addr, err, sizeof(err)) < 0) {
+		log_kv(LOG_ERROR, "cannot serve metrics", "setting", setting, "addr", addr,
+		    "error", err, NULL);
+		return -1;
+	}
+	log_kv(LOG_INFO, "serving metrics", "addr", addr, "setting", setting, NULL);
+	return 0;
+}
+
+void
+stage_observe(struct stage *st, const char *result, double seconds)
+{
+	struct metrics *m = metrics_proc();
+	char fam[64], labels[128];
+
+	metrics_add(m, M_ITEMS, metrics_labels(labels, sizeof(labels), "stage",
+	    st->ops->name, "result", result, NULL), 1);
+	step_family(st->ops->name, fam, sizeof(fam));
+	if (fam[0] != '\0' && seconds >= 0)
+		metrics_observe(m, fam, metrics_labels(labels, sizeof(labels), "result",
+		    result, NULL), seconds);
+}
