@@ -26,6 +26,11 @@ bench-rollout: decod decoctl bench/replica bench/gen
 	$(SHELL) $(srcdir)/bench/bench_rollout.sh $(abs_top_builddir) 150 10 sample
 	$(SHELL) $(srcdir)/bench/bench_rollout.sh $(abs_top_builddir) 150 5 4.2MB
 .PHONY: bench-rollout
+# renderer and publisher on 1,000 waiting items (batches): `make bench-batch`
+EXTRA_DIST += bench/bench_batch.sh
+bench-batch: decod decoctl daemons/fetcher/fetcher daemons/renderer/renderer daemons/publisher/publisher
+	$(SHELL) $(srcdir)/bench/bench_batch.sh $(abs_top_builddir) 1000
+.PHONY: bench-batch
 # dir sources watched with inotify vs polled: `make bench-dir-watch`
 EXTRA_DIST += bench/bench_dir_watch.sh
 bench-dir-watch: decod decoctl

@@ -87,6 +87,13 @@ const struct conf_setting conf_table[] = {
 	{ "retry_max", CONF_DURATION, "5m", NULL, 10, 86400000,
 	  "longest delay between retries of a failed item",
 	  "*", 0 },
+	{ "batch_max", CONF_INT, "64", NULL, 1, 10000,
+	  "items the renderer and the publisher take in one batch (one journal commit and "
+	  "one group of syncs)",
+	  "renderer publisher", CONF_LIVE },
+	{ "batch_bytes", CONF_SIZE, "64MB", NULL, 0, 0,
+	  "a batch ends once its items wrote this many bytes of files (0: no bound)",
+	  "renderer publisher", CONF_LIVE },
 	{ "journal_retention", CONF_DURATION, "168h", NULL, 60000, 0,
 	  "how long history stays in the journal",
 	  "renderer", CONF_LIVE },

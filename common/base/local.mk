@@ -29,6 +29,8 @@ libdecod_base_a_SOURCES = \
 	common/base/metrics_series.h \
 	common/base/s3key.c \
 	common/base/s3key.h \
+	common/base/sync_group.c \
+	common/base/sync_group.h \
 	common/base/util.c \
 	common/base/util.h \
 	common/base/yaml.c \

@@ -20,6 +20,7 @@
 #include <sys/stat.h>
 #include <sys/time.h>
 
+#include "common/sync_group.h"
 #include "common/util.h"
 
 void *
@@ -278,13 +279,17 @@ write_file_atomic(const char *path, const void *data, size_t len, mode_t mode)
 		return -1;
 	if (write_all(fd, data, len) < 0)
 		goto fail;
-	if (fchmod(fd, mode) < 0 || fsync(fd) < 0)
+	if (fchmod(fd, mode) < 0 || (!sync_group_active() && fsync(fd) < 0))
 		goto fail;
 	if (close(fd) < 0) {
 		fd = -1;
 		goto fail;
 	}
 	fd = -1;
+	if (sync_group_active()) {
+		sync_group_add(tmp, path, len);	/* synced and renamed at the flush */
+		return 0;
+	}
 	if (rename(tmp, path) < 0)
 		goto fail;
 	fsync_dir(path);

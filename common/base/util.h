@@ -53,7 +53,9 @@ int write_all(int fd, const void *data, size_t len);
 /*
  * write_file_atomic - write data to path via a temp file in the same
  * folder, fsync, rename, fsync of the folder.  mode is the file mode.
- * Returns 0 or -1 with errno set; on failure path is untouched.
+ * Returns 0 or -1 with errno set; on failure path is untouched.  While
+ * a sync group is open (sync_group.h) the fsyncs and the rename wait for
+ * its flush.
  */
 int write_file_atomic(const char *path, const void *data, size_t len, mode_t mode);
 

@@ -153,29 +153,89 @@ journal_error(struct journal *j)
 int
 journal_begin(struct journal *j)
 {
-	if (sqlite3_exec(j->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK) {
+	const char *sql = j->depth == 0 ? "BEGIN IMMEDIATE" : "SAVEPOINT nest";
+
+	if (sqlite3_exec(j->db, sql, NULL, NULL, NULL) != SQLITE_OK) {
 		journal_jerr(j, "begin");
 		return -1;
 	}
+	j->depth++;
 	return 0;
 }
 
 int
 journal_commit(struct journal *j)
 {
+	if (j->depth <= j->floor) {
+		snprintf(j->err, sizeof(j->err), "commit: no transaction of the caller's open");
+		return -1;
+	}
+	if (j->depth > 1) {
+		/* inside a batch: the work joins the batch's transaction */
+		if (sqlite3_exec(j->db, "RELEASE nest", NULL, NULL, NULL) != SQLITE_OK) {
+			journal_jerr(j, "commit");
+			journal_rollback(j);
+			return -1;
+		}
+		j->depth--;
+		return 0;
+	}
 	if (sqlite3_exec(j->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
 		journal_jerr(j, "commit");
 		journal_rollback(j);
 		return -1;
 	}
+	j->depth = 0;
 	return 0;
 }
 
 void
 journal_rollback(struct journal *j)
 {
-	if (!sqlite3_get_autocommit(j->db))
+	if (j->depth == 0) {
+		if (!sqlite3_get_autocommit(j->db))
+			sqlite3_exec(j->db, "ROLLBACK", NULL, NULL, NULL);
+		return;
+	}
+	if (j->depth <= j->floor)
+		return;		/* the batch's own: only journal_batch_rollback ends it */
+	if (j->depth > 1) {
+		sqlite3_exec(j->db, "ROLLBACK TO nest", NULL, NULL, NULL);
+		sqlite3_exec(j->db, "RELEASE nest", NULL, NULL, NULL);
+	} else if (!sqlite3_get_autocommit(j->db)) {
 		sqlite3_exec(j->db, "ROLLBACK", NULL, NULL, NULL);
+	}
+	j->depth--;
+}
+
+int
+journal_batch_begin(struct journal *j)
+{
+	if (j->depth != 0) {
+		snprintf(j->err, sizeof(j->err), "batch begin: a transaction is open");
+		return -1;
+	}
+	if (journal_begin(j) < 0)
+		return -1;
+	j->floor = 1;
+	return 0;
+}
+
+int
+journal_batch_commit(struct journal *j)
+{
+	while (j->depth > 1)	/* a level left open inside the batch is undone */
+		journal_rollback(j);
+	j->floor = 0;
+	return journal_commit(j);
+}
+
+void
+journal_batch_rollback(struct journal *j)
+{
+	j->floor = 0;
+	while (j->depth > 0)
+		journal_rollback(j);
 }
 
 /* savepoint_sql - "<verb> <name>" with a checked name; 0 or -1 */

@@ -44,10 +44,23 @@ void journal_close(struct journal *j);
 /* journal_error - the last failure's message (static to j) */
 const char *journal_error(struct journal *j);
 
-/* transactions: BEGIN IMMEDIATE / COMMIT / ROLLBACK; 0 or -1 */
+/*
+ * transactions: BEGIN IMMEDIATE / COMMIT / ROLLBACK; 0 or -1.  They nest:
+ * a begin inside an open transaction is a savepoint, its commit releases
+ * it into the enclosing one and its rollback undoes only its own work.
+ */
 int journal_begin(struct journal *j);
 int journal_commit(struct journal *j);
 void journal_rollback(struct journal *j);
+
+/*
+ * A batch's transaction (the stage skeleton's, one per batch of items):
+ * every begin/commit/rollback inside it nests, and no rollback of a
+ * caller's reaches it; only journal_batch_commit or _rollback end it.
+ */
+int journal_batch_begin(struct journal *j);
+int journal_batch_commit(struct journal *j);
+void journal_batch_rollback(struct journal *j);
 
 /*
  * Savepoints: a nested unit inside an open transaction, so that one part of

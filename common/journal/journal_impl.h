@@ -13,6 +13,8 @@
 struct journal {
 	sqlite3 *db;
 	char err[512];
+	int depth;	/* journal_begin levels open (the first a transaction, then savepoints) */
+	int floor;	/* 1 while a batch holds the transaction (journal_batch_begin) */
 };
 
 #define NOW "strftime('%Y-%m-%dT%H:%M:%fZ','now')"

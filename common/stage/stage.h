@@ -42,6 +42,17 @@ struct stage_ops {
 	/* max items in STAGE_ASYNC at once (0: 1, i.e. strictly one at a time) */
 	int max_async;
 	/*
+	 * batch: the due items of one pass (at most batch_max of them, and
+	 * batch_bytes of files written) share one journal transaction and one
+	 * sync group (sync_group.h): stage_begin/stage_commit in on_item are
+	 * savepoints of the batch's transaction (an item that fails undoes
+	 * only its own work), write_file_atomic and spool_put defer their
+	 * syncs, and the batch's files are made durable, then the
+	 * transaction commits, then the doorbells ring.  What on_item writes
+	 * elsewhere (the store) is seen before the batch commits.
+	 */
+	int batch;
+	/*
 	 * housekeeping: this stage prunes the journal (journal_retention) and
 	 * garbage-collects the spool once an hour.  One stage per host does it
 	 * (the renderer), so it happens with or without the supervisor.

@@ -15,7 +15,6 @@
 #include "proto/proto.h"
 
 #define MAX_PUSHERS 8
-#define MAX_RINGS 64
 
 struct fdent;
 struct timer;
@@ -23,6 +22,12 @@ struct timer;
 struct pusher {
 	char to[32];
 	nng_socket sock;
+};
+
+/* a doorbell waiting for its transaction to commit */
+struct ring {
+	char to[32];
+	struct proto_msg m;
 };
 
 struct stage {
@@ -47,9 +52,11 @@ struct stage {
 	int64_t *inflight;
 	int64_t *inflight_t0;	/* monotonic ms each in-flight item started */
 	size_t ninflight;
-	struct { char to[32]; struct proto_msg m; } rings[MAX_RINGS];
-	int nrings;
+	struct ring *rings;	/* doorbells rung once the transaction commits */
+	size_t nrings, cap_rings;
+	size_t ring_mark;	/* nrings at stage_begin: a rollback drops the rest */
 	int in_txn;
+	int batching;		/* on_item runs inside a batch (ops->batch) */
 	int64_t cur_id;		/* item being handled by on_item, 0 if none */
 	int cur_closed;		/* on_item committed it itself */
 	char cur_error[512];	/* stage_item_error() for the current item */

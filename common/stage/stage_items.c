@@ -8,9 +8,11 @@
  */
 #include "config.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sysexits.h>
 
 #include <nng/nng.h>
 #include <nng/protocol/pipeline0/pull.h>
@@ -21,6 +23,7 @@
 #include "common/log.h"
 #include "common/stage.h"
 #include "common/stage_impl.h"
+#include "common/sync_group.h"
 #include "common/util.h"
 #include "proto/proto.h"
 
@@ -81,6 +84,16 @@ ring(struct stage *st, const char *to, const struct proto_msg *m)
 		    "error", nng_strerror(rv), NULL);
 }
 
+/* ring_all - the doorbells of what just committed */
+static void
+ring_all(struct stage *st)
+{
+	for (size_t i = 0; i < st->nrings; i++)
+		ring(st, st->rings[i].to, &st->rings[i].m);
+	st->nrings = 0;
+	st->ring_mark = 0;
+}
+
 int
 stage_begin(struct stage *st)
 {
@@ -89,7 +102,9 @@ stage_begin(struct stage *st)
 		return -1;
 	}
 	st->in_txn = 1;
-	st->nrings = 0;
+	if (!st->batching)
+		st->nrings = 0;
+	st->ring_mark = st->nrings;
 	return 0;
 }
 
@@ -99,25 +114,27 @@ stage_push(struct stage *st, const char *to, const char *kind, const char *ns,
 {
 	int64_t id = journal_item_add(st->j, to, kind, ns, name, hash ? hash : "",
 	    detail ? detail : "");
+	struct proto_msg *m;
 
 	if (id < 0) {
 		log_kv(LOG_ERROR, "journal: cannot add item", "to", to, "error",
 		    journal_error(st->j), NULL);
 		return -1;
 	}
-	if (st->nrings < MAX_RINGS) {
-		struct proto_msg *m = &st->rings[st->nrings].m;
-
-		memset(m, 0, sizeof(*m));
-		m->type = PROTO_ITEM;
-		m->item_id = (uint64_t)id;
-		snprintf(m->kind, sizeof(m->kind), "%s", kind);
-		snprintf(m->ns, sizeof(m->ns), "%s", ns);
-		snprintf(m->name, sizeof(m->name), "%s", name);
-		snprintf(m->hash, sizeof(m->hash), "%s", hash ? hash : "");
-		snprintf(st->rings[st->nrings].to, sizeof(st->rings[0].to), "%s", to);
-		st->nrings++;
+	if (st->nrings == st->cap_rings) {
+		st->cap_rings = st->cap_rings ? st->cap_rings * 2 : 64;
+		st->rings = xrealloc(st->rings, st->cap_rings * sizeof(*st->rings));
 	}
+	m = &st->rings[st->nrings].m;
+	memset(m, 0, sizeof(*m));
+	m->type = PROTO_ITEM;
+	m->item_id = (uint64_t)id;
+	snprintf(m->kind, sizeof(m->kind), "%s", kind);
+	snprintf(m->ns, sizeof(m->ns), "%s", ns);
+	snprintf(m->name, sizeof(m->name), "%s", name);
+	snprintf(m->hash, sizeof(m->hash), "%s", hash ? hash : "");
+	snprintf(st->rings[st->nrings].to, sizeof(st->rings[0].to), "%s", to);
+	st->nrings++;
 	return id;
 }
 
@@ -133,24 +150,25 @@ stage_commit(struct stage *st, const struct journal_item *it, const char *result
 	if (journal_commit(st->j) < 0) {
 		log_kv(LOG_ERROR, "journal commit failed", "error", journal_error(st->j), NULL);
 		st->in_txn = 0;
-		st->nrings = 0;
+		st->nrings = st->batching ? st->ring_mark : 0;
 		return -1;
 	}
 	st->in_txn = 0;
 	if (it != NULL && it->id == st->cur_id)
 		st->cur_closed = 1;
-	for (int i = 0; i < st->nrings; i++)
-		ring(st, st->rings[i].to, &st->rings[i].m);
-	st->nrings = 0;
+	if (!st->batching)
+		ring_all(st);	/* in a batch: once the batch commits */
 	return 0;
 }
 
 void
 stage_rollback(struct stage *st)
 {
+	if (!st->in_txn)
+		return;		/* already undone (a failed commit rolls back itself) */
 	journal_rollback(st->j);
 	st->in_txn = 0;
-	st->nrings = 0;
+	st->nrings = st->batching ? st->ring_mark : 0;
 }
 
 int64_t
@@ -262,24 +280,88 @@ stage_finish(struct stage *st, int64_t id, enum stage_result r, const char *why)
 	st->kick = 1;
 }
 
+/*
+ * batch_open - with ops->batch, the items of one pass share one journal
+ * transaction and one sync group: stage_begin/commit inside it are
+ * savepoints, write_file_atomic defers its syncs.  0: open, -1: items go
+ * one at a time this pass (the journal could not begin)
+ */
+static int
+batch_open(struct stage *st)
+{
+	if (!st->ops->batch)
+		return -1;
+	if (journal_batch_begin(st->j) < 0) {
+		log_kv(LOG_WARN, "journal: cannot begin a batch; items one at a time",
+		    "error", journal_error(st->j), NULL);
+		return -1;
+	}
+	st->batching = 1;
+	st->nrings = 0;
+	st->ring_mark = 0;
+	sync_group_begin();
+	return 0;
+}
+
+/*
+ * batch_close - the batch's files durable under their names, then its one
+ * commit, then its doorbells: truth first.  A flush or commit that fails
+ * leaves this process's view of what is published ahead of the journal,
+ * so the stage exits and starts again from the journal, where every item
+ * of the batch is still pending (what the files say is redone, the same
+ * bytes).
+ */
+static void
+batch_close(struct stage *st, int nitems)
+{
+	char n[16], f[16];
+
+	st->batching = 0;
+	snprintf(n, sizeof(n), "%d", nitems);
+	snprintf(f, sizeof(f), "%zu", sync_group_files());
+	if (sync_group_flush() < 0) {
+		log_kv(LOG_ERROR, "cannot make a batch's files durable; starting again from"
+		    " the journal", "items", n, "files", f, "error", strerror(errno), NULL);
+		journal_batch_rollback(st->j);
+		exit(EX_IOERR);
+	}
+	if (journal_batch_commit(st->j) < 0) {
+		log_kv(LOG_ERROR, "cannot commit a batch; starting again from the journal",
+		    "items", n, "error", journal_error(st->j), NULL);
+		journal_batch_rollback(st->j);
+		exit(EX_IOERR);
+	}
+	if (nitems > 1)
+		log_kv(LOG_DEBUG, "batch committed", "items", n, "files", f, NULL);
+	ring_all(st);
+}
+
 /* stage_process_due - hand every due item to on_item, oldest first */
 void
 stage_process_due(struct stage *st)
 {
 	struct journal_item *items;
 	size_t max_async = st->ops->max_async > 0 ? (size_t)st->ops->max_async : 1;
-	int n;
+	int n, batch, handed = 0, full = 0;
+	int64_t batch_max = 1;
+	uint64_t batch_bytes = 0;
+	size_t want;
 
 	st->kick = 0;
 	if (st->ops->on_item == NULL)
 		return;		/* a stage nothing is addressed to (fetcher, webhook) */
-	n = journal_items_due(st->j, st->ops->name, BATCH + st->ninflight, &items,
-	    &st->next_due_wall);
+	if (st->ops->batch) {
+		batch_max = conf_get_int(st->cf, "batch_max");
+		batch_bytes = conf_get_size(st->cf, "batch_bytes");
+	}
+	want = (size_t)(batch_max > BATCH ? batch_max : BATCH) + st->ninflight;
+	n = journal_items_due(st->j, st->ops->name, want, &items, &st->next_due_wall);
 	if (n < 0) {
 		log_kv(LOG_ERROR, "journal: cannot read items", "error", journal_error(st->j),
 		    NULL);
 		return;
 	}
+	batch = n > 0 && batch_open(st) == 0;
 	for (int i = 0; i < n && !stage_stopping(st); i++) {
 		struct journal_item *it = &items[i];
 		enum stage_result r;
@@ -293,6 +375,12 @@ stage_process_due(struct stage *st)
 			continue;
 		if (st->ninflight >= max_async)
 			break;
+		if (batch && (handed >= batch_max || (batch_bytes > 0 &&
+		    sync_group_bytes() >= batch_bytes))) {
+			full = 1;	/* the rest in the next batch, at once */
+			break;
+		}
+		handed++;
 		st->cur_id = it->id;
 		st->cur_closed = 0;
 		st->cur_error[0] = '\0';
@@ -318,7 +406,9 @@ stage_process_due(struct stage *st)
 		}
 		st->cur_id = 0;
 	}
-	if (n == (int)(BATCH + st->ninflight) || (n > 0 && st->ninflight < max_async &&
+	if (batch)
+		batch_close(st, handed);
+	if (full || n == (int)want || (n > 0 && st->ninflight < max_async &&
 	    n > (int)st->ninflight))
 		st->kick = 1;
 	free(items);

@@ -1,7 +1,8 @@
 # daemons/notifier: build fragment (included by the top Makefile.am)
 # The notify engine (notify_engine.c) is compiled into each program that
 # uses it: the notifier, its tests and the notify benchmark.
-NOTIFY_ENGINE_SRC = daemons/notifier/notify_engine.c daemons/notifier/notify_engine.h
+NOTIFY_ENGINE_SRC = daemons/notifier/notify_engine.c daemons/notifier/notify_engine.h \
+	daemons/notifier/notify_engine_int.h daemons/notifier/notify_results.c
 
 check_PROGRAMS += t/unit/notify_engine_test
 t_unit_notify_engine_test_SOURCES = t/unit/notify_engine_test.c $(NOTIFY_ENGINE_SRC)

@@ -10,6 +10,7 @@
 
 #include <curl/curl.h>
 #include <errno.h>
+#include <stdarg.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,61 +23,7 @@
 #include "common/util.h"
 #include "daemons/notifier/notify_engine.h"
 
-#define MAX_ATTEMPTS	16
-#define RESP_KEEP	160	/* bytes of an error answer kept for the message */
-
-struct rep {
-	struct notify_target t;		/* strings owned */
-	struct notify_result r;
-	struct job_call *call;		/* in flight, or NULL */
-	int64_t first_ms;		/* monotonic start of the first try */
-	int64_t poll_end;		/* poll: all tries end by then */
-	int64_t due;			/* queued retry: not before */
-	struct rep *qnext;		/* retry queue link */
-};
-
-struct job_call {
-	struct notify_job *job;
-	struct rep *rep;
-	CURL *easy;
-	struct curl_slist *hdrs;	/* own list when a token is sent */
-	int sent_token;
-	char errbuf[CURL_ERROR_SIZE];
-	char resp[RESP_KEEP];
-	size_t resplen;
-};
-
-struct queue {
-	struct rep *head, *tail;
-};
-
-struct notify_job {
-	struct notify_engine *e;
-	struct notify_job *next;	/* engine's list of running jobs */
-	struct rep *reps;
-	size_t n, next_new, finished;
-	size_t in_flight;
-	struct queue retry[MAX_ATTEMPTS];	/* retry[k]: waiting for try k+1 */
-	const char *body;
-	size_t body_len;
-	int64_t timestamp;
-	struct notify_params p;
-	notify_resolve_fn resolve;
-	notify_done_fn done;
-	void *arg;
-	int64_t start, deadline, last_outcome;
-	struct curl_slist *push_hdrs;	/* shared, no token */
-	int ended;
-};
-
-struct notify_engine {
-	CURLM *multi;
-	int epfd;
-	int64_t curl_due;		/* monotonic ms; -1: no curl timer */
-	struct notify_job *jobs;
-	size_t njobs;
-	struct notify_job *finished;	/* done, callback not yet called */
-};
+#include "daemons/notifier/notify_engine_int.h"
 
 void
 notify_params_default(struct notify_params *p)
@@ -244,6 +191,30 @@ set_str(const char **dst, const char *src)
 	free(old);
 }
 
+/* set_error - the replica's error message (printf-like) */
+static void
+set_error(struct rep *rep, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void
+set_error(struct rep *rep, const char *fmt, ...)
+{
+	char msg[sizeof(((struct notify_result *)0)->error)];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	free(rep->r.error);
+	rep->r.error = xstrdup(msg);
+}
+
+static int
+has_error(const struct rep *rep)
+{
+	return rep->r.error != NULL && rep->r.error[0] != '\0';
+}
+
 /* finish_rep - the replica's outcome is known */
 static void
 finish_rep(struct notify_job *job, struct rep *rep, enum notify_state st)
@@ -254,8 +225,10 @@ finish_rep(struct notify_job *job, struct rep *rep, enum notify_state st)
 	rep->r.ms = rep->first_ms ? now - rep->first_ms : 0;
 	job->finished++;
 	job->last_outcome = now;
-	if (st == NOTIFY_CONFIRMED || st == NOTIFY_GONE)
-		rep->r.error[0] = '\0';
+	if (st == NOTIFY_CONFIRMED || st == NOTIFY_GONE) {
+		free(rep->r.error);
+		rep->r.error = NULL;
+	}
 }
 
 static size_t
@@ -318,8 +291,11 @@ start_try(struct notify_job *job, struct rep *rep)
 		}
 		if (r > 0) {
 			/* the callback may have pointed the fields at new strings */
-			if (t.url != rep->t.url)
+			if (t.url != rep->t.url) {
+				if (rep->t.id == rep->t.url)	/* the id keeps the old string */
+					rep->t.id = xstrdup(rep->t.id);
 				set_str(&rep->t.url, t.url);
+			}
 			if (t.ts_file != rep->t.ts_file)
 				set_str(&rep->t.ts_file, t.ts_file);
 			if (t.token != rep->t.token)
@@ -328,7 +304,7 @@ start_try(struct notify_job *job, struct rep *rep)
 		}
 	}
 	if (rep->t.url == NULL || strncmp(rep->t.url, "http", 4) != 0) {
-		snprintf(rep->r.error, sizeof(rep->r.error), "no usable URL");
+		set_error(rep, "no usable URL");
 		finish_rep(job, rep, NOTIFY_FAILED);
 		return 0;
 	}
@@ -343,8 +319,8 @@ start_try(struct notify_job *job, struct rep *rep)
 	if (job->deadline - now < timeout)
 		timeout = job->deadline - now;
 	if (timeout <= 0) {
-		if (rep->r.error[0] == '\0')
-			snprintf(rep->r.error, sizeof(rep->r.error), "no time left to try");
+		if (!has_error(rep))
+			set_error(rep, "no time left to try");
 		finish_rep(job, rep, NOTIFY_FAILED);
 		return 0;
 	}
@@ -363,6 +339,8 @@ start_try(struct notify_job *job, struct rep *rep)
 	curl_easy_setopt(c->easy, CURLOPT_WRITEFUNCTION, on_write);
 	curl_easy_setopt(c->easy, CURLOPT_WRITEDATA, c);
 	curl_easy_setopt(c->easy, CURLOPT_NOSIGNAL, 1L);
+	/* answers are a few bytes: a 4 KB receive buffer, not 16 KB per call in flight */
+	curl_easy_setopt(c->easy, CURLOPT_BUFFERSIZE, 4096L);
 	/* replicas are mostly IP addresses; a DNS cache of thousands of them
 	 * costs a full scan on every new name (curl prunes it on each resolve) */
 	curl_easy_setopt(c->easy, CURLOPT_DNS_CACHE_TIMEOUT, 0L);
@@ -395,7 +373,7 @@ start_try(struct notify_job *job, struct rep *rep)
 	rep->call = c;
 	rep->r.attempts++;
 	if ((mc = curl_multi_add_handle(e->multi, c->easy)) != CURLM_OK) {
-		snprintf(rep->r.error, sizeof(rep->r.error), "curl: %s",
+		set_error(rep, "curl: %s",
 		    curl_multi_strerror(mc));
 		curl_easy_cleanup(c->easy);
 		curl_slist_free_all(c->hdrs);
@@ -463,12 +441,11 @@ call_done(struct notify_engine *e, struct job_call *c, CURLcode code)
 		return;
 	}
 	if (code != CURLE_OK) {
-		snprintf(rep->r.error, sizeof(rep->r.error), "%s",
+		set_error(rep, "%s",
 		    c->errbuf[0] ? c->errbuf : curl_easy_strerror(code));
 		retry = 1;
 	} else if (status == 401 && !c->sent_token) {
-		snprintf(rep->r.error, sizeof(rep->r.error),
-		    "HTTP 401 and no reload token is known");
+		set_error(rep, "HTTP 401 and no reload token is known");
 		finish_rep(job, rep, NOTIFY_MISSING_TOKEN);
 		call_free(e, c);
 		return;
@@ -479,10 +456,9 @@ call_done(struct notify_engine *e, struct job_call *c, CURLcode code)
 				c->resp[i] = ' ';
 		}
 		if (status == 401)
-			snprintf(rep->r.error, sizeof(rep->r.error),
-			    "HTTP 401 (reload token refused)");
+			set_error(rep, "HTTP 401 (reload token refused)");
 		else
-			snprintf(rep->r.error, sizeof(rep->r.error), "HTTP %ld%s%.*s",
+			set_error(rep, "HTTP %ld%s%.*s",
 			    status, c->resplen ? ": " : "", 120, c->resp);
 		retry = status >= 500 || status == 408 || status == 429;
 	}
@@ -523,8 +499,7 @@ job_pump(struct notify_job *job)
 		for (; job->next_new < job->n; job->next_new++) {
 			struct rep *rep = &job->reps[job->next_new];
 
-			snprintf(rep->r.error, sizeof(rep->r.error),
-			    "not tried before the deadline");
+			set_error(rep, "not tried before the deadline");
 			finish_rep(job, rep, NOTIFY_FAILED);
 		}
 	}
@@ -638,8 +613,12 @@ notify_job_start(struct notify_engine *e, const struct notify_target *targets,
 	for (size_t i = 0; i < n; i++) {
 		struct rep *rep = &job->reps[i];
 
-		set_str(&rep->t.id, targets[i].id ? targets[i].id : targets[i].url);
 		set_str(&rep->t.url, targets[i].url);
+		if (targets[i].id == NULL || (targets[i].url != NULL &&
+		    strcmp(targets[i].id, targets[i].url) == 0))
+			rep->t.id = rep->t.url;	/* one string for both */
+		else
+			set_str(&rep->t.id, targets[i].id);
 		set_str(&rep->t.ts_file, targets[i].ts_file);
 		set_str(&rep->t.token, targets[i].token);
 		rep->t.style = targets[i].style;
@@ -677,8 +656,10 @@ job_release(struct notify_job *job)
 	for (size_t i = 0; i < job->n; i++) {
 		struct rep *rep = &job->reps[i];
 
-		free((char *)rep->t.id);
+		if (rep->t.id != rep->t.url)
+			free((char *)rep->t.id);
 		free((char *)rep->t.url);
+		free(rep->r.error);
 		free((char *)rep->t.ts_file);
 		if (rep->t.token != NULL)
 			explicit_bzero((char *)rep->t.token, strlen(rep->t.token));
@@ -728,67 +709,4 @@ notify_job_free(struct notify_job *job)
 		return;
 	}
 	job_release(job);
-}
-
-size_t
-notify_job_count(const struct notify_job *job)
-{
-	return job->n;
-}
-
-const struct notify_target *
-notify_job_target(const struct notify_job *job, size_t i)
-{
-	return i < job->n ? &job->reps[i].t : NULL;
-}
-
-const struct notify_result *
-notify_job_result(const struct notify_job *job, size_t i)
-{
-	return i < job->n ? &job->reps[i].r : NULL;
-}
-
-size_t
-notify_job_progress(const struct notify_job *job)
-{
-	return job->finished;
-}
-
-void
-notify_job_summary(const struct notify_job *job, struct notify_summary *s)
-{
-	memset(s, 0, sizeof(*s));
-	for (size_t i = 0; i < job->n; i++) {
-		switch (job->reps[i].r.state) {
-		case NOTIFY_CONFIRMED: s->confirmed++; break;
-		case NOTIFY_FAILED: s->failed++; break;
-		case NOTIFY_GONE: s->gone++; break;
-		case NOTIFY_MISSING_TOKEN: s->missing_token++; break;
-		default: s->pending++; break;
-		}
-	}
-	s->ms = job->last_outcome - job->start;
-}
-
-char *
-notify_job_failures(const struct notify_job *job, size_t max)
-{
-	struct buf b;
-	size_t shown = 0, total = 0;
-
-	buf_init(&b);
-	for (size_t i = 0; i < job->n; i++) {
-		const struct rep *rep = &job->reps[i];
-
-		if (rep->r.state != NOTIFY_FAILED && rep->r.state != NOTIFY_MISSING_TOKEN)
-			continue;
-		total++;
-		if (shown == max)
-			continue;
-		buf_printf(&b, "%s%s (%s)", shown ? ", " : "", rep->t.id, rep->r.error);
-		shown++;
-	}
-	if (total > shown)
-		buf_printf(&b, " and %zu more", total - shown);
-	return buf_steal(&b, NULL);
 }

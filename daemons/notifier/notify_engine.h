@@ -114,6 +114,7 @@ void notify_job_free(struct notify_job *job);
 size_t notify_job_count(const struct notify_job *job);
 /* notify_job_target - replica i as last resolved (strings owned by the job) */
 const struct notify_target *notify_job_target(const struct notify_job *job, size_t i);
+/* notify_job_result - replica i's result (a copy, valid until four more calls) */
 const struct notify_result *notify_job_result(const struct notify_job *job, size_t i);
 /* notify_job_progress - finished so far (any state) */
 size_t notify_job_progress(const struct notify_job *job);

@@ -195,6 +195,7 @@ static const struct stage_ops ops = {
 	.timer_ms = 1000,
 	.shutdown = pub_shutdown,
 	.max_async = 64,	/* uploads and ConfigMap writes in flight at once */
+	.batch = 1,		/* one commit and one group of syncs per batch of items */
 };
 
 int

@@ -724,6 +724,7 @@ static const struct stage_ops renderer_ops = {
 	.reload = renderer_reload,
 	.shutdown = renderer_shutdown,
 	.housekeeping = 1,
+	.batch = 1,		/* one commit and one group of syncs per batch of items */
 };
 
 int

@@ -53,7 +53,7 @@ test_reads(const char *dir)
 {
 	char path[256], err[512], h[65], seen[200] = "";
 	char obj[JOURNAL_OBJ_MAX];
-	struct journal *j;
+	struct journal *j, *j2;
 	struct journal_item it;
 	int64_t id;
 	int done, total, n = 0;
@@ -130,6 +130,37 @@ test_reads(const char *dir)
 	    "the released part is there");
 	is_int(journal_last_fetch(j, "ns", "sp2", h), 1, "the rolled-back part is not");
 	ok(journal_savepoint(j, "bad name;") == -1, "a savepoint name is checked");
+
+	/* a batch: begins inside it nest, a rollback undoes only its own level */
+	if ((j2 = journal_open(path, err, sizeof(err))) == NULL) {
+		ok(0, "open a second connection: %s", err);
+		journal_close(j);
+		return;
+	}
+	ok(journal_batch_begin(j) == 0, "batch begins");
+	ok(journal_begin(j) == 0, "begin inside a batch (a savepoint)");
+	journal_record_fetch(j, "ns", "b1", "dir", "", "first");
+	ok(journal_commit(j) == 0, "its commit releases into the batch");
+	ok(journal_begin(j) == 0, "a second one");
+	journal_record_fetch(j, "ns", "b2", "dir", "", "failed");
+	journal_rollback(j);
+	journal_rollback(j);	/* a caller's second rollback must not reach the batch */
+	ok(journal_commit(j) == -1, "a commit with no level of the caller's open fails");
+	ok(journal_begin(j) == 0 && journal_begin(j) == 0, "two levels deep");
+	journal_record_fetch(j, "ns", "b3", "dir", "", "deep");
+	ok(journal_commit(j) == 0 && journal_commit(j) == 0, "both released");
+	is_int(journal_last_fetch(j2, "ns", "b1", h), 1, "nothing seen outside before the commit");
+	ok(journal_batch_commit(j) == 0, "the batch commits once");
+	ok(journal_last_fetch(j2, "ns", "b1", h) == 0 && strcmp(h, "first") == 0 &&
+	    journal_last_fetch(j2, "ns", "b3", h) == 0 && strcmp(h, "deep") == 0,
+	    "the released items are there, seen by another connection");
+	is_int(journal_last_fetch(j2, "ns", "b2", h), 1, "the rolled-back one is not");
+	ok(journal_batch_begin(j) == 0, "another batch");
+	journal_record_fetch(j, "ns", "b4", "dir", "", "lost");
+	journal_batch_rollback(j);
+	is_int(journal_last_fetch(j, "ns", "b4", h), 1, "a batch rolled back leaves nothing");
+	ok(journal_begin(j) == 0 && journal_commit(j) == 0, "plain transactions work after");
+	journal_close(j2);
 	journal_close(j);
 }
 

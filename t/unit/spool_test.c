@@ -8,6 +8,7 @@
 
 #include "common/hash.h"
 #include "common/spool.h"
+#include "common/sync_group.h"
 #include "common/util.h"
 #include "t/tap.h"
 
@@ -71,6 +72,35 @@ main(void)
 		ok(access(tmps[1], F_OK) < 0 && access(tmps[2], F_OK) < 0, "no temporary left");
 		free(tmps[1]);
 		free(tmps[2]);
+	}
+	/* a sync group: nothing under its name before the flush, all after */
+	{
+		char g1[65], g2[65], f[4096];
+
+		sync_group_begin();
+		ok(spool_put(sp, "grouped one", 11, g1) == 0 &&
+		    spool_put(sp, "grouped two", 11, g2) == 0, "put in a group");
+		snprintf(f, sizeof(f), "%s/plain", dir);
+		ok(write_file_atomic(f, "x", 1, 0600) == 0, "a plain file in the group");
+		ok(!spool_has(sp, g1) && !spool_has(sp, g2) && access(f, F_OK) < 0,
+		    "nothing shows under its name before the flush");
+		is_int(sync_group_files(), 3, "three files wait");
+		is_int(sync_group_bytes(), 23, "... of 23 bytes");
+		ok(sync_group_flush() == 0, "flush");
+		ok(spool_has(sp, g1) && spool_has(sp, g2) && access(f, F_OK) == 0,
+		    "all there after it");
+		data = spool_get(sp, g2, &len);
+		ok(data != NULL && len == 11 && memcmp(data, "grouped two", 11) == 0,
+		    "with their bytes");
+		free(data);
+		ok(!sync_group_active(), "the group is closed");
+		sync_group_begin();
+		ok(spool_put(sp, "aborted", 7, g1) == 0, "put in a second group");
+		sync_group_abort();
+		ok(!spool_has(sp, g1), "an aborted group leaves nothing");
+		ok(write_file_atomic(f, "y", 1, 0600) == 0 && (data = read_file(f, &len, 0)) &&
+		    data[0] == 'y', "outside a group a write is immediate");
+		free(data);
 	}
 	spool_close(sp);
 	rm_rf(dir);
