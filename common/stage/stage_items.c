@@ -336,6 +336,23 @@ batch_close(struct stage *st, int nitems)
 	ring_all(st);
 }
 
+/*
+ * seen_before - an earlier item of this pass is about the same object: it
+ * goes in the next batch, since a batch's files are renamed into place
+ * only at its end and this item would read what is there now (an edit and
+ * its revert in one batch would leave the first on disk)
+ */
+static int
+seen_before(const struct journal_item *items, int i)
+{
+	for (int k = 0; k < i; k++)
+		if (strcmp(items[k].ns, items[i].ns) == 0 &&
+		    strcmp(items[k].name, items[i].name) == 0 &&
+		    strcmp(items[k].kind, items[i].kind) == 0)
+			return 1;
+	return 0;
+}
+
 /* stage_process_due - hand every due item to on_item, oldest first */
 void
 stage_process_due(struct stage *st)
@@ -376,7 +393,7 @@ stage_process_due(struct stage *st)
 		if (st->ninflight >= max_async)
 			break;
 		if (batch && (handed >= batch_max || (batch_bytes > 0 &&
-		    sync_group_bytes() >= batch_bytes))) {
+		    sync_group_bytes() >= batch_bytes) || seen_before(items, i))) {
 			full = 1;	/* the rest in the next batch, at once */
 			break;
 		}
