@@ -96,6 +96,9 @@ is "$(cr loja | jq '[.status.conditions[] | select(.type=="PodsNotified")] | len
 # edit and delete
 kubectl_admin -n sites-loja patch decofile loja --type merge -p '{"spec":{"inline":{"value":{"Header":{"title":"Nova"}}}}}' >/dev/null
 check "a CR edit reaches the store" wait_for 10 grep -q '"title":"Nova"' "$STORE/loja.v"
+# ... and the fetcher's status of it the CR (else the restart below owes that write)
+observed() { [ "$(cr loja | jq '.status.observedGeneration == .metadata.generation')" = true ]; }
+check "... and the CR shows the fetcher observed it" wait_for 15 observed
 
 # a restart writes nothing to the CR: the API server counts the status
 # applies (metrics), and across the restart only the new fragment is one
