@@ -29,6 +29,18 @@
 	  "Manual policy: newer template generations wait for decoctl template apply or the apply annotation") \
 	X("TemplateUpdateAvailable", "WaitingForWindow", "True", "renderer", \
 	  "Window policy: newer template generations wait for the update window; the message says when it opens") \
+	X("TemplateUpdateAvailable", "WaitingForRollout", "True", "renderer", \
+	  "Auto policy: the newer template generation reaches this site with a later wave of its rollout") \
+	X("TemplateUpdateAvailable", "RolloutHalted", "True", "renderer", \
+	  "The template's rollout halted: this site keeps the generation it has") \
+	X("RolloutHalted", "Progressing", "False", "renderer", \
+	  "A DecofileTemplate generation is rolling out; the message says which wave") \
+	X("RolloutHalted", "RolloutComplete", "False", "renderer", \
+	  "The DecofileTemplate generation reached every site") \
+	X("RolloutHalted", "RolledBack", "False", "renderer", \
+	  "decoctl template rollback sent every site back to the previous generation") \
+	X("RolloutHalted", "WaveFailed", "True", "renderer", \
+	  "Sites of a wave failed (render error, replicas refusing the reload) past maxFailed; later waves keep the old generation") \
 	X("Syncing", "Suspended", "False", "fetcher", \
 	  "Held by decoctl suspend, spec.suspend or a rollback: no fetch and no publish until resumed") \
 	X("Syncing", "RollbackFailed", "False", "fetcher", \

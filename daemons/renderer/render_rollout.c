@@ -216,6 +216,14 @@ render_rollout_begin(struct stage *st, const char *ns, const char *tpl)
 	return 0;
 }
 
+/* gate_hold - the site keeps its tree, and its TemplateUpdateAvailable says why */
+static void
+gate_hold(struct rollout_gate *g, const char *reason)
+{
+	g->hold = 1;
+	snprintf(g->reason, sizeof(g->reason), "%s", reason);
+}
+
 int
 render_rollout_gate(struct stage *st, const char *ns, const char *site, const char *tpl,
     int64_t ng, const char *nh, int auto_mode, int window_open, struct rollout_gate *g)
@@ -250,20 +258,16 @@ render_rollout_gate(struct stage *st, const char *ns, const char *site, const ch
 	if (strcmp(r.state, "done") == 0)
 		return 0;
 	if (strcmp(r.state, "halted") == 0) {
-		if (auto_mode || window_open) {
-			g->hold = 1;
-			snprintf(g->reason, sizeof(g->reason), "RolloutHalted");
-		}
+		if (auto_mode || window_open)
+			gate_hold(g, "RolloutHalted");
 		return 0;
 	}
 	if (!auto_mode)
 		return 0;	/* Manual apply and Window keep their own policy */
 	if ((rc = journal_rollout_site_get(j, r.id, site, &s)) < 0)
 		return -1;
-	if (rc == 1 || s.wave > r.wave) {
-		g->hold = 1;
-		snprintf(g->reason, sizeof(g->reason), "WaitingForRollout");
-	}
+	if (rc == 1 || s.wave > r.wave)
+		gate_hold(g, "WaitingForRollout");
 	return 0;
 }
 
