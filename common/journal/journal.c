@@ -238,6 +238,17 @@ journal_batch_rollback(struct journal *j)
 		journal_rollback(j);
 }
 
+int
+journal_rows_done(struct journal *j, sqlite3_stmt *st, int rc, const char *what, int n)
+{
+	sqlite3_finalize(st);
+	if (rc != SQLITE_DONE) {
+		journal_jerr(j, what);
+		return -1;
+	}
+	return n;
+}
+
 /* savepoint_sql - "<verb> <name>" with a checked name; 0 or -1 */
 static int
 savepoint_sql(struct journal *j, const char *verb, const char *name)

@@ -71,10 +71,5 @@ journal_recompress_pending(struct journal *j, int quality,
 		n++;
 		rc = sqlite3_step(st);
 	}
-	sqlite3_finalize(st);
-	if (rc != SQLITE_DONE) {
-		journal_jerr(j, "recompress pending");
-		return -1;
-	}
-	return n;
+	return journal_rows_done(j, st, rc, "recompress pending", n);
 }

@@ -61,4 +61,10 @@ void journal_row_to_item(sqlite3_stmt *st, struct journal_item *it);
  */
 int journal_item_first(int rc, sqlite3_stmt *st, struct journal_item *it);
 
+/*
+ * journal_rows_done - end a loop over st's rows: st finalized; n (the rows
+ * read) when the last step was SQLITE_DONE, else -1 with j->err = "<what>: ..."
+ */
+int journal_rows_done(struct journal *j, sqlite3_stmt *st, int rc, const char *what, int n);
+
 #endif

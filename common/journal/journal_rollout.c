@@ -117,12 +117,7 @@ journal_rollout_active(struct journal *j,
 		n++;
 		rc = sqlite3_step(st);
 	}
-	sqlite3_finalize(st);
-	if (rc != SQLITE_DONE) {
-		journal_jerr(j, "step");
-		return -1;
-	}
-	return n;
+	return journal_rows_done(j, st, rc, "step", n);
 }
 
 int
@@ -152,12 +147,7 @@ journal_rollout_sites(struct journal *j, int64_t id, int wave, const char *state
 		n++;
 		rc = sqlite3_step(st);
 	}
-	sqlite3_finalize(st);
-	if (rc != SQLITE_DONE) {
-		journal_jerr(j, "step");
-		return -1;
-	}
-	return n;
+	return journal_rows_done(j, st, rc, "step", n);
 }
 
 int

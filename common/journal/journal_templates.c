@@ -107,12 +107,7 @@ journal_template_users(struct journal *j, const char *ns, const char *tpl,
 		n++;
 		rc = sqlite3_step(st);
 	}
-	sqlite3_finalize(st);
-	if (rc != SQLITE_DONE) {
-		journal_jerr(j, "step");
-		return -1;
-	}
-	return n;
+	return journal_rows_done(j, st, rc, "step", n);
 }
 
 int
@@ -134,10 +129,5 @@ journal_template_waiting(struct journal *j,
 		n++;
 		rc = sqlite3_step(st);
 	}
-	sqlite3_finalize(st);
-	if (rc != SQLITE_DONE) {
-		journal_jerr(j, "step");
-		return -1;
-	}
-	return n;
+	return journal_rows_done(j, st, rc, "step", n);
 }

@@ -110,10 +110,5 @@ journal_versions_referenced(struct journal *j, int keep,
 		}
 		rc = sqlite3_step(st);
 	}
-	sqlite3_finalize(st);
-	if (rc != SQLITE_DONE) {
-		journal_jerr(j, "kept versions");
-		return -1;
-	}
-	return 0;
+	return journal_rows_done(j, st, rc, "kept versions", 0);
 }
