@@ -373,30 +373,6 @@ static const unsigned char cls[256] = {
 	[0x0e ... 0x1f] = 2, [' '] = 1, ['"'] = 2, ['\\'] = 2, [0x80 ... 0xff] = 2,
 };
 
-/* utf8_ok - a well-formed UTF-8 sequence at p (shortest form, no surrogates): its length */
-static size_t
-utf8_ok(const unsigned char *p, const unsigned char *end)
-{
-	unsigned c = p[0];
-
-	if (c >= 0xc2 && c <= 0xdf)
-		return end - p >= 2 && (p[1] & 0xc0) == 0x80 ? 2 : 0;
-	if (c >= 0xe0 && c <= 0xef) {
-		if (end - p < 3 || (p[1] & 0xc0) != 0x80 || (p[2] & 0xc0) != 0x80 ||
-		    (c == 0xe0 && p[1] < 0xa0) || (c == 0xed && p[1] >= 0xa0))
-			return 0;
-		return 3;
-	}
-	if (c >= 0xf0 && c <= 0xf4) {
-		if (end - p < 4 || (p[1] & 0xc0) != 0x80 || (p[2] & 0xc0) != 0x80 ||
-		    (p[3] & 0xc0) != 0x80 || (c == 0xf0 && p[1] < 0x90) ||
-		    (c == 0xf4 && p[1] >= 0x90))
-			return 0;
-		return 4;
-	}
-	return 0;
-}
-
 static int
 hexdig(unsigned c)
 {
@@ -442,7 +418,7 @@ fast_string(const unsigned char *p, const unsigned char *end, int *escaped)
 		if (*p < 0x80)
 			return NULL;	/* a raw control character */
 		{
-			size_t l = utf8_ok(p, end);
+			size_t l = utf8_seq(p, (size_t)(end - p));
 
 			if (l == 0)
 				return NULL;

@@ -598,8 +598,7 @@ url_has_credentials(const char *url)
 	return memchr(host, ':', (size_t)(at - host)) != NULL;
 }
 
-/* the length of the UTF-8 sequence at s (n bytes left), or 0 when not well-formed */
-static size_t
+size_t
 utf8_seq(const unsigned char *s, size_t n)
 {
 	size_t len;

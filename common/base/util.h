@@ -116,6 +116,8 @@ int path_clean_rel(const char *in, char *out, size_t outlen);
  * that must go into JSON (names from outside, keys).
  */
 int utf8_valid(const char *s, size_t n);
+/* utf8_seq - the length of the well-formed UTF-8 sequence at s (n >= 1 bytes left; 1 for ASCII), 0 if none */
+size_t utf8_seq(const unsigned char *s, size_t n);
 
 /*
  * utf8_cut_tail - s, cut short by a snprintf, ends on a whole character:

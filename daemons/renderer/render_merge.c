@@ -29,41 +29,6 @@ input_cmp(const void *a, const void *b)
 	return strcmp(x->path, y->path);
 }
 
-/* utf8_len - length of the valid UTF-8 sequence at s (n bytes left), 0 if invalid */
-static size_t
-utf8_len(const unsigned char *s, size_t n)
-{
-	unsigned char c = s[0];
-	size_t len, i;
-	unsigned int cp;
-
-	if (c < 0x80)
-		return 1;
-	if (c >= 0xc2 && c <= 0xdf) {
-		len = 2;
-		cp = c & 0x1f;
-	} else if (c >= 0xe0 && c <= 0xef) {
-		len = 3;
-		cp = c & 0x0f;
-	} else if (c >= 0xf0 && c <= 0xf4) {
-		len = 4;
-		cp = c & 0x07;
-	} else {
-		return 0;
-	}
-	if (len > n)
-		return 0;
-	for (i = 1; i < len; i++) {
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-		cp = (cp << 6) | (s[i] & 0x3f);
-	}
-	if ((len == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) ||
-	    (len == 4 && (cp < 0x10000 || cp > 0x10ffff)))
-		return 0;
-	return len;
-}
-
 void
 render_key_escape(struct buf *out, const char *k, size_t len)
 {
@@ -83,7 +48,7 @@ render_key_escape(struct buf *out, const char *k, size_t len)
 			continue;
 		}
 		if (c >= 0x80) {
-			l = utf8_len(s + i, len - i);
+			l = utf8_seq(s + i, len - i);
 			if (l == 3 && c == 0xe2 && s[i + 1] == 0x80 &&
 			    (s[i + 2] == 0xa8 || s[i + 2] == 0xa9))
 				rep = s[i + 2] == 0xa8 ? "\\u2028" : "\\u2029";
