@@ -22,6 +22,7 @@
 #include "common/resource.h"
 #include "common/store.h"
 #include "common/store_keys.h"
+#include "daemons/renderer/render_preview.h"
 #include "daemons/renderer/render_policy.h"
 #include "daemons/renderer/render_tree.h"
 
@@ -37,26 +38,6 @@ lists(yajl_val doc, const char *tpl)
 		if (strcmp(names[i], tpl) == 0)
 			return 1;
 	return 0;
-}
-
-/* resolved - the generation and hash status.resolvedTemplates names for tpl; 0 or 1 none */
-static int
-resolved(yajl_val status, const char *tpl, int64_t *gen, const char **hash)
-{
-	yajl_val rt = json_get(status, "resolvedTemplates", NULL);
-
-	for (size_t i = 0; rt != NULL && YAJL_IS_ARRAY(rt) && i < rt->u.array.len; i++) {
-		yajl_val e = rt->u.array.values[i];
-		const char *n = json_get_str(e, "name", NULL);
-		yajl_val g = json_get(e, "generation", NULL);
-
-		if (n != NULL && strcmp(n, tpl) == 0) {
-			*gen = g != NULL && YAJL_IS_INTEGER(g) ? YAJL_GET_INTEGER(g) : 0;
-			*hash = json_get_str(e, "hash", NULL);
-			return 0;
-		}
-	}
-	return 1;
 }
 
 static int
@@ -147,7 +128,7 @@ template_status(struct cli *c, const char *tpl)
 		if (render_policy_parse(doc, &pol, why, sizeof(why)) < 0) {
 			state = "invalid-policy";
 			other++;
-		} else if (resolved(status, tpl, &gen, &hash) != 0) {
+		} else if (render_preview_resolved(status, tpl, &gen, &hash) != 0) {
 			state = "not-rendered";
 			other++;
 		} else if (in_ro && strcmp(rs.state, "failed") == 0) {

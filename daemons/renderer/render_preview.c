@@ -211,9 +211,9 @@ render_preview_json(struct jw *w, const char *ns, const char *name,
 	buf_free(&s);
 }
 
-/* resolved - the generation and hash status.resolvedTemplates names for tpl; 0 or 1 none */
-static int
-resolved(yajl_val status, const char *tpl, int64_t *gen, const char **hash)
+/* render_preview_resolved - see render_preview.h */
+int
+render_preview_resolved(yajl_val status, const char *tpl, int64_t *gen, const char **hash)
 {
 	yajl_val rt = json_get(status, "resolvedTemplates", NULL);
 
@@ -253,7 +253,7 @@ render_preview_rollout_json(struct jw *w, struct journal *j, const char *ns, yaj
 		}
 		if (!pol_ok)
 			state = "invalid-policy";
-		else if (resolved(status, names[i], &gen, &hash) != 0)
+		else if (render_preview_resolved(status, names[i], &gen, &hash) != 0)
 			state = "not-rendered";
 		else if (tree[0] == '\0' || (hash != NULL && strcmp(hash, tree) == 0))
 			state = "adopted";

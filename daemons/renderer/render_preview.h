@@ -57,6 +57,12 @@ void render_preview_json(struct jw *w, const char *ns, const char *name,
     const struct render_preview *p);
 
 /*
+ * render_preview_resolved - the generation and hash a decofile's
+ * status.resolvedTemplates names for template tpl: 0, or 1 when none
+ */
+int render_preview_resolved(yajl_val status, const char *tpl, int64_t *gen, const char **hash);
+
+/*
  * render_preview_rollout_json - an array, one object per template doc
  * lists: its name, fetchedGeneration (the newest, null never fetched),
  * generation (the one the site's last render used, from status's
