@@ -620,3 +620,25 @@ metrics_step_name(const char *stage)
 			return steps[i][1];
 	return NULL;
 }
+
+int
+metrics_start(const struct conf *cf, const char *who,
+    int (*serve)(void *arg, const char *addr, char *err, size_t errlen), void *arg)
+{
+	char addr[300], err[512];
+	const char *setting = metrics_addr(cf, who, addr, sizeof(addr));
+
+	if (setting == NULL) {
+		log_kv(LOG_ERROR, "bad metrics setting", "error", addr, NULL);
+		return -1;
+	}
+	if (addr[0] == '\0')
+		return 0;
+	if (serve(arg, addr, err, sizeof(err)) < 0) {
+		log_kv(LOG_ERROR, "cannot serve metrics", "setting", setting, "addr", addr,
+		    "error", err, NULL);
+		return -1;
+	}
+	log_kv(LOG_INFO, "serving metrics", "addr", addr, "setting", setting, NULL);
+	return 0;
+}

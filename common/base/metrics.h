@@ -118,6 +118,16 @@ int metrics_serve_addr(struct metrics *m, const char *addr, char *err, size_t er
 const char *metrics_addr(const struct conf *cf, const char *who, char *out, size_t outlen);
 
 /*
+ * metrics_start - what every program does with its metrics setting: the
+ * address metrics_addr gives who, served by serve(arg, addr, err, errlen)
+ * when one is set, each outcome logged with the setting that named it.
+ * 0 (served, or nothing to serve), -1 (a bad setting or a port that cannot
+ * be had: the program exits 78)
+ */
+int metrics_start(const struct conf *cf, const char *who,
+    int (*serve)(void *arg, const char *addr, char *err, size_t errlen), void *arg);
+
+/*
  * metrics_addr_json - "metrics": the address metrics_addr gives who, or
  * null when off (or bad), as one more key of the object w is writing
  */

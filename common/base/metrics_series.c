@@ -141,10 +141,10 @@ metrics_watch_relist(const char *source)
 	metrics_add(m, "decod_watch_relists_total", L(l, "source", source), 1);
 }
 
-void
-metrics_journal_size(const char *state_dir)
+/* journal_size - the collect hook: the journal's bytes, read at scrape time */
+static void
+journal_size(struct metrics *m, void *arg)
 {
-	struct metrics *m = metrics_proc();
 	char path[4096];
 	struct stat sb;
 	double total = 0;
@@ -152,9 +152,19 @@ metrics_journal_size(const char *state_dir)
 	metrics_define(m, "decod_journal_size_bytes", METRIC_GAUGE,
 	    "bytes of the journal on disk: the database and its write-ahead log");
 	for (const char *const *suf = (const char *const[]){ "", "-wal", NULL }; *suf; suf++) {
-		snprintf(path, sizeof(path), "%s/journal.db%s", state_dir, *suf);
+		snprintf(path, sizeof(path), "%s/journal.db%s", (const char *)arg, *suf);
 		if (stat(path, &sb) == 0)
 			total += (double)sb.st_size;
 	}
 	metrics_set(m, "decod_journal_size_bytes", NULL, total);
+}
+
+void
+metrics_journal_size(const char *state_dir)
+{
+	static char dir[4096];	/* the collect hook's, for the process's life */
+
+	snprintf(dir, sizeof(dir), "%s", state_dir);
+	journal_size(metrics_proc(), dir);
+	metrics_set_collect(metrics_proc(), journal_size, dir);
 }

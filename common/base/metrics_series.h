@@ -30,7 +30,7 @@ void metrics_kube_request(const char *verb, long code);
 /* a watch (source "etcd", "kube", "local") reconnected or relisted */
 void metrics_watch_reconnect(const char *source);
 void metrics_watch_relist(const char *source);
-/* the journal's size (database and its WAL) as a gauge, read at scrape time */
+/* the journal's size (database and its WAL) under state_dir as a gauge, read at every scrape */
 void metrics_journal_size(const char *state_dir);
 
 #endif

@@ -32,20 +32,18 @@ step_family(const char *stage, char *out, size_t len)
 		out[0] = '\0';
 }
 
-/* journal_size - the collect hook: the journal's bytes, read at scrape time */
-static void
-journal_size(struct metrics *m, void *arg)
+/* serve_here - metrics_start's server: the stage's own loop */
+static int
+serve_here(void *arg, const char *addr, char *err, size_t errlen)
 {
-	(void)m;
-	metrics_journal_size(arg);
+	return stage_metrics_serve(arg, metrics_proc(), addr, err, errlen);
 }
 
 int
 stage_metrics_start(struct stage *st)
 {
 	struct metrics *m = metrics_proc();
-	char addr[300], err[512], fam[64], help[128], labels[128];
-	const char *setting;
+	char fam[64], help[128], labels[128];
 
 	metrics_define(m, M_ITEMS, METRIC_COUNTER,
 	    "work items a stage finished, by stage and result (done, retry, failed)");
@@ -60,27 +58,9 @@ stage_metrics_start(struct stage *st)
 		metrics_define(m, fam, METRIC_HISTOGRAM, help);
 	}
 	/* the stage that prunes the journal reports its size (the supervisor too) */
-	if (st->ops->housekeeping) {
-		static char state_dir[4096];
-
-		snprintf(state_dir, sizeof(state_dir), "%s", conf_get(st->cf, "state_dir"));
-		metrics_journal_size(state_dir);
-		metrics_set_collect(m, journal_size, state_dir);
-	}
-	setting = metrics_addr(st->cf, st->ops->name, addr, sizeof(addr));
-	if (setting == NULL) {
-		log_kv(LOG_ERROR, "bad metrics setting", "error", addr, NULL);
-		return -1;
-	}
-	if (addr[0] == '\0')
-		return 0;
-	if (stage_metrics_serve(st, m, addr, err, sizeof(err)) < 0) {
-		log_kv(LOG_ERROR, "cannot serve metrics", "setting", setting, "addr", addr,
-		    "error", err, NULL);
-		return -1;
-	}
-	log_kv(LOG_INFO, "serving metrics", "addr", addr, "setting", setting, NULL);
-	return 0;
+	if (st->ops->housekeeping)
+		metrics_journal_size(conf_get(st->cf, "state_dir"));
+	return metrics_start(st->cf, st->ops->name, serve_here, st);
 }
 
 void

@@ -16,43 +16,25 @@
 #define M_RESTARTS "decod_stage_restarts_total"
 #define M_UP "decod_stage_up"
 
-/* journal_size - the collect hook: the journal's bytes, read at scrape time */
-static void
-journal_size(struct metrics *m, void *arg)
+/* serve_thread - metrics_start's server: libmicrohttpd's own thread */
+static int
+serve_thread(void *arg, const char *addr, char *err, size_t errlen)
 {
-	(void)m;
-	metrics_journal_size(arg);
+	return metrics_serve_addr(arg, addr, err, errlen);
 }
 
 int
 decod_metrics_start(struct sup *s)
 {
-	static char state_dir[4096];	/* the collect hook's, for the process's life */
 	struct metrics *m = metrics_proc();
-	char addr[300], err[512];
-	const char *setting = metrics_addr(s->cf, "decod", addr, sizeof(addr));
 
 	metrics_define(m, M_RESTARTS, METRIC_COUNTER,
 	    "times the supervisor started a stage again after its first start");
 	metrics_define(m, M_UP, METRIC_GAUGE,
 	    "1 while the stage is running and ready, else 0 (starting, backing off, down)");
 	/* the journal's size too, as the renderer reports it */
-	snprintf(state_dir, sizeof(state_dir), "%s", conf_get(s->cf, "state_dir"));
-	metrics_journal_size(state_dir);
-	metrics_set_collect(m, journal_size, state_dir);
-	if (setting == NULL) {
-		log_kv(LOG_ERROR, "bad metrics setting", "error", addr, NULL);
-		return -1;
-	}
-	if (addr[0] == '\0')
-		return 0;
-	if (metrics_serve_addr(m, addr, err, sizeof(err)) < 0) {
-		log_kv(LOG_ERROR, "cannot serve metrics", "setting", setting, "addr", addr,
-		    "error", err, NULL);
-		return -1;
-	}
-	log_kv(LOG_INFO, "serving metrics", "addr", addr, "setting", setting, NULL);
-	return 0;
+	metrics_journal_size(conf_get(s->cf, "state_dir"));
+	return metrics_start(s->cf, "decod", serve_thread, m);
 }
 
 void
