@@ -49,7 +49,8 @@ struct stage_ops {
 	 * only its own work), write_file_atomic and spool_put defer their
 	 * syncs, and the batch's files are made durable, then the
 	 * transaction commits, then the doorbells ring.  What on_item writes
-	 * elsewhere (the store) is seen before the batch commits.
+	 * elsewhere (the store) is seen before the batch commits, unless it
+	 * goes through stage_after_commit.
 	 */
 	int batch;
 	/*
@@ -85,6 +86,16 @@ int64_t stage_push(struct stage *st, const char *to, const char *kind,
     const char *ns, const char *name, const char *hash, const char *detail);
 int stage_commit(struct stage *st, const struct journal_item *it, const char *result);
 void stage_rollback(struct stage *st);
+
+/*
+ * stage_after_commit - fn(st, arg), then free(arg), once what on_item
+ * committed is committed for good: at once outside a batch, after the
+ * batch's commit (and before its doorbells) inside one.  For writes
+ * outside the journal that state what the item did (its status in the
+ * store), so no reader sees them before the journal and the files agree.
+ * Call it after stage_commit; a batch that cannot commit exits the stage.
+ */
+void stage_after_commit(struct stage *st, void (*fn)(struct stage *, void *), void *arg);
 
 /* stage_enqueue - one item for stage `to` in its own transaction, rung; id or -1 */
 int64_t stage_enqueue(struct stage *st, const char *to, const char *kind,

@@ -30,6 +30,12 @@ struct ring {
 	struct proto_msg m;
 };
 
+/* one stage_after_commit call waiting for its batch to commit */
+struct after {
+	void (*fn)(struct stage *, void *);
+	void *arg;
+};
+
 struct stage {
 	const struct stage_ops *ops;
 	struct conf *cf;
@@ -55,6 +61,8 @@ struct stage {
 	struct ring *rings;	/* doorbells rung once the transaction commits */
 	size_t nrings, cap_rings;
 	size_t ring_mark;	/* nrings at stage_begin: a rollback drops the rest */
+	struct after *after;	/* stage_after_commit's, run once the batch commits */
+	size_t nafter, cap_after;
 	int in_txn;
 	int batching;		/* on_item runs inside a batch (ops->batch) */
 	int64_t cur_id;		/* item being handled by on_item, 0 if none */

@@ -84,10 +84,31 @@ ring(struct stage *st, const char *to, const struct proto_msg *m)
 		    "error", nng_strerror(rv), NULL);
 }
 
-/* ring_all - the doorbells of what just committed */
+void
+stage_after_commit(struct stage *st, void (*fn)(struct stage *, void *), void *arg)
+{
+	if (!st->batching) {
+		fn(st, arg);
+		free(arg);
+		return;
+	}
+	if (st->nafter == st->cap_after) {
+		st->cap_after = st->cap_after ? st->cap_after * 2 : 16;
+		st->after = xrealloc(st->after, st->cap_after * sizeof(*st->after));
+	}
+	st->after[st->nafter].fn = fn;
+	st->after[st->nafter++].arg = arg;
+}
+
+/* ring_all - what waited for the commit, then the doorbells of what committed */
 static void
 ring_all(struct stage *st)
 {
+	for (size_t i = 0; i < st->nafter; i++) {
+		st->after[i].fn(st, st->after[i].arg);
+		free(st->after[i].arg);
+	}
+	st->nafter = 0;
 	for (size_t i = 0; i < st->nrings; i++)
 		ring(st, st->rings[i].to, &st->rings[i].m);
 	st->nrings = 0;

@@ -199,34 +199,76 @@ rendered_commit(struct stage *st, const struct journal_item *it, const char *com
 	buf_free(&b);
 }
 
-/*
- * status_rendered - a valid render's status in one write: Syncing=True,
- * resolvedTemplates [{name, generation, hash}], renderedCommit (when
- * known) and, for a decofile with templates, TemplateUpdateAvailable, so
- * a reader never pairs this commit with an older verdict
- */
+/* a valid render's status, written once the batch holding its render commits */
+struct rendered_note {
+	char ns[254], name[254];
+	char *fields;			/* resolvedTemplates, renderedCommit */
+	char *reason, *message;		/* TemplateUpdateAvailable's, when n == 2 */
+	size_t n;
+	int apply;			/* the owner's apply was taken: drop the annotation */
+};
+
+static void apply_done(struct stage *st, const char *ns, const char *name);
+
+/* rendered_write - status_rendered's write, after the commit (stage_after_commit) */
 static void
-status_rendered(struct stage *st, const struct journal_item *it,
-    const struct journal_template_use *use, size_t n, const char *commit,
-    const struct render_policy *pol, const char *pending, const char *hold_reason)
+rendered_write(struct stage *st, void *arg)
 {
+	struct rendered_note *rn = arg;
 	struct status_cond c[2] = {
 		{ "Syncing", "True", "Rendered", "Decofile rendered and valid" },
 		{ "TemplateUpdateAvailable", "False", "UpToDate",
 		  "Every DecofileTemplate is at its newest generation" },
 	};
+
+	if (rn->message != NULL) {
+		c[1].status = "True";
+		c[1].reason = rn->reason;
+		c[1].message = rn->message;
+	}
+	if (status_set(stage_store(st), stage_journal(st), "decofiles", rn->ns, rn->name,
+	    STAGE, rn->fields, c, rn->n) < 0)
+		log_kv(LOG_WARN, "cannot write the render's status", "ns", rn->ns, "name",
+		    rn->name, NULL);
+	if (rn->apply)
+		apply_done(st, rn->ns, rn->name);
+	free(rn->fields);
+	free(rn->reason);
+	free(rn->message);
+}
+
+/*
+ * status_rendered - a valid render's status in one write: Syncing=True,
+ * resolvedTemplates [{name, generation, hash}], renderedCommit (when
+ * known) and, for a decofile with templates, TemplateUpdateAvailable, so
+ * a reader never pairs this commit with an older verdict.  Written once
+ * the render is committed, so no reader sees the new templates beside the
+ * journal's older render; apply: then remove the owner's apply annotation.
+ */
+static void
+status_rendered(struct stage *st, const struct journal_item *it,
+    const struct journal_template_use *use, size_t n, const char *commit,
+    const struct render_policy *pol, const char *pending, const char *hold_reason,
+    int apply)
+{
+	struct rendered_note *rn = xcalloc(1, sizeof(*rn));
+	const char *reason;
 	struct buf b;
 	struct jw w;
 
+	snprintf(rn->ns, sizeof(rn->ns), "%s", it->ns);
+	snprintf(rn->name, sizeof(rn->name), "%s", it->name);
+	rn->n = n > 0 ? 2 : 1;
+	rn->apply = apply && n > 0;
 	if (pending != NULL && pending[0] != '\0') {
-		c[1].status = "True";
 		if (pol->mode == RENDER_WINDOW)
-			c[1].reason = "WaitingForWindow";
+			reason = "WaitingForWindow";
 		else if (pol->mode == RENDER_AUTO && hold_reason != NULL)
-			c[1].reason = hold_reason;
+			reason = hold_reason;
 		else
-			c[1].reason = "PendingChanges";
-		c[1].message = pending;
+			reason = "PendingChanges";
+		rn->reason = xstrdup(reason);
+		rn->message = xstrdup(pending);
 	}
 	buf_init(&b);
 	jw_init(&w, &b);
@@ -249,11 +291,9 @@ status_rendered(struct stage *st, const struct journal_item *it,
 		jw_str(&w, commit);
 	}
 	jw_end_obj(&w);
-	if (status_set(stage_store(st), stage_journal(st), "decofiles", it->ns, it->name,
-	    STAGE, b.data, c, n > 0 ? 2 : 1) < 0)
-		log_kv(LOG_WARN, "cannot write the render's status", "ns", it->ns, "name",
-		    it->name, NULL);
+	rn->fields = xstrdup(b.data);
 	buf_free(&b);
+	stage_after_commit(st, rendered_write, rn);
 }
 
 /* window_fire - the window opened: render the decofile again */
@@ -309,24 +349,24 @@ window_arm(struct stage *st, const struct journal_item *it, int64_t at, int64_t 
  * the Decofile (a write of its own; the spec, so the generation, stays)
  */
 static void
-apply_done(struct stage *st, const struct journal_item *it)
+apply_done(struct stage *st, const char *ns, const char *name)
 {
 	yajl_val doc = NULL, out;
 	char err[512];
 	int changed = 0;
 
-	if (resource_get(stage_store(st), "decofiles", it->ns, it->name, &doc, err,
+	if (resource_get(stage_store(st), "decofiles", ns, name, &doc, err,
 	    sizeof(err)) != 0)
 		return;
 	if (render_policy_apply_requested(doc) &&
 	    (out = resource_annotation_doc(doc, RENDER_APPLY_ANNOTATION, NULL)) != NULL) {
-		if (resource_put(stage_store(st), out, it->ns, &changed, NULL, NULL, NULL, err,
+		if (resource_put(stage_store(st), out, ns, &changed, NULL, NULL, NULL, err,
 		    sizeof(err)) < 0)
-			log_kv(LOG_WARN, "cannot remove the apply annotation", "ns", it->ns,
-			    "name", it->name, "error", err, NULL);
+			log_kv(LOG_WARN, "cannot remove the apply annotation", "ns", ns,
+			    "name", name, "error", err, NULL);
 		else
 			log_kv(LOG_INFO, "template update applied; annotation removed", "ns",
-			    it->ns, "name", it->name, NULL);
+			    ns, "name", name, NULL);
 		yajl_tree_free(out);
 	}
 	yajl_tree_free(doc);
@@ -643,10 +683,8 @@ render(struct stage *st, const struct journal_item *it, yajl_val doc)
 		render_policy_window_line(&pending, &pol, next_open);
 	}
 	status_rendered(st, it, use, (size_t)ntpl, commit, &pol,
-	    pending.len > 0 ? pending.data : NULL, hold_reason);
+	    pending.len > 0 ? pending.data : NULL, hold_reason, apply);
 	window_arm(st, it, pending.len > 0 && pol.mode == RENDER_WINDOW ? next_open : -1, now);
-	if (apply && ntpl > 0)
-		apply_done(st, it);
 	written = 1;
 out:
 	/* after Syncing, so a reader never pairs this commit with an older verdict */

@@ -69,7 +69,8 @@ function ok(cond, what) {
   ok(state.startsWith("base | 2 | 2 | adopted"), "after the apply the page shows base adopted at 2 (" + state + ")");
   await page.waitForFunction(() => document.getElementById("pending-summary").textContent !== "-", null,
     { timeout: 10000 });
-  ok((await page.textContent("#pending-summary")) === "nothing pending", "... and nothing pending");
+  const after = await page.textContent("#pending-summary");
+  ok(after === "nothing pending", "... and nothing pending (" + after + ")");
   await browser.close();
   console.log("1.." + n);
   process.exit(failed ? 1 : 0);
