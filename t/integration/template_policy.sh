@@ -2,8 +2,8 @@
 # template_policy - DecofileTemplate generations under each site's update
 # policy, through decod and its real stages on the local store.  Three
 # sites list one inline template: auto (no policy), man (Manual) and win
-# (Window "0 2 * * SUN", 1h, read against DECOD_TEST_CLOCK, set so the
-# window opens a little after start).  A template edit reaches auto at
+# (Window "0 2 * * SUN", 1h, read against DECOD_TEST_CLOCK, a file the
+# test moves to just before the window opens).  A template edit reaches auto at
 # once; man keeps its generation, says so on TemplateUpdateAvailable with
 # the exact line and the preview's summary on the next, and takes it on `decoctl template apply` (and later on
 # the annotation, which decod removes); win waits for its window, which
@@ -20,10 +20,16 @@
 command -v jq >/dev/null || skip_all "jq not installed"
 pipeline_setup "fetcher renderer publisher" "housekeeping_interval = 1s"
 
-# the window opens OPEN_IN seconds after decod starts (on the test clock)
-OPEN_IN=$(scaled 60)
+# the test clock is a file: an instant, running on in real time from when
+# the file was written.  The window is an hour away until the test moves
+# the clock to a few seconds before it opens.
 OPEN_AT=$(date -u -d '2026-12-06T02:00:00Z' +%s)
-export DECOD_TEST_CLOCK=$(date -u -d "@$((OPEN_AT - OPEN_IN))" +%Y-%m-%dT%H:%M:%SZ)
+clock_to() { # SECONDS-BEFORE-THE-WINDOW-OPENS
+	date -u -d "@$((OPEN_AT - $1))" +%Y-%m-%dT%H:%M:%SZ >"$T/clock.tmp" &&
+	    mv "$T/clock.tmp" "$T/clock"
+}
+clock_to 3600
+export DECOD_TEST_CLOCK="$T/clock"
 
 tpl() { # GEN-LABEL HEADER-JSON [EXTRA-BLOCK-LINE]
 	cat >"$T/base.yaml" <<YAML
@@ -124,11 +130,12 @@ check "template status: a table" grep -Eq '^man +Manual +1 +pending' "$T/ts1.txt
 
 # --- the window opens: win takes generation 2 by itself, even after the ---
 # --- renderer (which holds the window's timer) restarted -----------------
+clock_to "$(scaled 10)"
 ctl restart renderer >/dev/null
-ok $? "restart the renderer while win waits for its window"
+ok $? "restart the renderer while win waits for its window, due in $(scaled 10) s"
 check "the renderer re-armed win's window" wait_for "$(scaled 20)" \
     grep -q 'update windows re-armed.*decofiles=1' "$T/decod.log"
-check "win adopts when its window opens" wait_for "$(scaled 90)" label_is win g2
+check "win adopts when its window opens" wait_for "$(scaled 40)" label_is win g2
 check "win: UpToDate after" wait_for "$(scaled 10)" cond_status win False
 
 # --- man: decoctl template apply -------------------------------------------
