@@ -16,6 +16,7 @@ for s in $STAGES; do
 	ln -s "$top_builddir/daemons/$s/$s" "$T/libexec/$s"
 done
 command -v sqlite3 >/dev/null || skip_all "sqlite3 not installed"
+command -v jq >/dev/null || skip_all "jq not installed"
 cat > "$T/base.conf" <<CONF
 state_dir = $T/state
 runtime_dir = $T/run
@@ -29,17 +30,14 @@ export DECOD_CONFIG="$T/decod.conf"
 
 stages_json() { "$DECOCTL" stages -o json 2>/dev/null; }
 pids() { # "fetcher=PID renderer=PID ..." of READY stages
-	stages_json | python3 -c '
-import json, sys
-print(" ".join("%s=%s" % (s["name"], s["pid"])
-      for s in json.load(sys.stdin)["stages"] if s["state"] == "READY"))'
+	stages_json | jq -r '[.stages[] | select(.state == "READY") |
+	    "\(.name)=\(.pid)"] | join(" ")'
 }
 ready4() { [ "$(pids | wc -w)" -eq 4 ]; }
 pid_of() { pids | tr ' ' '\n' | sed -n "s/^$1=//p"; }
 old_rows() { # audit rows of the fixture object, through decoctl
-	"$DECOCTL" journal -o json 2>/dev/null | python3 -c '
-import json, sys
-print(sum(1 for r in json.load(sys.stdin) if r["object"] == "reload-fixture"))'
+	"$DECOCTL" journal -o json 2>/dev/null |
+	    jq '[.[] | select(.object == "reload-fixture")] | length'
 }
 none_old() { [ "$(old_rows)" = 0 ]; }
 # restarted_exactly "A B": after a reload, exactly stages A and B have new pids
