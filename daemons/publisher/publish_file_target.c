@@ -263,6 +263,29 @@ republished(struct ft *t, const struct journal_item *it, struct fobj *o,
 	return STAGE_DONE;
 }
 
+/* a publish whose status waits for its batch's commit (stage_after_commit) */
+struct published_note {
+	struct ft *t;
+	char ns[254], name[254];
+};
+
+/*
+ * say_published - the publish is committed, and its file in place under
+ * its name: now the status says so (a failed write is retried by the tick)
+ */
+static void
+say_published(struct stage *st, void *arg)
+{
+	struct published_note *n = arg;
+	struct fobj *o = objtab_get(n->t->objs, n->ns, n->name);
+
+	if (o == NULL || o->gone || !o->status_dirty)
+		return;
+	pft_write_status(n->t, o);
+	status_set_condition(stage_store(st), stage_journal(st), "decofiles", o->ns, o->name,
+	    STAGE, "Drifted", "False", "InSync", "The target holds the published version");
+}
+
 /* record - a new content hash is on the target at res: journal it, then say so */
 static enum stage_result
 record(struct ft *t, const struct journal_item *it, struct fobj *o,
@@ -271,6 +294,7 @@ record(struct ft *t, const struct journal_item *it, struct fobj *o,
 {
 	struct stage *st = t->st;
 	struct journal *j = stage_journal(st);
+	struct published_note *n;
 	char detail[4800], why[1024], old_location[4300] = "";
 
 	if (o->where.location[0] != '\0' && strcmp(o->where.location, res->location) != 0)
@@ -293,9 +317,12 @@ record(struct ft *t, const struct journal_item *it, struct fobj *o,
 	log_kv(LOG_INFO, "published", "ns", o->ns, "name", o->name, "location",
 	    res->location, "hash", it->hash, "written", res->wrote_doc ? "yes" :
 	    "no (already there)", NULL);
-	pft_write_status(t, o);
-	status_set_condition(stage_store(st), j, "decofiles", o->ns, o->name, STAGE, "Drifted",
-	    "False", "InSync", "The target holds the published version");
+	o->status_dirty = 1;
+	n = xcalloc(1, sizeof(*n));
+	n->t = t;
+	snprintf(n->ns, sizeof(n->ns), "%s", o->ns);
+	snprintf(n->name, sizeof(n->name), "%s", o->name);
+	stage_after_commit(st, say_published, n);
 	return STAGE_DONE;
 }
 
