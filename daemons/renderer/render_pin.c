@@ -73,8 +73,8 @@ frag_read(struct render_pin *p, struct stage *st, const char *ns, const char *na
 }
 
 int
-render_pin_lookup(struct render_pin *p, struct stage *st, const char *ns,
-    const char *name, const char *tpl, struct journal_template_use *u)
+render_pin_shared(struct render_pin *p, struct stage *st, const char *ns,
+    const char *name, const char *tpl, int found, struct journal_template_use *u)
 {
 	const char *hash = NULL;
 	int64_t gen = 0;
@@ -83,12 +83,19 @@ render_pin_lookup(struct render_pin *p, struct stage *st, const char *ns,
 		return -1;
 	if (p->frag == NULL || render_preview_resolved(p->frag, tpl, &gen, &hash) != 0 ||
 	    hash == NULL || !is_sha256_hex(hash))
-		return 1;
+		return 0;
+	/*
+	 * The newer generation is taken for the later render: a pin only
+	 * moves forward, by an apply or an open window (a rollback moves it
+	 * back, but is driven from one instance's journal).  A tie: ours.
+	 */
+	if (found && (gen <= u->generation || strcmp(hash, u->tree_hash) == 0))
+		return 0;
 	memset(u, 0, sizeof(*u));
 	snprintf(u->template, sizeof(u->template), "%.253s", tpl);
 	u->generation = gen;
 	snprintf(u->tree_hash, sizeof(u->tree_hash), "%s", hash);
-	return 0;
+	return 1;
 }
 
 /* tree_here - the manifest hash and every blob it lists are in sp */

@@ -33,13 +33,16 @@ void render_pin_init(struct render_pin *p, const char *policy);
 void render_pin_free(struct render_pin *p);
 
 /*
- * render_pin_lookup - the generation and tree of template tpl that decofile
- * ns/name's last valid render used, on whichever instance, from its
- * status.resolvedTemplates, into u.  0 found, 1 none (the status names no
- * such template with a tree hash), -1 the store could not be read (logged).
+ * render_pin_shared - the pin a render of decofile ns/name that does not
+ * adopt keeps for template tpl: *u holds this journal's (found: it has
+ * one).  The status.resolvedTemplates entry, written by whichever instance
+ * rendered the site last, replaces it when this journal has none, or when
+ * its generation is newer (the site came back from an instance that moved
+ * it on, e.g. by an apply).  1 *u is the status's pin, 0 *u is unchanged,
+ * -1 the store could not be read (logged).
  */
-int render_pin_lookup(struct render_pin *p, struct stage *st, const char *ns,
-    const char *name, const char *tpl, struct journal_template_use *u);
+int render_pin_shared(struct render_pin *p, struct stage *st, const char *ns,
+    const char *name, const char *tpl, int found, struct journal_template_use *u);
 
 /*
  * render_pin_check - whether the pinned tree u is in this instance's

@@ -376,11 +376,11 @@ apply_done(struct stage *st, const char *ns, const char *name)
 /*
  * resolve - which generation of each template this render merges: the
  * newest when the policy adopts (or the decofile never used it), else the
- * one its last valid render used, with a line for pending.  With no such
- * row in this journal (another instance rendered it, render_pin.c), a
- * site that does not adopt keeps the pin its shared status names, if the
- * tree is in the spool.  0, 1 not ready (Syncing said so), 2 a pinned
- * tree is not here (pin->held says which), -1 journal or store error.
+ * one its last valid render used, with a line for pending.  When another
+ * instance rendered it last (render_pin.c), a site that does not adopt
+ * keeps the pin its shared status names, if the tree is in the spool.
+ * 0, 1 not ready (Syncing said so), 2 a pinned tree is not here
+ * (pin->held says which), -1 journal or store error.
  */
 static int
 resolve(struct stage *st, const struct journal_item *it, char names[][254], int ntpl,
@@ -407,9 +407,12 @@ resolve(struct stage *st, const struct journal_item *it, char names[][254], int 
 		}
 		if ((rv = journal_template_used(j, it->ns, it->name, names[i], &u)) < 0)
 			return -1;
-		if ((shared = rv == 1 && !adopt) &&
-		    (rv = render_pin_lookup(pin, st, it->ns, it->name, names[i], &u)) < 0)
+		/* not adopting: another instance may have rendered it since (render_pin.c) */
+		if ((shared = adopt ? 0 : render_pin_shared(pin, st, it->ns, it->name, names[i],
+		    rv == 0, &u)) < 0)
 			return -1;
+		if (shared)
+			rv = 0;
 		/* the rollout: its wave, its halt, its rollback (render_rollout.c) */
 		if (render_rollout_gate(st, it->ns, it->name, names[i], ng, nh, auto_mode,
 		    window_open, &g[i]) < 0)

@@ -13,6 +13,8 @@
 # b loses its journal (stop, remove journal.db, start): man's pin (2) is
 # read from the status and its tree is in b's spool, so b renders it with
 # generation 2, records the use in its new journal and says 2 → 3 pending.
+# Last, the site goes back to a, whose journal still pins generation 1: the
+# status's newer pin (2) wins, and an edit of man's own blocks publishes on 2.
 . "$top_srcdir/t/lib/common.sh"
 . "$top_srcdir/t/lib/etcd.sh"
 . "$top_srcdir/t/integration/scaleout_lib.sh"
@@ -155,5 +157,25 @@ is "$(cond man TemplateUpdateAvailable message | head -1)" \
     "DecofileTemplate 'base' has pending changes (generation 2 → 3)" "man: 2 → 3 pending"
 is "$(st man '.status.resolvedTemplates | map([.name, .generation]) | tostring')" '[["base",2]]' \
     "man's status pins generation 2"
+
+# --- the site goes back to a: its journal still says generation 1 ------------
+# (a's row is older than the apply b made; the status's newer pin wins, and
+# a fetched generation 2 itself, so it renders it)
+is "$(used a man)" 1 "a's journal still has man on generation 1"
+so_stop b
+so_start a || bail "instance a again"
+CUR=a
+FA="$SO_HOST:$(so_fetcher_pid a)"
+a_owns() { [ "$(so_status a $NS | jq -r '.[].owner' | grep -cx "$FA")" -eq 4 ]; }
+check "a owns the four sites again" wait_for "$(scaled 30)" a_owns
+sed -i 's/"site": "man"/"site": "man-edited"/' "$T/man.yaml"
+so_ctl a apply -f "$T/man.yaml" >/dev/null
+ok $? "the owner edits man's own blocks"
+edited() { [ "$(doc man | jq -r .Page.site 2>/dev/null)" = man-edited ]; }
+check "a publishes the edit" wait_for "$(scaled 30)" edited
+check "... on generation 2, not a's stale generation 1" label_is man g2
+is "$(used a man)" 2 "a's journal now records generation 2"
+check "man: 2 → 3 still pending" wait_for "$(scaled 30)" sh -c \
+    "'$CTL' -c $T/a/conf -n $NS get decofile man -o json | grep -q 'generation 2 → 3'"
 
 done_testing
