@@ -59,6 +59,15 @@ label_is() { [ "$(doc "$1" | jq -r .Theme.label 2>/dev/null)" = "$2" ]; }
 cond() { st "$1" "[.status.conditions[]? | select(.type==\"$2\")][0] | .$3"; }
 reason_is() { [ "$(cond "$1" TemplateUpdateAvailable reason)" = "$2" ]; }
 used() { so_db "$1" "SELECT generation FROM template_uses WHERE ns='$NS' AND name='$2'"; }
+# hand_over FROM TO N: stop FROM, start TO, wait until TO owns all N sites
+owns_all() { [ "$(so_status "$1" $NS | jq -r '.[].owner' | grep -cx "$2")" -eq "$3" ]; }
+hand_over() {
+	so_stop "$1"
+	so_start "$2" || bail "instance $2"
+	CUR=$2
+	check "$2 owns the $3 sites" wait_for "$(scaled 30)" owns_all "$2" \
+	    "$SO_HOST:$(so_fetcher_pid "$2")" "$3"
+}
 
 CUR=a
 tpl g1 a
@@ -82,12 +91,7 @@ MANDOC=$(doc man | sha256sum)
 WINDOC=$(doc win | sha256sum)
 
 # --- a stops (its session is revoked: every lock free at once); b takes over
-so_stop a
-so_start b || bail "instance b"
-CUR=b
-FB="$SO_HOST:$(so_fetcher_pid b)"
-owns_all() { [ "$(so_status b $NS | jq -r '.[].owner' | grep -cx "$FB")" -eq 3 ]; }
-check "b owns the three sites" wait_for "$(scaled 30)" owns_all
+hand_over a b 3
 site b late "  updatePolicy: {templateChanges: Manual}"
 
 check "man on b: TemplateUpdateAvailable reason PinnedTreeMissing" \
@@ -162,12 +166,7 @@ is "$(st man '.status.resolvedTemplates | map([.name, .generation]) | tostring')
 # (a's row is older than the apply b made; the status's newer pin wins, and
 # a fetched generation 2 itself, so it renders it)
 is "$(used a man)" 1 "a's journal still has man on generation 1"
-so_stop b
-so_start a || bail "instance a again"
-CUR=a
-FA="$SO_HOST:$(so_fetcher_pid a)"
-a_owns() { [ "$(so_status a $NS | jq -r '.[].owner' | grep -cx "$FA")" -eq 4 ]; }
-check "a owns the four sites again" wait_for "$(scaled 30)" a_owns
+hand_over b a 4
 sed -i 's/"site": "man"/"site": "man-edited"/' "$T/man.yaml"
 so_ctl a apply -f "$T/man.yaml" >/dev/null
 ok $? "the owner edits man's own blocks"
