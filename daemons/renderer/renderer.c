@@ -12,7 +12,8 @@
  * by the fetcher); the decofile's spec.updatePolicy (render_policy) says
  * whether this render takes each template's newest generation (Auto, an
  * apply asked for, an open Window) or the one its last valid render used
- * (template_uses), in which case TemplateUpdateAvailable says what waits
+ * (template_uses, or the shared status when another instance rendered it
+ * last: render_pin), in which case TemplateUpdateAvailable says what waits
  * and, on the line after, what taking it would change (render_diff: the
  * document merged with the newest generations against this one).
  */
