@@ -18,6 +18,7 @@ EXTRA_DIST += t/lib/etcd.sh \
 	t/integration/etcd_tls.sh \
 	t/integration/store_contract_etcd.sh
 # scale-out
-TESTS += t/integration/scaleout_split.sh t/integration/scaleout_takeover.sh
+TESTS += t/integration/scaleout_split.sh t/integration/scaleout_takeover.sh \
+	t/integration/scaleout_template_pin.sh
 EXTRA_DIST += t/integration/scaleout_lib.sh t/integration/scaleout_split.sh \
-	t/integration/scaleout_takeover.sh
+	t/integration/scaleout_takeover.sh t/integration/scaleout_template_pin.sh

@@ -337,8 +337,9 @@ int journal_template_users(struct journal *j, const char *ns, const char *tpl,
     void (*fn)(void *arg, const char *name, int64_t generation), void *arg);
 /*
  * journal_template_waiting - fn for each decofile whose newest recorded
- * TemplateUpdateAvailable transition is WaitingForWindow (its window timer
- * is to be armed again after a restart).  The count, or -1.
+ * TemplateUpdateAvailable transition is WaitingForWindow or
+ * PinnedTreeMissing (a Window site's timer is to be armed again after a
+ * restart; a held Manual site is only decided again).  The count, or -1.
  */
 int journal_template_waiting(struct journal *j,
     void (*fn)(void *arg, const char *ns, const char *name), void *arg);

@@ -120,7 +120,8 @@ journal_template_waiting(struct journal *j,
 	if ((rc = journal_run(j, &st, "SELECT ns, name FROM conditions WHERE id IN"
 	    " (SELECT MAX(id) FROM conditions WHERE kind='decofiles' AND"
 	    " type='TemplateUpdateAvailable' GROUP BY ns, name)"
-	    " AND reason='WaitingForWindow' ORDER BY ns, name", "")) < 0)
+	    " AND reason IN ('WaitingForWindow', 'PinnedTreeMissing') ORDER BY ns, name",
+	    "")) < 0)
 		return -1;
 	while (rc == SQLITE_ROW) {
 		const unsigned char *ns = sqlite3_column_text(st, 0), *nm = sqlite3_column_text(st, 1);

@@ -23,6 +23,8 @@
 	  "A block is not valid JSON or holds a duplicate key; the message names the file and line") \
 	X("Syncing", "TemplateNotReady", "False", "renderer", \
 	  "A DecofileTemplate it uses has not been fetched yet; retried") \
+	X("Syncing", "PinnedTreeMissing", "False", "renderer", \
+	  "A template generation its policy pins is not in this instance's spool; nothing rendered, the published version stays live") \
 	X("TemplateUpdateAvailable", "UpToDate", "False", "renderer", \
 	  "Every DecofileTemplate the decofile lists is rendered at its newest generation") \
 	X("TemplateUpdateAvailable", "PendingChanges", "True", "renderer", \
@@ -33,6 +35,8 @@
 	  "Auto policy: the newer template generation reaches this site with a later wave of its rollout") \
 	X("TemplateUpdateAvailable", "RolloutHalted", "True", "renderer", \
 	  "The template's rollout halted: this site keeps the generation it has") \
+	X("TemplateUpdateAvailable", "PinnedTreeMissing", "True", "renderer", \
+	  "Manual or Window policy: the pinned generation is not in this instance's spool; an apply takes the newest") \
 	X("RolloutHalted", "Progressing", "False", "renderer", \
 	  "A DecofileTemplate generation is rolling out; the message says which wave") \
 	X("RolloutHalted", "RolloutComplete", "False", "renderer", \

@@ -12,7 +12,8 @@
  * by the fetcher); the decofile's spec.updatePolicy (render_policy) says
  * whether this render takes each template's newest generation (Auto, an
  * apply asked for, an open Window) or the one its last valid render used
- * (template_uses), in which case TemplateUpdateAvailable says what waits
+ * (template_uses, or the shared status when another instance rendered it
+ * last: render_pin), in which case TemplateUpdateAvailable says what waits
  * and, on the line after, what taking it would change (render_diff: the
  * document merged with the newest generations against this one).
  */
@@ -37,6 +38,7 @@
 #include "daemons/renderer/render_brotli.h"
 #include "daemons/renderer/render_diff.h"
 #include "daemons/renderer/render_merge.h"
+#include "daemons/renderer/render_pin.h"
 #include "daemons/renderer/render_policy.h"
 #include "daemons/renderer/render_rollout.h"
 #include "daemons/renderer/render_recompress.h"
@@ -375,13 +377,17 @@ apply_done(struct stage *st, const char *ns, const char *name)
 /*
  * resolve - which generation of each template this render merges: the
  * newest when the policy adopts (or the decofile never used it), else the
- * one its last valid render used, with a line for pending.  0, 1 not
- * ready (Syncing said so), -1 journal error.
+ * one its last valid render used, with a line for pending.  When another
+ * instance rendered it last (render_pin.c), a site that does not adopt
+ * keeps the pin its shared status names, if the tree is in the spool.
+ * 0, 1 not ready (Syncing said so), 2 a pinned tree is not here
+ * (pin->held says which), -1 journal or store error.
  */
 static int
 resolve(struct stage *st, const struct journal_item *it, char names[][254], int ntpl,
     int adopt, int auto_mode, int window_open, struct rollout_gate *g,
-    struct journal_template_use *use, char newest[][65], struct buf *pending)
+    struct journal_template_use *use, char newest[][65], struct buf *pending,
+    struct render_pin *pin)
 {
 	struct journal *j = stage_journal(st);
 	char why[400];
@@ -390,7 +396,7 @@ resolve(struct stage *st, const struct journal_item *it, char names[][254], int 
 		struct journal_template_use u;
 		int64_t ng;
 		char nh[65];
-		int rv;
+		int rv, shared;
 
 		if ((rv = journal_template_newest(j, it->ns, names[i], &ng, nh)) != 0) {
 			if (rv < 0)
@@ -402,6 +408,12 @@ resolve(struct stage *st, const struct journal_item *it, char names[][254], int 
 		}
 		if ((rv = journal_template_used(j, it->ns, it->name, names[i], &u)) < 0)
 			return -1;
+		/* not adopting: another instance may have rendered it since (render_pin.c) */
+		if ((shared = adopt ? 0 : render_pin_shared(pin, st, it->ns, it->name, names[i],
+		    rv == 0, &u)) < 0)
+			return -1;
+		if (shared)
+			rv = 0;
 		/* the rollout: its wave, its halt, its rollback (render_rollout.c) */
 		if (render_rollout_gate(st, it->ns, it->name, names[i], ng, nh, auto_mode,
 		    window_open, &g[i]) < 0)
@@ -410,6 +422,9 @@ resolve(struct stage *st, const struct journal_item *it, char names[][254], int 
 		if (rv == 0 && g[i].revert && strcmp(u.tree_hash, nh) == 0)
 			rv = 1;	/* rolled back: every site on the new tree goes back */
 		if (rv == 0 && (!adopt || g[i].hold) && strcmp(u.tree_hash, g[i].target) != 0) {
+			if (shared && !render_pin_check(pin, st, it->name, &u,
+			    g[i].target_generation))
+				continue;	/* held: never the newest in its place */
 			use[i] = u;	/* pinned by the policy or the rollout */
 			if (pending->len > 0)
 				buf_add(pending, "\n", 1);
@@ -423,7 +438,7 @@ resolve(struct stage *st, const struct journal_item *it, char names[][254], int 
 		use[i].generation = ng;
 		snprintf(use[i].tree_hash, sizeof(use[i].tree_hash), "%s", nh);
 	}
-	return 0;
+	return pin->held.len > 0 ? 2 : 0;
 }
 
 /*
@@ -516,6 +531,7 @@ render(struct stage *st, const struct journal_item *it, yajl_val doc)
 	const char *hold_reason = NULL;
 	int64_t mark = 0;
 	struct render_policy pol;
+	struct render_pin pin;
 	struct buf pending;
 	int64_t now, next_open;
 
@@ -548,10 +564,16 @@ render(struct stage *st, const struct journal_item *it, yajl_val doc)
 	apply = render_policy_apply_requested(doc);
 	now = render_policy_now();
 	adopt = render_policy_adopt(&pol, now, apply, &next_open);
+	render_pin_init(&pin, render_policy_name(&pol));
 	memset(gate, 0, sizeof(gate));
 	if ((rv = resolve(st, it, names, ntpl, adopt, pol.mode == RENDER_AUTO && !apply,
-	    pol.mode == RENDER_WINDOW && adopt && !apply, gate, use, newest, &pending)) != 0) {
-		res = STAGE_RETRY;
+	    pol.mode == RENDER_WINDOW && adopt && !apply, gate, use, newest, &pending,
+	    &pin)) != 0) {
+		if (rv == 2) {	/* fail-safe: the published document stays as it is */
+			render_pin_hold(st, it, &pin, &pol, next_open);
+			window_arm(st, it, pol.mode == RENDER_WINDOW ? next_open : -1, now);
+		}
+		res = rv == 2 ? STAGE_DONE : STAGE_RETRY;
 		goto out;
 	}
 	for (int i = 0; i < ntpl; i++)
@@ -696,6 +718,7 @@ out:
 		render_tree_free(&trees[i]);
 	buf_free(&json);
 	buf_free(&pending);
+	render_pin_free(&pin);
 	return res;
 }
 
