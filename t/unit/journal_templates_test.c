@@ -95,7 +95,7 @@ rollouts(struct journal *j)
 		    journal_rollout_site_set(j, id1, "b", "rendered", 5, "") == 0 &&
 		    journal_rollout_site_get(j, id1, "b", &gs) == 0 &&
 		    gs.rendered_ms >= before - 1000 && gs.rendered_ms <= wall_ms() + 1000,
-		    "going to rendered stamps when (%lld)", (long long)gs.rendered_ms);
+		    "going to rendered stamps when");
 		journal_rollout_site_set(j, id1, "b", "waiting", 0, "");
 	}
 	journal_rollout_sites(j, id1, JOURNAL_ROLLOUT_ANY, NULL, 0, seen_site, seen);
