@@ -8,19 +8,21 @@
 # and the rollout halts: RolloutHalted=True WaveFailed names the site and
 # that reason, the other sites keep generation 1, and decoctl template
 # status and the web's GET .../templates say failed (with the reason) and
-# halted, byte for byte alike.  The halt came no sooner than the timeout
+# halted, byte for byte alike, and in chromium (t/browser/rollout.js, when
+# there) the decofile page highlights both rows as failing.  The halt came no sooner than the timeout
 # after the render (journal times).  Generation 3 with waveTimeout 0s
 # supersedes it and, past the same 2s, still waits.  decoctl apply refuses
 # a bad waveTimeout naming the field.
 . "$top_srcdir/t/lib/common.sh"
 . "$top_srcdir/t/lib/pipeline.sh"
+. "$top_srcdir/t/lib/browser.sh"
 
 command -v jq >/dev/null || skip_all "jq not installed"
 command -v sqlite3 >/dev/null || skip_all "sqlite3 not installed"
 command -v curl >/dev/null || skip_all "curl is not installed"
 PORT=$(free_port)
 pipeline_setup "fetcher renderer publisher web" "template_rollout_rate = 50" \
-    "web_listen = 127.0.0.1:$PORT"
+    "web_listen = 127.0.0.1:$PORT" "web_static_dir = $top_srcdir/daemons/web/static"
 WEB="http://127.0.0.1:$PORT/api/v1/decofiles/$NS"
 TIMEOUT_S=$(scaled 2)
 
@@ -136,6 +138,14 @@ for s in $SITES; do
 	is "$(web_state "$s")" halted "web /templates: $s halted"
 done
 check "the web's row of each site is decoctl's, byte for byte" wait_for "$(scaled 10)" agree
+# the decofile page, in a real browser: the rows highlighted as failing
+if browser_setup; then
+	HALTED=$(for s in $SITES; do [ "$s" = "$CANARY" ] || { echo "$s"; break; }; done)
+	BASE="http://127.0.0.1:$PORT" NS=$NS FAILED=$CANARY HALTED=$HALTED WHY=$WHY \
+	    SHOTS=${WEB_SHOTS:-$T} browser_run rollout.js
+else
+	echo "# $BROWSER_WHY: the browser part is skipped"
+fi
 
 # --- a new generation with waveTimeout 0s: no limit -----------------------------
 tpl g3 0s >/dev/null
