@@ -6,14 +6,7 @@
 //   FAILED  the failed canary        HALTED  a site the rollout halted before
 //   WHY     the canary's reason      SHOTS   a folder for screenshots (optional)
 "use strict";
-const { chromium } = require("playwright-core");
-
-let n = 0, failed = 0;
-function ok(cond, what) {
-  n++;
-  if (!cond) failed++;
-  console.log((cond ? "ok " : "not ok ") + n + " - " + what);
-}
+const { ok, done, launch } = require("./tap.js");
 
 // row - the Templates row of a site's page: its cells, class, state and background
 async function row(page, site) {
@@ -28,10 +21,7 @@ async function row(page, site) {
 }
 
 (async () => {
-  const browser = await chromium.launch({
-    executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
-    args: ["--no-sandbox", "--disable-gpu"],
-  });
+  const browser = await launch();
   const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
   // the failing colour of style.css (tr.failing td)
   const red = "rgb(253, 236, 234)";
@@ -51,6 +41,5 @@ async function row(page, site) {
   ok(h.cells[7] === "-", "... with no reason of its own");
   ok(h.cls === "failing" && h.bg === red, "... highlighted as failing (" + h.cls + ", " + h.bg + ")");
   await browser.close();
-  console.log("1.." + n);
-  process.exit(failed ? 1 : 0);
+  done();
 })().catch((e) => { console.log("Bail out! " + e); process.exit(1); });

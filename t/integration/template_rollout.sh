@@ -17,6 +17,7 @@
 # (one function makes both), and says the expected state.
 . "$top_srcdir/t/lib/common.sh"
 . "$top_srcdir/t/lib/pipeline.sh"
+. "$top_srcdir/t/lib/template.sh"
 
 command -v jq >/dev/null || skip_all "jq not installed"
 command -v sqlite3 >/dev/null || skip_all "sqlite3 not installed"
@@ -27,51 +28,11 @@ pipeline_setup "fetcher renderer publisher notifier web" "template_rollout_rate 
 WEB="http://127.0.0.1:$PORT/api/v1/decofiles/$NS"
 
 tpl() { # LABEL [ROLLOUT]
-	cat >"$T/base.yaml" <<YAML
-apiVersion: deco.sites/v1alpha1
-kind: DecofileTemplate
-metadata: {name: base, namespace: $NS}
-spec:
-  source: inline
-  inline:
-    value:
-      Theme: {"label": "$1"}
-  rollout: ${2:-"{canary: 1, waves: 2, pause: 1s, maxFailed: 0}"}
-YAML
+	tpl_yaml "$1" "${2:-"{canary: 1, waves: 2, pause: 1s, maxFailed: 0}"}"
 	ctl apply -f "$T/base.yaml" >/dev/null
 }
 SITES="s1 s2 s3 s4 s5"
-for s in $SITES; do
-	cat >>"$T/sites.yaml" <<YAML
----
-apiVersion: deco.sites/v1alpha1
-kind: Decofile
-metadata: {name: $s, namespace: $NS}
-spec:
-  source: inline
-  inline: {value: {Page: {"site": "$s"}}}
-  templates: [base]
-YAML
-done
-doc() {
-	loc=$(ctl get decofile "$1" -o json | jq -r '.status.location // ""')
-	[ -n "$loc" ] && cat "${loc#file://}"
-}
-label_is() { [ "$(doc "$1" | jq -r .Theme.label 2>/dev/null)" = "$2" ]; }
-all_label() { for s in $SITES; do label_is "$s" "$1" || return 1; done; }
-tstatus() { ctl template status base -o json; }
-ro_state() { [ "$(tstatus | jq -r .rollout.state)" = "$1" ]; }
-tcond() { ctl get template base -o json | jq -c '[.status.conditions[]? | select(.type=="RolloutHalted")][0]'; }
-# each site's row of template base: decoctl's, and the web's (named by the site)
-ctl_rows() { tstatus | jq -c '.sites[]' | sort; }
-web_rows() {
-	for s in $SITES; do
-		curl -sf "$WEB/$s/templates" | jq -c --arg s "$s" '.[] | select(.name=="base") | .name = $s'
-	done | sort
-}
-agree() { ctl_rows >"$T/ctl.rows" && web_rows >"$T/web.rows" && [ -s "$T/ctl.rows" ] &&
-    cmp -s "$T/ctl.rows" "$T/web.rows"; }
-web_state() { curl -sf "$WEB/$1/templates" | jq -r '.[] | select(.name=="base") | .state'; }
+tpl_sites_yaml
 # web_states STATE: every site but the canary says STATE on the web
 web_states() { for s in $SITES; do [ "$s" = "$CANARY" ] || [ "$(web_state "$s")" = "$1" ] || return 1; done; }
 
@@ -84,8 +45,7 @@ DB="$T/state/journal.db"
 check "every site renders generation 1" wait_for "$(scaled 30)" all_label g1
 
 # the canary: the site with the lowest sha256("ns/name") (doc/templates.md)
-CANARY=$(for s in $SITES; do printf '%s %s\n' "$(printf '%s' "$NS/$s" | sha256sum | cut -c1-64)" "$s"; done |
-    sort | head -1 | cut -d' ' -f2)
+CANARY=$(tpl_canary)
 diag "canary: $CANARY"
 
 # the canary's replica confirms reloads

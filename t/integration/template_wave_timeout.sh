@@ -15,6 +15,7 @@
 # a bad waveTimeout naming the field.
 . "$top_srcdir/t/lib/common.sh"
 . "$top_srcdir/t/lib/pipeline.sh"
+. "$top_srcdir/t/lib/template.sh"
 . "$top_srcdir/t/lib/browser.sh"
 
 command -v jq >/dev/null || skip_all "jq not installed"
@@ -27,49 +28,11 @@ WEB="http://127.0.0.1:$PORT/api/v1/decofiles/$NS"
 TIMEOUT_S=$(scaled 2)
 
 tpl() { # LABEL [WAVETIMEOUT]
-	cat >"$T/base.yaml" <<YAML
-apiVersion: deco.sites/v1alpha1
-kind: DecofileTemplate
-metadata: {name: base, namespace: $NS}
-spec:
-  source: inline
-  inline:
-    value:
-      Theme: {"label": "$1"}
-  rollout: {canary: 1, waves: 1, maxFailed: 0, waveTimeout: "${2:-${TIMEOUT_S}s}"}
-YAML
+	tpl_yaml "$1" "{canary: 1, waves: 1, maxFailed: 0, waveTimeout: \"${2:-${TIMEOUT_S}s}\"}"
 	ctl apply -f "$T/base.yaml"
 }
 SITES="t1 t2 t3"
-for s in $SITES; do
-	cat >>"$T/sites.yaml" <<YAML
----
-apiVersion: deco.sites/v1alpha1
-kind: Decofile
-metadata: {name: $s, namespace: $NS}
-spec:
-  source: inline
-  inline: {value: {Page: {"site": "$s"}}}
-  templates: [base]
-YAML
-done
-doc() {
-	loc=$(ctl get decofile "$1" -o json | jq -r '.status.location // ""')
-	[ -n "$loc" ] && cat "${loc#file://}"
-}
-label_is() { [ "$(doc "$1" | jq -r .Theme.label 2>/dev/null)" = "$2" ]; }
-all_label() { for s in $SITES; do label_is "$s" "$1" || return 1; done; }
-tstatus() { ctl template status base -o json; }
-ro_state() { [ "$(tstatus | jq -r .rollout.state)" = "$1" ]; }
-ctl_rows() { tstatus | jq -c '.sites[]' | sort; }
-web_rows() {
-	for s in $SITES; do
-		curl -sf "$WEB/$s/templates" | jq -c --arg s "$s" '.[] | select(.name=="base") | .name = $s'
-	done | sort
-}
-agree() { ctl_rows >"$T/ctl.rows" && web_rows >"$T/web.rows" && [ -s "$T/ctl.rows" ] &&
-    cmp -s "$T/ctl.rows" "$T/web.rows"; }
-web_state() { curl -sf "$WEB/$1/templates" | jq -r '.[] | select(.name=="base") | .state'; }
+tpl_sites_yaml
 
 # --- decoctl apply refuses a bad waveTimeout, naming the field ----------------
 tpl g0 soon >/dev/null 2>"$T/bad1.err"
@@ -87,8 +50,7 @@ ok $? "apply three Auto sites that list it"
 pipeline_start
 DB="$T/state/journal.db"
 check "every site renders generation 1" wait_for "$(scaled 30)" all_label g1
-CANARY=$(for s in $SITES; do printf '%s %s\n' "$(printf '%s' "$NS/$s" | sha256sum | cut -c1-64)" "$s"; done |
-    sort | head -1 | cut -d' ' -f2)
+CANARY=$(tpl_canary)
 diag "canary: $CANARY"
 
 # --- generation 2: the canary renders, publishes, and no verdict ever comes ----
@@ -114,7 +76,6 @@ case "$REASON" in
 *"wave 0 (canary)"*"$CANARY"*"$WHY") ok 0 "the rollout's reason names the wave, the site and why" ;;
 *) ok 1 "the rollout's reason names the wave, the site and why: $REASON" ;;
 esac
-tcond() { ctl get template base -o json | jq -c '[.status.conditions[]? | select(.type=="RolloutHalted")][0]'; }
 check "RolloutHalted=True WaveFailed on the template" wait_for "$(scaled 10)" \
     sh -c "'$DECOCTL' -n $NS get template base -o json | jq -r '.status.conditions[]? | select(.type==\"RolloutHalted\") | \"\(.status) \(.reason)\"' | grep -qx 'True WaveFailed'"
 case "$(tcond | jq -r .message)" in
