@@ -27,8 +27,9 @@ pipeline_setup "fetcher renderer publisher notifier web" "template_rollout_rate 
     "notify_timeout = 2s" "notify_attempts = 1" "web_listen = 127.0.0.1:$PORT"
 WEB="http://127.0.0.1:$PORT/api/v1/decofiles/$NS"
 
+ROLLOUT="{canary: 1, waves: 2, pause: 1s, maxFailed: 0}"
 tpl() { # LABEL [ROLLOUT]
-	tpl_yaml "$1" "${2:-"{canary: 1, waves: 2, pause: 1s, maxFailed: 0}"}"
+	tpl_yaml "$1" "${2:-$ROLLOUT}"
 	ctl apply -f "$T/base.yaml" >/dev/null
 }
 SITES="s1 s2 s3 s4 s5"
