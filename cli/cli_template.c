@@ -1,7 +1,7 @@
 /*
  * cli_template - `decoctl template status TEMPLATE` (the template's
- * generation and each site that lists it: adopted, or pending by its
- * policy) and `decoctl template apply DECOFILE` (the site's owner takes
+ * generation, its rollout, and each site that lists it: the row
+ * render_tpl_site makes, the web stage's too) and `decoctl template apply DECOFILE` (the site's owner takes
  * the pending generations: decoctl sets the annotation
  * deco.sites/apply-template-update: "true" on the Decofile, which is what
  * kubectl users do; decod removes it once taken).  apply names the site,
@@ -23,7 +23,6 @@
 #include "common/store.h"
 #include "common/store_keys.h"
 #include "daemons/renderer/render_preview.h"
-#include "daemons/renderer/render_policy.h"
 #include "daemons/renderer/render_tree.h"
 
 /* lists - the template names of doc's spec.templates include tpl */

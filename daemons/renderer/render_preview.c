@@ -2,7 +2,9 @@
  * render_preview - the pending change of a Decofile (see the header):
  * the newest trees merged as the render stage merges them, compared with
  * the last rendered document by render_diff.  Moved here from decoctl
- * diff NAME so that the web stage's page shows the same preview.
+ * diff NAME so that the web stage's page shows the same preview.  Also a
+ * site's row for one template (render_tpl_site), the one `decoctl
+ * template status` and the web's GET .../templates both print.
  */
 #include "config.h"
 
@@ -231,6 +233,7 @@ render_preview_resolved(yajl_val status, const char *tpl, int64_t *gen, const ch
 	return 1;
 }
 
+/* render_tpl_load - see render_preview.h */
 int
 render_tpl_load(struct journal *j, const char *ns, const char *tpl, struct render_tpl *t)
 {
@@ -261,6 +264,12 @@ tpl_state(struct render_tpl_row *row, const char *state, int count)
 	row->count = count;
 }
 
+/*
+ * render_tpl_site - see render_preview.h.  The order of the tests is the
+ * order of the states' table in doc/templates.md: a rollback decides
+ * first, then a failure in the site's wave, then what it renders, then
+ * the policy, then where the rollout is.
+ */
 int
 render_tpl_site(struct journal *j, const struct render_tpl *t, const char *site,
     yajl_val doc, yajl_val status, struct render_tpl_row *row)
@@ -321,6 +330,7 @@ render_tpl_site(struct journal *j, const struct render_tpl *t, const char *site,
 	return failed ? -1 : 0;
 }
 
+/* render_tpl_row_json - see render_preview.h */
 void
 render_tpl_row_json(struct jw *w, const char *name, const struct render_tpl_row *row)
 {
@@ -359,6 +369,7 @@ render_tpl_row_json(struct jw *w, const char *name, const struct render_tpl_row 
 	jw_end_obj(w);
 }
 
+/* render_preview_rollout_json - see render_preview.h */
 void
 render_preview_rollout_json(struct jw *w, struct journal *j, const char *ns,
     const char *site, yajl_val doc, yajl_val status)
