@@ -4,7 +4,8 @@
  * wave once every site of the previous one rendered it, its replicas
  * confirmed the reload (the notifier's finished item for the site, in the
  * journal) and stayed so for spec.rollout.pause.  A wave with more
- * failures than maxFailed halts the rollout (RolloutHalted on the template); a rollback
+ * failures than maxFailed (a site with no verdict within waveTimeout of
+ * its render is one) halts the rollout (RolloutHalted on the template); a rollback
  * sends the sites that took it back to the previous generation.  The
  * renderer drives it because it is where a site's policy is applied and
  * the tree chosen; the journal holds every step, so a restart resumes.
