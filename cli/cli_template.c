@@ -1,7 +1,7 @@
 /*
  * cli_template - `decoctl template status TEMPLATE` (the template's
- * generation and each site that lists it: adopted, or pending by its
- * policy) and `decoctl template apply DECOFILE` (the site's owner takes
+ * generation, its rollout, and each site that lists it: the row
+ * render_tpl_site makes, the web stage's too) and `decoctl template apply DECOFILE` (the site's owner takes
  * the pending generations: decoctl sets the annotation
  * deco.sites/apply-template-update: "true" on the Decofile, which is what
  * kubectl users do; decod removes it once taken).  apply names the site,
@@ -23,7 +23,6 @@
 #include "common/store.h"
 #include "common/store_keys.h"
 #include "daemons/renderer/render_preview.h"
-#include "daemons/renderer/render_policy.h"
 #include "daemons/renderer/render_tree.h"
 
 /* lists - the template names of doc's spec.templates include tpl */
@@ -43,15 +42,15 @@ lists(yajl_val doc, const char *tpl)
 static int
 template_status(struct cli *c, const char *tpl)
 {
-	char err[512], tree[65] = "", when[40];
+	char err[512];
 	char *prefix;
 	struct store_list l;
 	struct buf b;
 	struct jw w;
 	yajl_val tdoc = NULL;
-	int64_t fetched = -1;
-	int rc, adopted = 0, pending = 0, other = 0, failed = 0, have_ro = 0;
-	struct journal_rollout ro;
+	int rc, tally[RENDER_TPL_OTHER + 1] = { 0 };
+	struct render_tpl t;
+	const struct journal_rollout *ro = &t.ro;
 
 	if (cli_store(c) == NULL)
 		return CLI_FAIL;
@@ -60,11 +59,12 @@ template_status(struct cli *c, const char *tpl)
 		return cli_error("%s", err);
 	if (rc == 1)
 		return cli_not_found("templates", tpl);
-	if (cli_journal_open(c, 1) != NULL &&
-	    journal_template_newest(c->j, c->ns, tpl, &fetched, tree) != 0)
-		fetched = -1;
-	if (c->j != NULL && journal_rollout_newest(c->j, c->ns, tpl, &ro) == 0)
-		have_ro = 1;
+	memset(&t, 0, sizeof(t));
+	t.fetched = -1;
+	if (cli_journal_open(c, 1) != NULL && render_tpl_load(c->j, c->ns, tpl, &t) < 0) {
+		yajl_tree_free(tdoc);
+		return cli_error("journal: %s", journal_error(c->j));
+	}
 	prefix = key_resource_prefix("decofiles", c->ns);
 	if (store_list(c->st, prefix, &l) < 0) {
 		free(prefix);
@@ -82,39 +82,35 @@ template_status(struct cli *c, const char *tpl)
 	jw_key(&w, "generation");
 	jw_int(&w, decofile_generation(tdoc));
 	jw_key(&w, "fetchedGeneration");
-	if (fetched >= 0)
-		jw_int(&w, fetched);
+	if (t.fetched >= 0)
+		jw_int(&w, t.fetched);
 	else
 		jw_null(&w);
 	jw_key(&w, "hash");
-	jw_str(&w, tree);
-	if (have_ro) {
+	jw_str(&w, t.tree);
+	if (t.have_ro) {
 		jw_key(&w, "rollout");
 		jw_obj(&w);
 		jw_key(&w, "generation");
-		jw_int(&w, ro.generation);
+		jw_int(&w, ro->generation);
 		jw_key(&w, "previousGeneration");
-		jw_int(&w, ro.prev_generation);
+		jw_int(&w, ro->prev_generation);
 		jw_key(&w, "wave");
-		jw_int(&w, ro.wave);
+		jw_int(&w, ro->wave);
 		jw_key(&w, "waves");
-		jw_int(&w, ro.waves - 1);
+		jw_int(&w, ro->waves - 1);
 		jw_key(&w, "state");
-		jw_str(&w, ro.state);
+		jw_str(&w, ro->state);
 		jw_key(&w, "reason");
-		jw_str(&w, ro.reason);
+		jw_str(&w, ro->reason);
 		jw_end_obj(&w);
 	}
 	jw_key(&w, "sites");
 	jw_arr(&w);
 	for (size_t i = 0; i < l.n; i++) {
-		char kind[254], ns[254], name[254], why[512];
-		struct render_policy pol;
+		char kind[254], ns[254], name[254];
+		struct render_tpl_row row;
 		yajl_val doc, status;
-		const char *state, *hash = NULL;
-		int64_t gen = -1, next = -1;
-		struct journal_rollout_site rs;
-		int in_ro = 0;
 
 		if (key_parse_resource(l.kvs[i].key, kind, ns, name) < 0 ||
 		    (doc = json_parse(l.kvs[i].value, l.kvs[i].vlen, NULL)) == NULL)
@@ -124,75 +120,22 @@ template_status(struct cli *c, const char *tpl)
 			continue;
 		}
 		status = cli_merged_status(c, "decofiles", ns, name);
-		in_ro = have_ro && journal_rollout_site_get(c->j, ro.id, name, &rs) == 0;
-		if (render_policy_parse(doc, &pol, why, sizeof(why)) < 0) {
-			state = "invalid-policy";
-			other++;
-		} else if (render_preview_resolved(status, tpl, &gen, &hash) != 0) {
-			state = "not-rendered";
-			other++;
-		} else if (in_ro && strcmp(rs.state, "failed") == 0) {
-			state = "failed";
-			failed++;
-		} else if (tree[0] == '\0' || (hash != NULL && strcmp(hash, tree) == 0)) {
-			state = "adopted";
-			adopted++;
-		} else if (in_ro && (strcmp(rs.state, "waiting") == 0 ||
-		    strcmp(rs.state, "queued") == 0) && strcmp(ro.state, "rolledback") != 0) {
-			state = strcmp(ro.state, "halted") == 0 ? "halted" : rs.wave > ro.wave ?
-			    "waiting" : "updating";
-			other++;
-		} else if (in_ro && strcmp(rs.state, "reverted") == 0) {
-			state = "reverted";
-			other++;
-		} else {
-			int64_t now = render_policy_now();
-
-			render_policy_adopt(&pol, now, 0, &next);
-			state = pol.mode == RENDER_AUTO ? "updating" : "pending";
-			if (pol.mode == RENDER_AUTO)
-				other++;
-			else
-				pending++;
-		}
-		jw_obj(&w);
-		jw_key(&w, "name");
-		jw_str(&w, name);
-		jw_key(&w, "policy");
-		jw_str(&w, render_policy_name(&pol));
-		jw_key(&w, "generation");
-		if (gen >= 0)
-			jw_int(&w, gen);
-		else
-			jw_null(&w);
-		jw_key(&w, "state");
-		jw_str(&w, state);
-		if (in_ro && rs.wave >= 0) {
-			jw_key(&w, "wave");
-			jw_int(&w, rs.wave);
-		}
-		if (in_ro && rs.reason[0] != '\0' && strcmp(state, "failed") == 0) {
-			jw_key(&w, "reason");
-			jw_str(&w, rs.reason);
-		}
-		if (next >= 0) {
-			rfc3339_from(next, when, sizeof(when));
-			jw_key(&w, "nextWindow");
-			jw_str(&w, when);
-		}
-		jw_end_obj(&w);
+		/* the same row as the web stage's GET .../templates (render_preview.c) */
+		render_tpl_site(c->j, &t, name, doc, status, &row);
+		tally[row.count]++;
+		render_tpl_row_json(&w, name, &row);
 		yajl_tree_free(status);
 		yajl_tree_free(doc);
 	}
 	jw_end_arr(&w);
 	jw_key(&w, "adopted");
-	jw_int(&w, adopted);
+	jw_int(&w, tally[RENDER_TPL_ADOPTED]);
 	jw_key(&w, "pending");
-	jw_int(&w, pending);
+	jw_int(&w, tally[RENDER_TPL_PENDING]);
 	jw_key(&w, "failed");
-	jw_int(&w, failed);
+	jw_int(&w, tally[RENDER_TPL_FAILED]);
 	jw_key(&w, "other");
-	jw_int(&w, other);
+	jw_int(&w, tally[RENDER_TPL_OTHER]);
 	jw_end_obj(&w);
 	store_list_free(&l);
 	yajl_tree_free(tdoc);
@@ -200,27 +143,28 @@ template_status(struct cli *c, const char *tpl)
 		rc = cli_print_text(c, b.data, b.len);
 	else {
 		yajl_val v = json_parse(b.data, b.len, NULL), sites;
-		struct table t;
+		struct table tb;
 
 		printf("DecofileTemplate %s/%s: generation %lld", c->ns, tpl,
 		    (long long)json_get_int(v, -1, "generation", NULL));
-		if (fetched >= 0)
-			printf(", fetched generation %lld (tree %.12s)", (long long)fetched, tree);
+		if (t.fetched >= 0)
+			printf(", fetched generation %lld (tree %.12s)", (long long)t.fetched, t.tree);
 		else
 			printf(", not fetched yet");
 		printf("\n");
-		if (have_ro) {
-			printf("rollout: generation %lld, wave %d of %d%s, %s", (long long)ro.generation,
-			    ro.wave, ro.waves - 1, ro.wave == 0 ? " (canary)" : "", ro.state);
-			if (ro.reason[0] != '\0')
-				printf(": %s", ro.reason);
+		if (t.have_ro) {
+			printf("rollout: generation %lld, wave %d of %d%s, %s",
+			    (long long)ro->generation, ro->wave, ro->waves - 1, ro->wave == 0 ?
+			    " (canary)" : "", ro->state);
+			if (ro->reason[0] != '\0')
+				printf(": %s", ro->reason);
 			printf("\n");
 		}
 		printf("sites: %lld adopted, %lld pending, %lld failed\n",
 		    (long long)json_get_int(v, 0, "adopted", NULL),
 		    (long long)json_get_int(v, 0, "pending", NULL),
 		    (long long)json_get_int(v, 0, "failed", NULL));
-		table_init(&t, 6, "SITE", "POLICY", "GENERATION", "STATE", "WAVE", "NEXT WINDOW");
+		table_init(&tb, 6, "SITE", "POLICY", "GENERATION", "STATE", "WAVE", "NEXT WINDOW");
 		sites = json_get(v, "sites", NULL);
 		for (size_t i = 0; sites != NULL && i < sites->u.array.len; i++) {
 			yajl_val s = sites->u.array.values[i];
@@ -233,11 +177,11 @@ template_status(struct cli *c, const char *tpl)
 			if (json_get(s, "wave", NULL) != NULL)
 				snprintf(wv, sizeof(wv), "%lld",
 				    (long long)json_get_int(s, 0, "wave", NULL));
-			table_row(&t, json_get_str(s, "name", NULL), json_get_str(s, "policy", NULL),
+			table_row(&tb, json_get_str(s, "name", NULL), json_get_str(s, "policy", NULL),
 			    g, json_get_str(s, "state", NULL), wv, json_get_str(s, "nextWindow", NULL));
 		}
-		table_print(&t, stdout);
-		table_free(&t);
+		table_print(&tb, stdout);
+		table_free(&tb);
 		yajl_tree_free(v);
 		rc = CLI_OK;
 	}

@@ -141,8 +141,10 @@ t_unit_cron_test_LDADD = $(TEST_LIBS)
 TESTS += t/unit/cron_test
 TESTS += t/integration/template_policy.sh
 EXTRA_DIST += t/integration/template_policy.sh
-TESTS += t/integration/template_rollout.sh t/integration/template_fanout.sh
-EXTRA_DIST += t/integration/template_rollout.sh t/integration/template_fanout.sh
+TESTS += t/integration/template_rollout.sh t/integration/template_fanout.sh \
+	t/integration/template_wave_timeout.sh
+EXTRA_DIST += t/integration/template_rollout.sh t/integration/template_fanout.sh \
+	t/integration/template_wave_timeout.sh t/lib/template.sh
 # the preview of a pending template or source change (decoctl diff NAME)
 TESTS += t/integration/template_diff.sh
 EXTRA_DIST += t/integration/template_diff.sh

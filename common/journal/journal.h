@@ -20,7 +20,7 @@
 
 struct journal;
 
-#define JOURNAL_SCHEMA_VERSION 6
+#define JOURNAL_SCHEMA_VERSION 7
 
 enum item_state { ITEM_PENDING, ITEM_DONE, ITEM_FAILED, ITEM_SUPERSEDED };
 
@@ -363,6 +363,7 @@ struct journal_rollout {
 	char state[16];
 	char reason[1024];
 	int64_t confirmed_ms;	/* when the current wave was all confirmed, else 0 */
+	int64_t wave_timeout_ms;	/* a rendered site's verdict waited for at most, 0 ever */
 };
 
 /*
@@ -381,6 +382,7 @@ struct journal_rollout_site {
 	int64_t mark;	/* the newest item id before its render: its notify verdict comes later */
 	char reason[512];
 	int64_t queued_ms;
+	int64_t rendered_ms;	/* when it last went to "rendered" (unix ms), else 0 */
 };
 
 /*
@@ -409,7 +411,10 @@ int journal_rollout_sites(struct journal *j, int64_t id, int wave, const char *s
 /* journal_rollout_site_get - 0 found, 1 not a site of rollout id, -1 */
 int journal_rollout_site_get(struct journal *j, int64_t id, const char *site,
     struct journal_rollout_site *s);
-/* journal_rollout_site_set - state, mark (< 0: kept), reason (NULL: kept); 0 or -1 */
+/*
+ * journal_rollout_site_set - state, mark (< 0: kept), reason (NULL: kept);
+ * "queued" and "reverting" stamp queued_ms, "rendered" rendered_ms.  0 or -1
+ */
 int journal_rollout_site_set(struct journal *j, int64_t id, const char *site,
     const char *state, int64_t mark, const char *reason);
 /*

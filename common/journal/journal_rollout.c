@@ -14,8 +14,10 @@
 #include "common/journal_impl.h"
 
 #define ROLLOUT_COLS "id, ns, name, generation, tree_hash, prev_generation, prev_hash," \
-	" waves, wave, pause_ms, max_failed, max_failed_pct, state, reason, confirmed_ms"
-#define SITE_COLS "rollout, site, wave, state, mark, reason, queued_ms"
+	" waves, wave, pause_ms, max_failed, max_failed_pct, state, reason, confirmed_ms," \
+	" wave_timeout_ms"
+#define SITE_COLS "rollout, site, wave, state, mark, reason, queued_ms, rendered_ms"
+#define NOW_MS "CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)"
 
 static void
 row_rollout(sqlite3_stmt *st, struct journal_rollout *r)
@@ -36,6 +38,7 @@ row_rollout(sqlite3_stmt *st, struct journal_rollout *r)
 	journal_copy_col(st, 12, r->state, sizeof(r->state));
 	journal_copy_col(st, 13, r->reason, sizeof(r->reason));
 	r->confirmed_ms = sqlite3_column_int64(st, 14);
+	r->wave_timeout_ms = sqlite3_column_int64(st, 15);
 }
 
 static void
@@ -49,6 +52,7 @@ row_site(sqlite3_stmt *st, struct journal_rollout_site *s)
 	s->mark = sqlite3_column_int64(st, 4);
 	journal_copy_col(st, 5, s->reason, sizeof(s->reason));
 	s->queued_ms = sqlite3_column_int64(st, 6);
+	s->rendered_ms = sqlite3_column_int64(st, 7);
 }
 
 int64_t
@@ -64,10 +68,11 @@ journal_rollout_start(struct journal *j, const struct journal_rollout *r,
 	    r->name) < 0)
 		goto fail;
 	if (journal_run(j, NULL, "INSERT INTO template_rollouts (ns, name, generation, tree_hash,"
-	    " prev_generation, prev_hash, waves, pause_ms, max_failed, max_failed_pct)"
-	    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", "ssisisiiii", r->ns, r->name,
-	    r->generation, r->tree_hash, r->prev_generation, r->prev_hash, (int64_t)r->waves,
-	    r->pause_ms, (int64_t)r->max_failed, (int64_t)r->max_failed_pct) < 0)
+	    " prev_generation, prev_hash, waves, pause_ms, max_failed, max_failed_pct,"
+	    " wave_timeout_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", "ssisisiiiii", r->ns,
+	    r->name, r->generation, r->tree_hash, r->prev_generation, r->prev_hash,
+	    (int64_t)r->waves, r->pause_ms, (int64_t)r->max_failed,
+	    (int64_t)r->max_failed_pct, r->wave_timeout_ms) < 0)
 		goto fail;
 	id = sqlite3_last_insert_rowid(j->db);
 	for (size_t i = 0; i < n; i++)
@@ -172,8 +177,8 @@ journal_rollout_site_set(struct journal *j, int64_t id, const char *site, const 
 {
 	return journal_run(j, NULL, "UPDATE template_rollout_sites SET state=?3,"
 	    " mark=CASE WHEN ?4 < 0 THEN mark ELSE ?4 END, reason=CASE WHEN ?6 THEN ?5 ELSE reason END,"
-	    " queued_ms=CASE WHEN ?3 IN ('queued','reverting') THEN"
-	    " CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER) ELSE queued_ms END"
+	    " queued_ms=CASE WHEN ?3 IN ('queued','reverting') THEN " NOW_MS " ELSE queued_ms END,"
+	    " rendered_ms=CASE WHEN ?3 = 'rendered' THEN " NOW_MS " ELSE rendered_ms END"
 	    " WHERE rollout=?1 AND site=?2", "issisi", id, site, state, mark, reason,
 	    (int64_t)(reason != NULL)) < 0 ?
 	    -1 : 0;

@@ -174,6 +174,18 @@ static const char *const migrations[] = {
 	 * quality it stored (journal_brotli.c).
 	 */
 	"ALTER TABLE renders ADD COLUMN quality INTEGER;",
+	/*
+	 * 6 -> 7: a rollout's wave timeout (spec.rollout.waveTimeout, 0 none;
+	 * a rollout recorded before has the default, 10m) and when each site
+	 * rendered the new generation, from which its notifier verdict is
+	 * awaited at most that long.  A site already waiting for its verdict
+	 * starts the clock at the upgrade.
+	 */
+	"ALTER TABLE template_rollouts ADD COLUMN wave_timeout_ms INTEGER NOT NULL"
+	"  DEFAULT 600000;"
+	"ALTER TABLE template_rollout_sites ADD COLUMN rendered_ms INTEGER NOT NULL DEFAULT 0;"
+	"UPDATE template_rollout_sites SET rendered_ms ="
+	"  CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER) WHERE state='rendered';",
 };
 
 #define NMIGRATIONS ((int)(sizeof(migrations) / sizeof(migrations[0])))

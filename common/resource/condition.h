@@ -44,7 +44,7 @@
 	X("RolloutHalted", "RolledBack", "False", "renderer", \
 	  "decoctl template rollback sent every site back to the previous generation") \
 	X("RolloutHalted", "WaveFailed", "True", "renderer", \
-	  "Sites of a wave failed (render error, replicas refusing the reload) past maxFailed; later waves keep the old generation") \
+	  "Sites of a wave failed (render error, replicas refusing the reload, no notifier verdict within waveTimeout) past maxFailed; later waves keep the old generation") \
 	X("Syncing", "Suspended", "False", "fetcher", \
 	  "Held by decoctl suspend, spec.suspend or a rollback: no fetch and no publish until resumed") \
 	X("Syncing", "RollbackFailed", "False", "fetcher", \

@@ -76,7 +76,7 @@ static const char *const decofile_fields[] = { SOURCE_FIELDS, "deploymentId",
 	"updatePolicy.window", "updatePolicy.duration", "updatePolicy.timeZone", "silent", "notify", "notify.style",
 	"notify.concurrency", "endpoints", "suspend", NULL };
 static const char *const template_fields[] = { SOURCE_FIELDS, "rollout", "rollout.canary",
-	"rollout.waves", "rollout.pause", "rollout.maxFailed", NULL };
+	"rollout.waves", "rollout.pause", "rollout.maxFailed", "rollout.waveTimeout", NULL };
 static const char *const tenant_fields[] = { "valkeyAcl", "site", NULL };
 static const char *const endpoint_fields[] = { "url", "style", "tsFile", "token", NULL };
 

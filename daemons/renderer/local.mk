@@ -35,6 +35,11 @@ check_PROGRAMS += t/unit/render_rollout_test
 t_unit_render_rollout_test_LDADD = $(RENDER_LIBS) $(DECOD_LIBS)
 TESTS += t/unit/render_rollout_test
 
+# a site's template row (decoctl template status, the web's .../templates)
+check_PROGRAMS += t/unit/render_preview_test
+t_unit_render_preview_test_LDADD = $(RENDER_LIBS) $(DECOD_LIBS)
+TESTS += t/unit/render_preview_test
+
 # the preview of a pending change: block and key diff of two documents
 check_PROGRAMS += t/unit/render_diff_test
 t_unit_render_diff_test_LDADD = $(RENDER_LIBS) $(DECOD_LIBS)

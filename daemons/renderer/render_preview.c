@@ -2,7 +2,9 @@
  * render_preview - the pending change of a Decofile (see the header):
  * the newest trees merged as the render stage merges them, compared with
  * the last rendered document by render_diff.  Moved here from decoctl
- * diff NAME so that the web stage's page shows the same preview.
+ * diff NAME so that the web stage's page shows the same preview.  Also a
+ * site's row for one template (render_tpl_site), the one `decoctl
+ * template status` and the web's GET .../templates both print.
  */
 #include "config.h"
 
@@ -231,59 +233,160 @@ render_preview_resolved(yajl_val status, const char *tpl, int64_t *gen, const ch
 	return 1;
 }
 
+/* render_tpl_load - see render_preview.h */
+int
+render_tpl_load(struct journal *j, const char *ns, const char *tpl, struct render_tpl *t)
+{
+	int rc;
+
+	memset(t, 0, sizeof(*t));
+	snprintf(t->ns, sizeof(t->ns), "%s", ns);
+	snprintf(t->name, sizeof(t->name), "%s", tpl);
+	if ((rc = journal_template_newest(j, ns, tpl, &t->fetched, t->tree)) != 0) {
+		t->fetched = -1;
+		t->tree[0] = '\0';
+		if (rc < 0)
+			return -1;
+	}
+	if ((rc = journal_rollout_newest(j, ns, tpl, &t->ro)) < 0)
+		return -1;
+	t->have_ro = rc == 0;
+	/* a rollout of an older tree says nothing of the newest (not begun yet) */
+	t->ro_current = t->have_ro && t->tree[0] != '\0' && strcmp(t->ro.tree_hash, t->tree) == 0;
+	return 0;
+}
+
+/* tpl_state - row's state and tally */
+static void
+tpl_state(struct render_tpl_row *row, const char *state, int count)
+{
+	row->state = state;
+	row->count = count;
+}
+
+/*
+ * render_tpl_site - see render_preview.h.  The order of the tests is the
+ * order of the states' table in doc/templates.md: a rollback decides
+ * first, then a failure in the site's wave, then what it renders, then
+ * the policy, then where the rollout is.
+ */
+int
+render_tpl_site(struct journal *j, const struct render_tpl *t, const char *site,
+    yajl_val doc, yajl_val status, struct render_tpl_row *row)
+{
+	struct render_policy pol;
+	struct journal_rollout_site rs;
+	const struct journal_rollout *ro = &t->ro;
+	const char *hash = NULL;
+	char why[512];
+	int rc = 1, failed = 0, adopted, is_auto;
+
+	memset(row, 0, sizeof(*row));
+	row->generation = -1;
+	row->fetched = t->fetched;
+	row->wave = -1;
+	row->next_window = -1;
+	if (render_policy_parse(doc, &pol, why, sizeof(why)) < 0) {
+		tpl_state(row, "invalid-policy", RENDER_TPL_OTHER);
+		return 0;
+	}
+	row->policy = render_policy_name(&pol);
+	if (render_preview_resolved(status, t->name, &row->generation, &hash) != 0) {
+		tpl_state(row, "not-rendered", RENDER_TPL_OTHER);
+		return 0;
+	}
+	if (t->ro_current && (rc = journal_rollout_site_get(j, ro->id, site, &rs)) < 0) {
+		failed = 1;	/* the state as if it had no rollout row */
+		rc = 1;
+	}
+	if (rc == 0 && rs.wave >= 0)
+		row->wave = rs.wave;
+	adopted = t->tree[0] == '\0' || (hash != NULL && strcmp(hash, t->tree) == 0);
+	is_auto = pol.mode == RENDER_AUTO;
+	if (t->ro_current && strcmp(ro->state, "rolledback") == 0) {
+		/* the rollback's target is the previous tree, whatever the policy */
+		if (rc == 0 && (strcmp(rs.state, "revert") == 0 ||
+		    strcmp(rs.state, "reverting") == 0))
+			tpl_state(row, "reverting", RENDER_TPL_OTHER);
+		else if (!adopted || (rc == 0 && strcmp(rs.state, "reverted") == 0))
+			tpl_state(row, "reverted", RENDER_TPL_OTHER);
+		else
+			tpl_state(row, "adopted", RENDER_TPL_ADOPTED);
+	} else if (rc == 0 && strcmp(rs.state, "failed") == 0) {
+		tpl_state(row, "failed", RENDER_TPL_FAILED);
+		snprintf(row->reason, sizeof(row->reason), "%s", rs.reason);
+	} else if (adopted)
+		tpl_state(row, "adopted", RENDER_TPL_ADOPTED);
+	else if (!is_auto) {
+		render_policy_adopt(&pol, render_policy_now(), 0, &row->next_window);
+		tpl_state(row, "pending", RENDER_TPL_PENDING);
+	} else if (t->ro_current && strcmp(ro->state, "halted") == 0)
+		tpl_state(row, "halted", RENDER_TPL_OTHER);
+	else if (t->ro_current && strcmp(ro->state, "running") == 0 && rc == 0 &&
+	    rs.wave > ro->wave)
+		tpl_state(row, "waiting", RENDER_TPL_OTHER);
+	else
+		tpl_state(row, "updating", RENDER_TPL_OTHER);
+	return failed ? -1 : 0;
+}
+
+/* render_tpl_row_json - see render_preview.h */
 void
-render_preview_rollout_json(struct jw *w, struct journal *j, const char *ns, yajl_val doc,
-    yajl_val status)
+render_tpl_row_json(struct jw *w, const char *name, const struct render_tpl_row *row)
+{
+	char when[40];
+
+	jw_obj(w);
+	jw_key(w, "name");
+	jw_str(w, name);
+	jw_key(w, "policy");
+	jw_str(w, row->policy);
+	jw_key(w, "generation");
+	if (row->generation >= 0)
+		jw_int(w, row->generation);
+	else
+		jw_null(w);
+	jw_key(w, "fetchedGeneration");
+	if (row->fetched >= 0)
+		jw_int(w, row->fetched);
+	else
+		jw_null(w);
+	jw_key(w, "state");
+	jw_str(w, row->state);
+	if (row->wave >= 0) {
+		jw_key(w, "wave");
+		jw_int(w, row->wave);
+	}
+	if (row->reason[0] != '\0') {
+		jw_key(w, "reason");
+		jw_str(w, row->reason);
+	}
+	if (row->next_window >= 0) {
+		rfc3339_from(row->next_window, when, sizeof(when));
+		jw_key(w, "nextWindow");
+		jw_str(w, when);
+	}
+	jw_end_obj(w);
+}
+
+/* render_preview_rollout_json - see render_preview.h */
+void
+render_preview_rollout_json(struct jw *w, struct journal *j, const char *ns,
+    const char *site, yajl_val doc, yajl_val status)
 {
 	char (*names)[254] = xcalloc(RENDER_MAX_TEMPLATES, sizeof(*names));
-	char why[512], tree[65], when[40];
-	struct render_policy pol;
+	char why[512];
 	int n = render_template_names(doc, names, RENDER_MAX_TEMPLATES, why, sizeof(why));
-	int pol_ok = render_policy_parse(doc, &pol, why, sizeof(why)) == 0;
 
 	jw_arr(w);
 	for (int i = 0; i < n; i++) {
-		const char *state, *hash = NULL;
-		int64_t fetched = -1, gen = -1, next = -1;
+		struct render_tpl t;
+		struct render_tpl_row row;
 
-		tree[0] = '\0';
-		if (journal_template_newest(j, ns, names[i], &fetched, tree) != 0) {
-			fetched = -1;
-			tree[0] = '\0';
-		}
-		if (!pol_ok)
-			state = "invalid-policy";
-		else if (render_preview_resolved(status, names[i], &gen, &hash) != 0)
-			state = "not-rendered";
-		else if (tree[0] == '\0' || (hash != NULL && strcmp(hash, tree) == 0))
-			state = "adopted";
-		else {
-			render_policy_adopt(&pol, render_policy_now(), 0, &next);
-			state = pol.mode == RENDER_AUTO ? "updating" : "pending";
-		}
-		jw_obj(w);
-		jw_key(w, "name");
-		jw_str(w, names[i]);
-		jw_key(w, "fetchedGeneration");
-		if (fetched >= 0)
-			jw_int(w, fetched);
-		else
-			jw_null(w);
-		jw_key(w, "generation");
-		if (gen >= 0)
-			jw_int(w, gen);
-		else
-			jw_null(w);
-		jw_key(w, "state");
-		jw_str(w, state);
-		jw_key(w, "policy");
-		jw_str(w, pol_ok ? render_policy_name(&pol) : NULL);
-		if (next >= 0) {
-			rfc3339_from(next, when, sizeof(when));
-			jw_key(w, "nextWindow");
-			jw_str(w, when);
-		}
-		jw_end_obj(w);
+		/* a journal error leaves the row as far as known: still one per template */
+		render_tpl_load(j, ns, names[i], &t);
+		render_tpl_site(j, &t, site, doc, status, &row);
+		render_tpl_row_json(w, names[i], &row);
 	}
 	jw_end_arr(w);
 	free(names);

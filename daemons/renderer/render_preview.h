@@ -5,9 +5,10 @@
  * pending change would publish) against its last rendered document,
  * block by block and key by key, and the templates it would take at a
  * newer generation.  Also each listed template's rollout state for the
- * site (adopted, or pending by its policy).  Shared by `decoctl diff
- * NAME` and the web stage's decofile page; reads the journal and the
- * spool, writes nothing.
+ * site (render_tpl_site: adopted, pending by its policy, waiting for its
+ * wave, failed, halted, ...).  Shared by `decoctl diff NAME`, `decoctl
+ * template status` and the web stage's decofile page; reads the journal
+ * and the spool, writes nothing.
  */
 #ifndef DECOD_RENDER_PREVIEW_H
 #define DECOD_RENDER_PREVIEW_H
@@ -63,15 +64,68 @@ void render_preview_json(struct jw *w, const char *ns, const char *name,
 int render_preview_resolved(yajl_val status, const char *tpl, int64_t *gen, const char **hash);
 
 /*
- * render_preview_rollout_json - an array, one object per template doc
- * lists: its name, fetchedGeneration (the newest, null never fetched),
- * generation (the one the site's last render used, from status's
- * resolvedTemplates; null none), state ("adopted", "updating" for an Auto
- * site, "pending" for a Manual or Window site, "not-rendered",
- * "invalid-policy"), policy, and nextWindow for a Window site.  The same
- * states as `decoctl template status`.
+ * A template's rollout as one site sees it.  render_tpl_load reads, once
+ * per template, what every site's row needs (the newest fetched tree, the
+ * newest rollout); render_tpl_site computes one site's row.  `decoctl
+ * template status TEMPLATE` (every site of one template) and the web
+ * stage's GET .../templates (every template of one site) both use these,
+ * so the two say the same state for the same site.
+ */
+struct render_tpl {
+	char ns[254], name[254];
+	int64_t fetched;		/* the newest fetched generation, -1 never fetched */
+	char tree[65];			/* its tree, "" never fetched */
+	int have_ro;			/* ro is the template's newest rollout */
+	int ro_current;			/* ... and it rolls out the newest tree */
+	struct journal_rollout ro;
+};
+
+/*
+ * the state of a site for one template, one of: "adopted" (renders the
+ * newest tree), "pending" (Manual or Window keep an older one),
+ * "waiting" (Auto, its wave not reached yet), "updating" (Auto, its
+ * wave reached or no rollout: it takes the newest at its next render),
+ * "halted" (Auto, the rollout halted before it), "failed" (its wave
+ * failed on it: reason says why), "reverting" / "reverted" (a rollback
+ * sends it / sent it back to the previous generation), "not-rendered",
+ * "invalid-policy"
+ */
+struct render_tpl_row {
+	const char *state;		/* static */
+	enum { RENDER_TPL_ADOPTED, RENDER_TPL_PENDING, RENDER_TPL_FAILED,
+		RENDER_TPL_OTHER } count;	/* the tally it goes in */
+	const char *policy;		/* "Auto", "Manual", "Window"; NULL invalid */
+	int64_t generation;		/* the site's (status.resolvedTemplates), -1 none */
+	int64_t fetched;		/* the newest fetched, -1 never */
+	int wave;			/* its wave in the rollout, -1 none or not an Auto site */
+	char reason[512];		/* why it failed, else "" */
+	int64_t next_window;		/* a pending Window site's next opening, -1 none */
+};
+
+/* render_tpl_load - template ns/tpl's newest tree and rollout into t; 0 or -1 (journal) */
+int render_tpl_load(struct journal *j, const char *ns, const char *tpl, struct render_tpl *t);
+
+/*
+ * render_tpl_site - the row of decofile site (doc: its stored document,
+ * status: its merged status, NULL none) for template t.  0, or -1 on a
+ * journal error (row set as far as known).
+ */
+int render_tpl_site(struct journal *j, const struct render_tpl *t, const char *site,
+    yajl_val doc, yajl_val status, struct render_tpl_row *row);
+
+/*
+ * render_tpl_row_json - a row as an object: name (what the caller lists:
+ * the site, or the template), policy, generation, fetchedGeneration,
+ * state, wave?, reason?, nextWindow?
+ */
+void render_tpl_row_json(struct jw *w, const char *name, const struct render_tpl_row *row);
+
+/*
+ * render_preview_rollout_json - the web stage's GET .../templates: an
+ * array, one render_tpl_row_json object per template doc lists (named by
+ * the template), in listed order.
  */
 void render_preview_rollout_json(struct jw *w, struct journal *j, const char *ns,
-    yajl_val doc, yajl_val status);
+    const char *site, yajl_val doc, yajl_val status);
 
 #endif

@@ -4,7 +4,8 @@
  * wave once every site of the previous one rendered it, its replicas
  * confirmed the reload (the notifier's finished item for the site, in the
  * journal) and stayed so for spec.rollout.pause.  A wave with more
- * failures than maxFailed halts the rollout (RolloutHalted on the template); a rollback
+ * failures than maxFailed (a site with no verdict within waveTimeout of
+ * its render is one) halts the rollout (RolloutHalted on the template); a rollback
  * sends the sites that took it back to the previous generation.  The
  * renderer drives it because it is where a site's policy is applied and
  * the tree chosen; the journal holds every step, so a restart resumes.
@@ -187,6 +188,7 @@ render_rollout_begin(struct stage *st, const char *ns, const char *tpl)
 	for (size_t i = na; i < u.n; i++)
 		wave[i] = JOURNAL_ROLLOUT_OWNER;
 	r.pause_ms = sp.pause_ms;
+	r.wave_timeout_ms = sp.wave_timeout_ms;
 	r.max_failed = sp.max_failed;
 	r.max_failed_pct = sp.max_failed_pct;
 	for (size_t i = 0; i < u.n; i++) {
@@ -316,9 +318,19 @@ render_rollout_settle(struct stage *st, const char *ns, const char *site)
 struct wave_scan {
 	struct stage *st;
 	const struct journal_rollout *r;
+	int64_t now;
 	int total, open, failed;
 	char failed_names[600], first_reason[512];
 };
+
+/* fail - the site failed its wave, for reason */
+static void
+fail(struct wave_scan *w, const struct journal_rollout_site *s, const char *reason)
+{
+	journal_rollout_site_set(stage_journal(w->st), s->rollout, s->site, "failed", -1, reason);
+	if (w->first_reason[0] == '\0')
+		snprintf(w->first_reason, sizeof(w->first_reason), "%s", reason);
+}
 
 static void
 verdict(struct wave_scan *w, const struct journal_rollout_site *s, const char *detail)
@@ -326,9 +338,28 @@ verdict(struct wave_scan *w, const struct journal_rollout_site *s, const char *d
 	char reason[512];
 
 	snprintf(reason, sizeof(reason), "replicas refused the reload (%.400s)", detail);
-	journal_rollout_site_set(stage_journal(w->st), s->rollout, s->site, "failed", -1, reason);
-	if (w->first_reason[0] == '\0')
-		snprintf(w->first_reason, sizeof(w->first_reason), "%s", reason);
+	fail(w, s, reason);
+}
+
+/*
+ * overdue - a site that rendered the new generation waveTimeout ago and
+ * still has no verdict: its publish never reached the notifier (a
+ * pipeline without one, a publish that keeps failing) or the notifier
+ * never finished; it fails, so its wave halts by maxFailed rather than
+ * wait for ever
+ */
+static int
+overdue(struct wave_scan *w, const struct journal_rollout_site *s)
+{
+	char reason[128], d[32];
+
+	if (w->r->wave_timeout_ms <= 0 || s->rendered_ms <= 0 ||
+	    w->now - s->rendered_ms < w->r->wave_timeout_ms)
+		return 0;
+	render_rollout_duration(w->r->wave_timeout_ms, d, sizeof(d));
+	snprintf(reason, sizeof(reason), "no notifier verdict within %s", d);
+	fail(w, s, reason);
+	return 1;
 }
 
 static int
@@ -347,12 +378,13 @@ scan_site(void *arg, const struct journal_rollout_site *s)
 	char detail[256];
 	int failed = strcmp(s->state, "failed") == 0;
 	int confirmed = strcmp(s->state, "confirmed") == 0;
+	int rendered = strcmp(s->state, "rendered") == 0, rv = 1;
 
 	w->total++;
 	/* rendered: waiting for the replicas; confirmed: still healthy? */
-	if ((strcmp(s->state, "rendered") == 0 || confirmed) && s->mark > 0 &&
-	    journal_notify_after(stage_journal(w->st), w->r->ns, s->site, s->mark, detail,
-	    sizeof(detail)) == 0) {
+	if ((rendered || confirmed) && s->mark > 0 &&
+	    (rv = journal_notify_after(stage_journal(w->st), w->r->ns, s->site, s->mark, detail,
+	    sizeof(detail))) == 0) {
 		if (refused(detail)) {
 			verdict(w, s, detail);
 			failed = 1;
@@ -362,7 +394,8 @@ scan_site(void *arg, const struct journal_rollout_site *s)
 			    "confirmed", -1, "");
 			confirmed = 1;
 		}
-	}
+	} else if (rendered && rv == 1 && overdue(w, s))
+		failed = 1;
 	if (failed) {
 		w->failed++;
 		if (w->first_reason[0] == '\0')
@@ -447,6 +480,7 @@ drive(void *arg, const struct journal_rollout *cur)
 		memset(&w, 0, sizeof(w));
 		w.st = st;
 		w.r = &r;
+		w.now = now;
 		if (journal_rollout_sites(j, r.id, r.wave, NULL, 0, scan_site, &w) < 0)
 			return;
 		allowed = render_rollout_allowed(r.max_failed, r.max_failed_pct, w.total);

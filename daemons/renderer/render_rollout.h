@@ -22,7 +22,14 @@ struct rollout_spec {
 	int waves;			/* after the canary; 0: no spec.rollout */
 	int64_t pause_ms;
 	int max_failed, max_failed_pct;
+	int64_t wave_timeout_ms;	/* a rendered site's notifier verdict, at most; 0 none */
 };
+
+/* spec.rollout.waveTimeout when it is not set */
+#define ROLLOUT_WAVE_TIMEOUT_MS (10 * 60 * 1000LL)
+
+/* render_rollout_duration - ms as Go prints a duration ("10m0s", "2s", "1.5s") */
+void render_rollout_duration(int64_t ms, char *out, size_t len);
 
 /*
  * render_rollout_parse - a DecofileTemplate's spec.rollout into sp (none:

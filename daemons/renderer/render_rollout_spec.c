@@ -51,6 +51,7 @@ render_rollout_parse(yajl_val tpl, struct rollout_spec *sp, char *why, size_t wh
 	const char *p;
 
 	memset(sp, 0, sizeof(*sp));
+	sp->wave_timeout_ms = ROLLOUT_WAVE_TIMEOUT_MS;
 	if (ro == NULL || YAJL_IS_NULL(ro)) {
 		sp->canary = 100;	/* everything in one group, never halted */
 		sp->canary_pct = 1;
@@ -90,7 +91,42 @@ render_rollout_parse(yajl_val tpl, struct rollout_spec *sp, char *why, size_t wh
 		snprintf(why, whylen, "spec.rollout.maxFailed: a number of sites or \"N%%\"");
 		return -1;
 	}
+	/* as pause: a duration string; "0s" waits for a verdict forever */
+	if ((p = json_get_str(ro, "waveTimeout", NULL)) != NULL && (parse_duration_ms(p,
+	    &sp->wave_timeout_ms) < 0 || sp->wave_timeout_ms < 0 ||
+	    sp->wave_timeout_ms > 7 * 86400000LL)) {
+		snprintf(why, whylen, "spec.rollout.waveTimeout: \"%.40s\" is not a duration "
+		    "(0s..168h; 0s: none)", p);
+		return -1;
+	}
+	if (p == NULL && json_get(ro, "waveTimeout", NULL) != NULL) {
+		snprintf(why, whylen, "spec.rollout.waveTimeout: a duration such as \"10m\"");
+		return -1;
+	}
 	return 0;
+}
+
+void
+render_rollout_duration(int64_t ms, char *out, size_t len)
+{
+	int64_t h = ms / 3600000, m = ms / 60000 % 60, s = ms / 1000 % 60, f = ms % 1000;
+	char sec[32];
+	size_t n;
+
+	if (f == 0)
+		snprintf(sec, sizeof(sec), "%llds", (long long)s);
+	else {
+		snprintf(sec, sizeof(sec), "%lld.%03lld", (long long)s, (long long)f);
+		for (n = strlen(sec); sec[n - 1] == '0'; n--)
+			sec[n - 1] = '\0';
+		strcat(sec, "s");
+	}
+	if (h > 0)
+		snprintf(out, len, "%lldh%lldm%s", (long long)h, (long long)m, sec);
+	else if (m > 0)
+		snprintf(out, len, "%lldm%s", (long long)m, sec);
+	else
+		snprintf(out, len, "%s", sec);
 }
 
 int

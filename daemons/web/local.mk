@@ -27,4 +27,5 @@ TESTS += t/unit/web_hook_test
 TESTS += t/integration/web_hooks.sh t/integration/web_page.sh t/integration/web_template.sh
 EXTRA_DIST += t/integration/web_hooks.sh t/integration/web_page.sh t/integration/web_template.sh \
 	t/browser/package.json t/browser/setup.sh t/browser/page.js t/browser/template.js \
+	t/browser/rollout.js t/browser/tap.js t/lib/browser.sh \
 	doc/web.md doc/web-status.png doc/web-status-phone.png

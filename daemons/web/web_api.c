@@ -137,7 +137,7 @@ templates_answer(struct web *w, struct MHD_Connection *c, const char *ns, const 
 	status = view_merged_status(s, "decofiles", ns, name);
 	buf_init(&b);
 	jw_init(&jw, &b);
-	render_preview_rollout_json(&jw, j, ns, doc, status);
+	render_preview_rollout_json(&jw, j, ns, name, doc, status);
 	if (status != NULL)
 		yajl_tree_free(status);
 	return web_reply_json(c, MHD_HTTP_OK, &b);

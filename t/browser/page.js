@@ -5,21 +5,11 @@
 //   EDIT_CMD   a shell command that changes Decofile loja's content
 //   SHOTS      a folder for screenshots (optional)
 "use strict";
-const { chromium } = require("playwright-core");
+const { ok, done, launch } = require("./tap.js");
 const { execSync } = require("child_process");
 
-let n = 0, failed = 0;
-function ok(cond, what) {
-  n++;
-  if (!cond) failed++;
-  console.log((cond ? "ok " : "not ok ") + n + " - " + what);
-}
-
 (async () => {
-  const browser = await chromium.launch({
-    executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
-    args: ["--no-sandbox", "--disable-gpu"],
-  });
+  const browser = await launch();
   const page = await browser.newPage({ viewport: { width: 1280, height: 600 } });
   const outside = [];
   page.on("request", (r) => { if (!r.url().startsWith(process.env.BASE)) outside.push(r.url()); });
@@ -85,6 +75,5 @@ function ok(cond, what) {
     "... and nothing made of it");
   ok(outside.length === 0, "nothing was fetched from elsewhere" + (outside.length ? ": " + outside.join(" ") : ""));
   await browser.close();
-  console.log("1.." + n);
-  process.exit(failed ? 1 : 0);
+  done();
 })().catch((e) => { console.log("Bail out! " + e); process.exit(1); });

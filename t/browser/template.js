@@ -5,20 +5,10 @@
 //   BASE    the web stage's URL      NS     the namespace
 //   TOKEN   the bearer token         SHOTS  a folder for screenshots (optional)
 "use strict";
-const { chromium } = require("playwright-core");
-
-let n = 0, failed = 0;
-function ok(cond, what) {
-  n++;
-  if (!cond) failed++;
-  console.log((cond ? "ok " : "not ok ") + n + " - " + what);
-}
+const { ok, done, launch } = require("./tap.js");
 
 (async () => {
-  const browser = await chromium.launch({
-    executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
-    args: ["--no-sandbox", "--disable-gpu"],
-  });
+  const browser = await launch();
   const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
   const url = process.env.BASE + "/decofiles/" + process.env.NS + "/man";
   await page.goto(url);
@@ -72,6 +62,5 @@ function ok(cond, what) {
   const after = await page.textContent("#pending-summary");
   ok(after === "nothing pending", "... and nothing pending (" + after + ")");
   await browser.close();
-  console.log("1.." + n);
-  process.exit(failed ? 1 : 0);
+  done();
 })().catch((e) => { console.log("Bail out! " + e); process.exit(1); });

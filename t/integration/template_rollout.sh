@@ -10,51 +10,32 @@
 # canary, RolloutHalted=True names it, the other sites keep generation 2;
 # `decoctl template rollback` sends the canary back to 2; a restarted
 # renderer keeps all of it; generation 4 (the replica fixed) moves on to
-# every site.
+# every site; generation 5 with a 1h pause leaves waves 1 and 2 waiting.
+# At the halt (canary failed, the others halted), after the rollback
+# (reverted) and while waves wait, the web stage's GET .../templates row of
+# each site is byte for byte the site's row of `decoctl template status`
+# (one function makes both), and says the expected state.
 . "$top_srcdir/t/lib/common.sh"
 . "$top_srcdir/t/lib/pipeline.sh"
+. "$top_srcdir/t/lib/template.sh"
 
 command -v jq >/dev/null || skip_all "jq not installed"
 command -v sqlite3 >/dev/null || skip_all "sqlite3 not installed"
-pipeline_setup "fetcher renderer publisher notifier" "template_rollout_rate = 50" \
-    "notify_timeout = 2s" "notify_attempts = 1"
+command -v curl >/dev/null || skip_all "curl is not installed"
+PORT=$(free_port)
+pipeline_setup "fetcher renderer publisher notifier web" "template_rollout_rate = 50" \
+    "notify_timeout = 2s" "notify_attempts = 1" "web_listen = 127.0.0.1:$PORT"
+WEB="http://127.0.0.1:$PORT/api/v1/decofiles/$NS"
 
-tpl() { # LABEL
-	cat >"$T/base.yaml" <<YAML
-apiVersion: deco.sites/v1alpha1
-kind: DecofileTemplate
-metadata: {name: base, namespace: $NS}
-spec:
-  source: inline
-  inline:
-    value:
-      Theme: {"label": "$1"}
-  rollout: {canary: 1, waves: 2, pause: 1s, maxFailed: 0}
-YAML
+ROLLOUT="{canary: 1, waves: 2, pause: 1s, maxFailed: 0}"
+tpl() { # LABEL [ROLLOUT]
+	tpl_yaml "$1" "${2:-$ROLLOUT}"
 	ctl apply -f "$T/base.yaml" >/dev/null
 }
 SITES="s1 s2 s3 s4 s5"
-for s in $SITES; do
-	cat >>"$T/sites.yaml" <<YAML
----
-apiVersion: deco.sites/v1alpha1
-kind: Decofile
-metadata: {name: $s, namespace: $NS}
-spec:
-  source: inline
-  inline: {value: {Page: {"site": "$s"}}}
-  templates: [base]
-YAML
-done
-doc() {
-	loc=$(ctl get decofile "$1" -o json | jq -r '.status.location // ""')
-	[ -n "$loc" ] && cat "${loc#file://}"
-}
-label_is() { [ "$(doc "$1" | jq -r .Theme.label 2>/dev/null)" = "$2" ]; }
-all_label() { for s in $SITES; do label_is "$s" "$1" || return 1; done; }
-tstatus() { ctl template status base -o json; }
-ro_state() { [ "$(tstatus | jq -r .rollout.state)" = "$1" ]; }
-tcond() { ctl get template base -o json | jq -c '[.status.conditions[]? | select(.type=="RolloutHalted")][0]'; }
+tpl_sites_yaml
+# web_states STATE: every site but the canary says STATE on the web
+web_states() { for s in $SITES; do [ "$s" = "$CANARY" ] || [ "$(web_state "$s")" = "$1" ] || return 1; done; }
 
 tpl g1
 ok $? "apply the DecofileTemplate base with spec.rollout"
@@ -65,8 +46,7 @@ DB="$T/state/journal.db"
 check "every site renders generation 1" wait_for "$(scaled 30)" all_label g1
 
 # the canary: the site with the lowest sha256("ns/name") (doc/templates.md)
-CANARY=$(for s in $SITES; do printf '%s %s\n' "$(printf '%s' "$NS/$s" | sha256sum | cut -c1-64)" "$s"; done |
-    sort | head -1 | cut -d' ' -f2)
+CANARY=$(tpl_canary)
 diag "canary: $CANARY"
 
 # the canary's replica confirms reloads
@@ -139,6 +119,15 @@ is "$(db_read "$DB" "SELECT count(*) FROM items WHERE kind='rollout' AND name<>'
     0 "no other site was enqueued"
 others_g2() { for s in $SITES; do [ "$s" = "$CANARY" ] || label_is "$s" g2 || return 1; done; }
 ok "$(others_g2; echo $?)" "the other sites keep generation 2"
+is "$(web_state "$CANARY")" failed "web /templates: the canary failed"
+is "$(curl -sf "$WEB/$CANARY/templates" | jq -r '.[0].reason')" \
+    "$(tstatus | jq -r --arg c "$CANARY" '.sites[] | select(.name==$c) | .reason')" \
+    "... with decoctl's reason"
+ok "$(web_states halted; echo $?)" "web /templates: every other site halted"
+is "$(tstatus | jq -r --arg c "$CANARY" '[.sites[] | select(.name!=$c) | .state] | unique | join(",")')" \
+    halted "decoctl template status: every other site halted"
+check "the web's row of each site is decoctl's, byte for byte" wait_for "$(scaled 10)" agree
+[ -s "$T/web.rows" ] && diag "$(head -2 "$T/web.rows")"
 
 # a restarted renderer keeps the halt
 renderer_pid() { "$DECOCTL" stages -o json | jq -r '.stages[] | select(.name=="renderer") | .pid'; }
@@ -156,6 +145,9 @@ ok $? "decoctl template rollback base"
 check "... says how many sites go back" grep -q "1 site going back" "$T/rb.out"
 check "the canary is back on generation 2" wait_for "$(scaled 30)" label_is "$CANARY" g2
 is "$(tstatus | jq -r .rollout.state)" rolledback "template status: rolled back"
+check "web /templates: the canary reverted" wait_for "$(scaled 10)" \
+    sh -c "[ \"\$(curl -sf '$WEB/$CANARY/templates' | jq -r '.[0].state')\" = reverted ]"
+check "... and every site's row is decoctl's" wait_for "$(scaled 10)" agree
 ok "$(others_g2; echo $?)" "the other sites never moved"
 ctl template rollback base 2>"$T/rb2.err"
 ok "$([ $? -ne 0 ]; echo $?)" "a second rollback is refused"
@@ -169,6 +161,17 @@ check "generation 4 reaches every site" wait_for "$(scaled 60)" all_label g4
 check "its rollout completes" wait_for "$(scaled 20)" ro_state done
 is "$(db_read "$DB" "SELECT state FROM template_rollouts WHERE id=$RID3")" rolledback \
     "the journal keeps the rolled-back rollout"
+
+# --- generation 5 with a 1h pause: the later waves wait --------------------------
+tpl g5 "{canary: 1, waves: 2, pause: 1h, maxFailed: 0}"
+check "the canary takes generation 5" wait_for "$(scaled 30)" label_is "$CANARY" g5
+waiting_pause() { [ "$(db_read "$DB" "SELECT confirmed_ms > 0 FROM template_rollouts WHERE id=(SELECT MAX(id) FROM template_rollouts WHERE name='base')")" = 1 ]; }
+check "the canary confirmed: the 1h pause runs" wait_for "$(scaled 20)" waiting_pause
+ok "$(web_states waiting; echo $?)" "web /templates: waves 1 and 2 waiting"
+is "$(web_state "$CANARY")" adopted "... the canary adopted"
+is "$(tstatus | jq -r --arg c "$CANARY" '[.sites[] | select(.name!=$c) | .state] | unique | join(",")')" \
+    waiting "decoctl template status: waves 1 and 2 waiting"
+check "... every site's row is decoctl's, byte for byte" wait_for "$(scaled 10)" agree
 
 # --- decoctl apply refuses a bad spec.rollout, naming the field ----------------
 sed 's/canary: 1,/canary: "150%",/' "$T/base.yaml" >"$T/bad.yaml"

@@ -11,11 +11,9 @@
 . "$top_srcdir/t/lib/common.sh"
 . "$top_srcdir/t/lib/pipeline.sh"
 
-CHROMIUM=$(command -v chromium || command -v chromium-browser) ||
-	skip_all "chromium is not installed (apt-get install chromium, or examples/install-deps.sh)"
-{ command -v node && command -v npm; } >/dev/null 2>&1 || skip_all "node and npm not installed"
-BR=$("$top_srcdir/t/browser/setup.sh" "$top_builddir/t/browser" 2>"$T/setup.err") ||
-	skip_all "playwright-core not installed: $(cat "$T/setup.err")"
+. "$top_srcdir/t/lib/browser.sh"
+
+browser_setup || skip_all "$BROWSER_WHY"
 
 PORT=$(free_port)
 pipeline_setup "fetcher renderer publisher notifier web" \
@@ -50,18 +48,5 @@ check "... and no element made of it" sh -c "! grep -q '<img src=x' '$T/dom.html
 
 # the browser test proper
 EDIT="printf '{\"title\": \"Loja 2\"}\n' >'$T/loja/Header.json' && '$DECOCTL' -n $NS sync loja >/dev/null"
-BASE=$BASE NS=$NS EDIT_CMD=$EDIT CHROMIUM=$CHROMIUM SHOTS=${WEB_SHOTS:-$T} \
-    NODE_PATH="$BR/node_modules" node "$top_srcdir/t/browser/page.js" >"$T/page.tap" 2>"$T/page.err"
-rc=$?
-# page.js speaks TAP: renumber its lines into ours
-while IFS= read -r line; do
-	case "$line" in
-	"ok "*) ok 0 "browser: ${line#* - }" ;;
-	"not ok "*) ok 1 "browser: ${line#* - }" ;;
-	"#"*) echo "$line" ;;
-	"Bail out!"*) echo "# $line"; ok 1 "browser: page.js ran to its end" ;;
-	esac
-done <"$T/page.tap"
-[ $rc -eq 0 ] || sed 's/^/# /' "$T/page.err" | head -20
-ok $rc "browser: page.js passed"
+BASE=$BASE NS=$NS EDIT_CMD=$EDIT SHOTS=${WEB_SHOTS:-$T} browser_run page.js
 done_testing

@@ -13,6 +13,7 @@
 # token the site takes generation 3 and publishes it.
 . "$top_srcdir/t/lib/common.sh"
 . "$top_srcdir/t/lib/pipeline.sh"
+. "$top_srcdir/t/lib/browser.sh"
 
 command -v curl >/dev/null || skip_all "curl is not installed"
 command -v jq >/dev/null || skip_all "jq not installed"
@@ -97,26 +98,8 @@ check "/diff is decoctl diff man -o json" cmp "$T/web-diff.json" "$T/ctl-diff.js
 ok "$(primary_is man red; echo $?)" "reading the preview wrote nothing: man still publishes red"
 
 # --- the page, in a real browser ----------------------------------------------
-CHROMIUM=$(command -v chromium || command -v chromium-browser)
-BR=""
-if [ -n "$CHROMIUM" ] && command -v node >/dev/null && command -v npm >/dev/null; then
-	BR=$("$top_srcdir/t/browser/setup.sh" "$top_builddir/t/browser" 2>"$T/setup.err") || BR=""
-fi
-if [ -n "$BR" ]; then
-	BASE=$BASE NS=$NS TOKEN=$TOKEN CHROMIUM=$CHROMIUM SHOTS=${WEB_SHOTS:-$T} \
-	    NODE_PATH="$BR/node_modules" node "$top_srcdir/t/browser/template.js" \
-	    >"$T/page.tap" 2>"$T/page.err"
-	rc=$?
-	while IFS= read -r line; do
-		case "$line" in
-		"ok "*) ok 0 "browser: ${line#* - }" ;;
-		"not ok "*) ok 1 "browser: ${line#* - }" ;;
-		"#"*) echo "$line" ;;
-		"Bail out!"*) echo "# $line"; ok 1 "browser: template.js ran to its end" ;;
-		esac
-	done <"$T/page.tap"
-	[ $rc -eq 0 ] || sed 's/^/# /' "$T/page.err" | head -20
-	ok $rc "browser: template.js passed"
+if browser_setup; then
+	BASE=$BASE NS=$NS TOKEN=$TOKEN SHOTS=${WEB_SHOTS:-$T} browser_run template.js
 	check "after the page's apply man publishes generation 2" wait_for "$(scaled 20)" \
 	    primary_is man blue
 else

@@ -7,7 +7,8 @@
  * supersedes the running one; sites by wave and state; a state change
  * keeps the reason unless given; a rollback marks every site on the
  * rolled-out tree (a rollout site or not) and is refused twice; the
- * notifier's verdict is the newest finished item after the mark.
+ * notifier's verdict is the newest finished item after the mark; a
+ * rollout keeps its wave timeout and a site when it rendered.
  */
 #include "config.h"
 
@@ -81,10 +82,22 @@ rollouts(struct journal *j)
 	s[2].wave = JOURNAL_ROLLOUT_OWNER;
 	ok(journal_template_before(j, "ns", "base", "t3", &g, prev) == 0 && g == 1 &&
 	    strcmp(prev, "t1") == 0, "the tree before t3 still kept: t1");
+	r.wave_timeout_ms = 2000;
 	ok((id1 = journal_rollout_start(j, &r, s, 3)) > 0, "a rollout starts");
 	ok(journal_rollout_newest(j, "ns", "base", &got) == 0 && got.id == id1 &&
-	    strcmp(got.state, "running") == 0 && got.wave == 0 && got.waves == 2,
-	    "the newest rollout: running, wave 0 of 2 groups");
+	    strcmp(got.state, "running") == 0 && got.wave == 0 && got.waves == 2 &&
+	    got.wave_timeout_ms == 2000,
+	    "the newest rollout: running, wave 0 of 2 groups, its wave timeout");
+	{
+		int64_t before = wall_ms();
+
+		ok(journal_rollout_site_get(j, id1, "b", &gs) == 0 && gs.rendered_ms == 0 &&
+		    journal_rollout_site_set(j, id1, "b", "rendered", 5, "") == 0 &&
+		    journal_rollout_site_get(j, id1, "b", &gs) == 0 &&
+		    gs.rendered_ms >= before - 1000 && gs.rendered_ms <= wall_ms() + 1000,
+		    "going to rendered stamps when");
+		journal_rollout_site_set(j, id1, "b", "waiting", 0, "");
+	}
 	journal_rollout_sites(j, id1, JOURNAL_ROLLOUT_ANY, NULL, 0, seen_site, seen);
 	is_str(seen, "m:-1:waiting a:0:waiting b:1:waiting ", "its sites, by wave then name");
 	ok(journal_rollout_site_set(j, id1, "a", "failed", -1, "render error: x") == 0 &&

@@ -79,6 +79,55 @@ main(void)
 		yajl_tree_free(d);
 	}
 
+	/* spec.rollout.waveTimeout: a duration as pause, 10m by default, 0s none */
+	{
+		static const struct {
+			const char *label, *rollout;
+			int rc;
+			long long ms;
+		} wt[] = {
+			{ "no spec.rollout: the default", NULL, 0, 600000 },
+			{ "not set: the default", "{\"waves\":2}", 0, 600000 },
+			{ "2s", "{\"waveTimeout\":\"2s\"}", 0, 2000 },
+			{ "0s: none", "{\"waveTimeout\":\"0s\"}", 0, 0 },
+			{ "1h", "{\"waveTimeout\":\"1h\"}", 0, 3600000 },
+			{ "not a duration", "{\"waveTimeout\":\"later\"}", -1, 0 },
+			{ "a number", "{\"waveTimeout\":600}", -1, 0 },
+			{ "over 168h", "{\"waveTimeout\":\"169h\"}", -1, 0 },
+			{ "negative", "{\"waveTimeout\":\"-1s\"}", -1, 0 },
+		};
+
+		for (size_t i = 0; i < sizeof(wt) / sizeof(wt[0]); i++) {
+			yajl_val d = tpl_of(wt[i].rollout);
+			int rc;
+
+			why[0] = '\0';
+			rc = render_rollout_parse(d, &sp, why, sizeof(why));
+			is_int(rc, wt[i].rc, "waveTimeout %s: result", wt[i].label);
+			if (rc == 0)
+				ok(sp.wave_timeout_ms == wt[i].ms, "waveTimeout %s: %lld ms (%lld)",
+				    wt[i].label, wt[i].ms, (long long)sp.wave_timeout_ms);
+			else
+				ok(strncmp(why, "spec.rollout.waveTimeout", 24) == 0,
+				    "waveTimeout %s: the error names the field (%s)", wt[i].label, why);
+			yajl_tree_free(d);
+		}
+	}
+	/* the reason prints it as Go prints a duration */
+	{
+		static const struct {
+			long long ms;
+			const char *out;
+		} du[] = { { 600000, "10m0s" }, { 2000, "2s" }, { 1500, "1.5s" },
+			{ 3600000, "1h0m0s" }, { 5430000, "1h30m30s" }, { 6000, "6s" } };
+		char out[32];
+
+		for (size_t i = 0; i < sizeof(du) / sizeof(du[0]); i++) {
+			render_rollout_duration(du[i].ms, out, sizeof(out));
+			is_str(out, du[i].out, "%lld ms prints as %s", du[i].ms, du[i].out);
+		}
+	}
+
 	/* 100 sites, canary 5%, 4 waves: 5, then 24, 24, 23, 24 (rank order) */
 	for (int i = 0; i < 100; i++)
 		snprintf(names[i], sizeof(names[i]), "site-%02d", i);

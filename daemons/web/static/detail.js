@@ -59,13 +59,24 @@ fetch("/api/v1/decofiles/" + encodeURIComponent(ns) + "/" + encodeURIComponent(n
 // (decoctl template status, decoctl diff NAME -o json)
 const base = "/api/v1/decofiles/" + encodeURIComponent(ns) + "/" + encodeURIComponent(name);
 
+// a row's class by its state (the states of decoctl template status):
+// stopped by a failure in red, on its way or held in amber, back in grey
+const TPL_CLASS = {
+  failed: "failing", halted: "failing",
+  pending: "pending-tpl", updating: "pending-tpl", waiting: "pending-tpl",
+  reverting: "pending-tpl", reverted: "reverted-tpl",
+  "not-rendered": "stale", "invalid-policy": "failing",
+};
+
 function loadTemplates() {
   return fetch(base + "/templates").then(r => r.ok ? r.json() : []).then(ts => {
     const tb = document.querySelector("#templates tbody");
     tb.textContent = "";
-    for (const t of ts)
-      rowOf(tb, [t.name, t.generation, t.fetchedGeneration, t.state, t.policy, t.nextWindow],
-        t.state === "pending" || t.state === "updating" ? "pending-tpl" : "");
+    for (const t of ts) {
+      rowOf(tb, [t.name, t.generation, t.fetchedGeneration, t.state, t.policy, t.nextWindow,
+        t.wave, t.reason], TPL_CLASS[t.state] || "");
+      tb.lastChild.dataset.state = t.state;
+    }
   });
 }
 
