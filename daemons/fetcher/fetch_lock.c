@@ -188,6 +188,7 @@ take_many(struct fetch_lock *fl, struct ent **es, size_t n)
 		e->seen_locked = 1;
 		fl->held++;
 		gained++;
+		stage_yield(fl->st);	/* a scrape between decofiles */
 		fl->ops->gained(fl->st, e->ns, e->name);
 	}
 	free(keys);
