@@ -16,6 +16,7 @@
 #      clock) -> the fetcher's "sync requested" log line (it schedules the
 #      fetch in the same loop turn), for a git Decofile served by git daemon.
 #   sh bench/bench_web.sh BUILD_DIR [N] [REPEATS]
+# METRICS_ONLY=1: part 1 only (e.g. METRICS_ONLY=1 sh bench/bench_web.sh _build 2000)
 set -eu
 build=$(cd "${1:?usage: bench_web.sh BUILD_DIR [N] [REPEATS]}" && pwd)
 src=$(cd "$(dirname "$0")/.." && pwd)
@@ -129,6 +130,7 @@ echo "   /metrics of the web stage meanwhile: $(stats <"$T/m-web")"
 echo "   a fetcher exposition: $(curl -s "http://127.0.0.1:$((MB + 1))/metrics" | wc -c) bytes, $(curl -s "http://127.0.0.1:$((MB + 1))/metrics" | grep -vc '^#') samples"
 wait_for 900 sh -c "[ \$(grep -c 'msg=fetched' '$T/decod.log') -ge $n ]" || echo "# not every decofile fetched after 900 s"
 echo "   the fetcher fetched all $n in $(( $(now_ms) - t0 )) ms from start"
+[ -z "${METRICS_ONLY:-}" ] || exit 0	# METRICS_ONLY=1: part 1 only
 sleep 2	# let the status writes settle before timing the page (not a measurement)
 
 # 2. the page server side

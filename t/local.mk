@@ -46,6 +46,9 @@ TESTS += t/integration/rollout.sh t/integration/brotli_recompress.sh t/integrati
 EXTRA_DIST += t/integration/rollout.sh t/integration/brotli_recompress.sh t/integration/quarantine.sh
 # metrics on every daemon, read back through a real Prometheus; ports refused at start
 TESTS += t/integration/metrics_prometheus.sh t/integration/metrics_bind.sh t/integration/metrics_alerts.sh
+# a busy stage answers /metrics between its items, not after the pass
+TESTS += t/integration/metrics_busy.sh
+EXTRA_DIST += t/integration/metrics_busy.sh
 EXTRA_DIST += t/integration/metrics_prometheus.sh t/integration/metrics_bind.sh t/integration/metrics_alerts.sh deploy/monitoring/decod-alerts.yaml \
 	deploy/components/metrics/kustomization.yaml deploy/components/metrics/metrics-env.yaml \
 	deploy/components/metrics/service.yaml deploy/components/metrics/servicemonitor.yaml \

@@ -19,12 +19,12 @@
 
 #define CURL_DISABLE_TYPECHECK 1
 
-#include <dlfcn.h>
 #include <pthread.h>
 #include <stdarg.h>
 
 #include <curl/curl.h>
 
+#include "common/lazy_lib.h"
 #include "common/log.h"
 
 #define LIBCURL "libcurl.so.4"
@@ -72,15 +72,13 @@ static pthread_once_t once = PTHREAD_ONCE_INIT;
 static void
 load(void)
 {
-	void *h = dlopen(LIBCURL, RTLD_NOW | RTLD_LOCAL);
+#define SYM(name, ret, params) { #name, (void **)&lib.name },
+	static const struct lazy_sym syms[] = { CURL_CALLS(SYM) };
+#undef SYM
+	char err[512];
 
-	if (h == NULL)
-		fatal("cannot load %s: %s", LIBCURL, dlerror());
-#define LOAD(name, ret, params) \
-	if ((*(void **)&lib.name = dlsym(h, #name)) == NULL) \
-		fatal("%s has no %s", LIBCURL, #name);
-	CURL_CALLS(LOAD)
-#undef LOAD
+	if (lazy_lib_open(LIBCURL, syms, sizeof(syms) / sizeof(syms[0]), err, sizeof(err)) < 0)
+		fatal("%s", err);
 	/* here, once, before any thread's first call (libcurl counts later calls) */
 	if (lib.curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
 		fatal("%s: curl_global_init failed", LIBCURL);

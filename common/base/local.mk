@@ -18,6 +18,8 @@ libdecod_base_a_SOURCES = \
 	common/base/json.c \
 	common/base/json.h \
 	common/base/json_validate.c \
+	common/base/lazy_lib.c \
+	common/base/lazy_lib.h \
 	common/base/log.c \
 	common/base/log.h \
 	common/base/manifest.c \

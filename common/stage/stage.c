@@ -268,6 +268,21 @@ stage_check_supervisor(struct stage *st)
 	}
 }
 
+void
+stage_yield(struct stage *st)
+{
+	int64_t now = now_ms();
+
+	if (st->yielding || now == st->yielded)
+		return;
+	st->yielding = 1;
+	st->yielded = now;
+	stage_check_supervisor(st);
+	if (st->mhttp != NULL)
+		stage_metrics_pending(st);
+	st->yielding = 0;
+}
+
 static void
 usage(const struct stage_ops *ops)
 {

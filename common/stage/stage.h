@@ -120,6 +120,17 @@ void stage_item_error(struct stage *st, const char *why);
  */
 void stage_observe(struct stage *st, const char *result, double seconds);
 
+/*
+ * stage_yield - between the items of a long pass (thousands of decofiles
+ * at start-up, a batch of finished fetches), serve what must not wait for
+ * the pass to end: a /metrics scrape is answered, a supervisor gone is
+ * noticed (stage_stopping() is then true).  Cheap: it looks at most once
+ * a millisecond.  It runs no stage callback and touches neither the
+ * journal nor the store, so it may come inside a transaction.  The
+ * skeleton calls it between on_item calls.
+ */
+void stage_yield(struct stage *st);
+
 /* stage_kick - process due items soon (e.g. after a store watch event) */
 void stage_kick(struct stage *st);
 

@@ -78,6 +78,9 @@ struct stage {
 	int64_t hk_timer;	/* housekeeping's next run (timer id), 0: none */
 	int64_t hk_interval;	/* ... and the interval it was scheduled with */
 	char alive_path[4096];	/* heartbeat file, "" until ready */
+	struct mhttp *mhttp;	/* /metrics served here (stage_metrics_http.c), or NULL */
+	int64_t yielded;	/* now_ms() of the last stage_yield that looked */
+	int yielding;		/* inside stage_yield: no nesting */
 };
 
 /*
@@ -104,6 +107,12 @@ int stage_metrics_start(struct stage *st);
 struct metrics;
 int stage_metrics_serve(struct stage *st, struct metrics *m, const char *addr, char *err,
     size_t errlen);
+/*
+ * stage_metrics_pending - answer now whatever scrape is waiting on the
+ * metrics socket and its connections (poll with no wait): stage_yield's
+ * part, for a stage busy in one long callback
+ */
+void stage_metrics_pending(struct stage *st);
 /* stage_observe_item - stage_observe for an item's result, timed from t0 (ms) */
 void stage_observe_item(struct stage *st, enum stage_result r, int64_t t0);
 

@@ -7,8 +7,10 @@
  * exposition and Connection: close.  At most MAX_CONNS connections at
  * once (a new one closes the oldest still sending its request), a request of at most REQ_MAX bytes, and
  * CONN_TIMEOUT_MS for the whole exchange; nothing a client sends can make
- * the loop wait.  A scrape waits for the loop's current callback, which
- * the stage keeps short anyway (it also answers its doorbells there).
+ * the loop wait.  A scrape is answered by the loop, or, while a callback
+ * works through a long pass (thousands of decofiles), by stage_yield
+ * between its items (stage_metrics_pending): it waits for one item, not
+ * for the pass.
  */
 #include "config.h"
 
@@ -199,6 +201,44 @@ accept_cb(struct stage *st, int fd, short revents, void *arg)
 	}
 }
 
+/* is_open - c is still one of h's connections */
+static int
+is_open(const struct mhttp *h, const struct mconn *c)
+{
+	for (size_t i = 0; i < MAX_CONNS; i++)
+		if (h->c[i] == c)
+			return 1;
+	return 0;
+}
+
+void
+stage_metrics_pending(struct stage *st)
+{
+	struct mhttp *h = st->mhttp;
+	struct pollfd p[MAX_CONNS + 1];
+	struct mconn *open[MAX_CONNS];
+	size_t n = 0, k = 0;
+
+	if (h == NULL)
+		return;
+	p[n++] = (struct pollfd){ .fd = h->lfd, .events = POLLIN };
+	for (size_t i = 0; i < MAX_CONNS; i++)
+		if (h->c[i] != NULL)
+			p[n++] = (struct pollfd){ .fd = h->c[i]->fd,
+			    .events = h->c[i]->out != NULL ? POLLOUT : POLLIN };
+	if (poll(p, n, 0) <= 0)
+		return;
+	if (p[0].revents != 0)
+		accept_cb(st, h->lfd, p[0].revents, h);
+	/* every connection, the new ones too (a request often comes with the connect) */
+	for (size_t i = 0; i < MAX_CONNS; i++)
+		if (h->c[i] != NULL)
+			open[k++] = h->c[i];
+	for (size_t i = 0; i < k; i++)
+		if (is_open(h, open[i]))
+			conn_cb(st, open[i]->fd, POLLIN, open[i]);
+}
+
 static void
 stop(void *arg)
 {
@@ -209,6 +249,8 @@ stop(void *arg)
 			conn_close(h->c[i]);
 	stage_del_fd(h->st, h->lfd);
 	close(h->lfd);
+	if (h->st->mhttp == h)
+		h->st->mhttp = NULL;
 	free(h);
 }
 
@@ -237,5 +279,6 @@ stage_metrics_serve(struct stage *st, struct metrics *m, const char *addr, char 
 		return -1;
 	}
 	metrics_set_server(m, h, stop);
+	st->mhttp = h;
 	return 0;
 }

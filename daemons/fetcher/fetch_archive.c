@@ -15,6 +15,9 @@
  * C.UTF-8 LC_CTYPE for its own thread only (uselocale), leaving the rest of
  * the fetcher, its other workers and the libraries they call in the locale
  * they started in; a process-wide setlocale would change them all.
+ *
+ * libarchive itself is loaded by the first read (archive_lazy.c); when it
+ * cannot be, that read fails with the reason, as a broken archive does.
  */
 #include "config.h"
 
@@ -28,6 +31,7 @@
 #include <archive_entry.h>
 
 #include "common/util.h"
+#include "daemons/fetcher/archive_lazy.h"
 #include "daemons/fetcher/fetch_archive.h"
 #include "daemons/fetcher/fetch_keys.h"
 
@@ -234,9 +238,13 @@ fetch_archive_read(const void *data, size_t len, enum fetch_archive_kind kind,
     const struct fetch_archive_limits *lim, const char *what, fetch_archive_want_fn want,
     fetch_archive_file_fn file, void *arg, struct fetch_result *res)
 {
+	char why[512];
 	locale_t old;
 	int rc;
 
+	/* libarchive is mapped by the first archive, not at start (archive_lazy.h) */
+	if (archive_lazy_load(why, sizeof(why)) < 0)
+		return fetch_result_error(res, "FetchError", "%s: %s", what, why);
 	pthread_once(&utf8_once, utf8_locale_make);
 	if (utf8_locale == (locale_t)0)
 		return fetch_result_error(res, "FetchError",

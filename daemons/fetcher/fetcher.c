@@ -346,6 +346,7 @@ on_wake(struct stage *st, void *arg)
 		*tail = NULL;
 		in_txn = stage_begin(st) == 0;
 		for (j = chunk; j != NULL; j = j->next) {
+			stage_yield(st);	/* a scrape waits for one job, not the pass */
 			finish_first(st, j, in_txn);
 			wrote |= !j->skip && j->handed == 1;
 		}
@@ -360,6 +361,7 @@ on_wake(struct stage *st, void *arg)
 			    journal_error(stage_journal(st)), NULL);
 		while ((j = chunk) != NULL) {
 			chunk = j->next;
+			stage_yield(st);
 			finish_second(st, j, committed);
 			fetch_job_free(j);
 		}

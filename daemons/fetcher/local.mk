@@ -1,7 +1,9 @@
 # daemons/fetcher: build fragment (included by the top Makefile.am)
 # libfetch.a holds the key rules and the sources (inline, dir, git, github,
 # oci, with the HTTP client and the archive reader they share), shared
-# by the stage and its unit tests.
+# by the stage and its unit tests.  Not libarchive: archive_lazy.c loads it
+# on the first archive read (an idle fetcher never maps it), so only the
+# archive test, which writes archives itself, links -larchive.
 noinst_LIBRARIES += daemons/fetcher/libfetch.a
 daemons_fetcher_libfetch_a_SOURCES = \
 	daemons/fetcher/fetch_keys.c daemons/fetcher/fetch_keys.h \
@@ -15,6 +17,7 @@ daemons_fetcher_libfetch_a_SOURCES = \
 	daemons/fetcher/fetch_secret.c daemons/fetcher/fetch_secret.h \
 	daemons/fetcher/fetch_poll.c daemons/fetcher/fetch_poll.h \
 	daemons/fetcher/fetch_archive.c daemons/fetcher/fetch_archive.h \
+	daemons/fetcher/archive_lazy.c daemons/fetcher/archive_lazy.h \
 	daemons/fetcher/fetch_github.c daemons/fetcher/fetch_github.h \
 	daemons/fetcher/fetch_oci.c daemons/fetcher/fetch_oci.h \
 	daemons/fetcher/fetch_oci_layers.c daemons/fetcher/fetch_oci_int.h
@@ -27,14 +30,14 @@ daemons_fetcher_fetcher_SOURCES = daemons/fetcher/fetcher.c daemons/fetcher/fetc
 	daemons/fetcher/fetch_status.c daemons/fetcher/fetch_hold.c \
 	daemons/fetcher/fetch_lock.c daemons/fetcher/fetch_lock.h \
 	daemons/fetcher/fetch_schedule.c daemons/fetcher/fetch_tpl.c
-daemons_fetcher_fetcher_LDADD = $(FETCH_LIBS) $(DECOD_LIBS) $(ARCHIVE_LIBS) -lpthread
+daemons_fetcher_fetcher_LDADD = $(FETCH_LIBS) $(DECOD_LIBS) -lpthread
 
 check_PROGRAMS += t/unit/fetch_keys_test t/unit/fetch_dir_test t/unit/fetch_inline_test \
 	t/unit/fetch_git_test t/unit/fetch_archive_test
-t_unit_fetch_keys_test_LDADD = $(FETCH_LIBS) $(DECOD_LIBS) $(ARCHIVE_LIBS)
-t_unit_fetch_dir_test_LDADD = $(FETCH_LIBS) $(DECOD_LIBS) $(ARCHIVE_LIBS)
-t_unit_fetch_inline_test_LDADD = $(FETCH_LIBS) $(DECOD_LIBS) $(ARCHIVE_LIBS)
-t_unit_fetch_git_test_LDADD = $(FETCH_LIBS) $(DECOD_LIBS) $(ARCHIVE_LIBS)
+t_unit_fetch_keys_test_LDADD = $(FETCH_LIBS) $(DECOD_LIBS)
+t_unit_fetch_dir_test_LDADD = $(FETCH_LIBS) $(DECOD_LIBS)
+t_unit_fetch_inline_test_LDADD = $(FETCH_LIBS) $(DECOD_LIBS)
+t_unit_fetch_git_test_LDADD = $(FETCH_LIBS) $(DECOD_LIBS)
 t_unit_fetch_archive_test_LDADD = $(FETCH_LIBS) $(DECOD_LIBS) $(ARCHIVE_LIBS)
 TESTS += t/unit/fetch_keys_test t/unit/fetch_dir_test t/unit/fetch_inline_test \
 	t/unit/fetch_git_test t/unit/fetch_archive_test
@@ -54,6 +57,6 @@ EXTRA_DIST += t/integration/fetch_inotify.sh
 # `make check` (t/fuzz/replay.c; with libFuzzer: make fuzz)
 check_PROGRAMS += t/fuzz/fuzz_archive_replay
 t_fuzz_fuzz_archive_replay_SOURCES = t/fuzz/fuzz_archive.c t/fuzz/replay.c t/fuzz/fuzz.h
-t_fuzz_fuzz_archive_replay_LDADD = $(FETCH_LIBS) $(DECOD_LIBS) $(ARCHIVE_LIBS)
+t_fuzz_fuzz_archive_replay_LDADD = $(FETCH_LIBS) $(DECOD_LIBS)
 TESTS += t/integration/fetch_fuzz_replay.sh
 EXTRA_DIST += t/integration/fetch_fuzz_replay.sh t/fuzz/seeds/archive t/fuzz/regress/archive

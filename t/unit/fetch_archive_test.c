@@ -9,7 +9,8 @@
  * is not UTF-8 is refused, quoted so the message is UTF-8; one bomb entry
  * behind incompressible ones stops after its first MiB; and the GitHub
  * zipball rules (root folder, plain prefix, flattened keys) and OCI
- * reference parsing.
+ * reference parsing; and a libarchive that cannot be loaded fails the read
+ * with the reason (archive_lazy.c), the next read loading the real one.
  */
 #include "config.h"
 
@@ -25,6 +26,7 @@
 #include "common/json.h"
 #include "common/spool.h"
 #include "common/util.h"
+#include "daemons/fetcher/archive_lazy.h"
 #include "daemons/fetcher/fetch_archive.h"
 #include "daemons/fetcher/fetch_github.h"
 #include "daemons/fetcher/fetch_oci.h"
@@ -266,6 +268,34 @@ main(void)
 	char tmp[256], host[256], name[256], ref[256];
 	struct buf b;
 	int rc;
+
+	/*
+	 * libarchive is loaded by the first read (archive_lazy.c): one that
+	 * cannot be loaded fails the read with the reason, it does not stop
+	 * the program; the next read loads the real one.  First of all: the
+	 * writer below loads it too (its calls go through archive_lazy.c's)
+	 */
+	archive_lazy_library("libarchive-missing.so.13");
+	memset(&res, 0, sizeof(res));
+	rc = fetch_archive_read("PK", 2, FETCH_ARCHIVE_ZIP, &lim, "zipball", want_all,
+	    file_ok, NULL, &res);
+	ok(rc == -1 && strcmp(res.reason, "FetchError") == 0 && strstr(res.error,
+	    "zipball: cannot load libarchive-missing.so.13") != NULL,
+	    "libarchive missing: the read fails with the reason: %s", rc < 0 ? res.error : "");
+	archive_lazy_library(ARCHIVE_LAZY_LIB);
+	build(&b, 'z', good);
+	{
+		struct seen s;
+
+		buf_init(&s.names);
+		memset(&res, 0, sizeof(res));
+		rc = fetch_archive_read(b.data, b.len, FETCH_ARCHIVE_ZIP, &lim, "zipball",
+		    want_all, file_ok, &s, &res);
+		is_int(rc, 0, "libarchive there again: the next read loads it (%s)",
+		    rc < 0 ? res.error : "");
+		buf_free(&s.names);
+	}
+	buf_free(&b);
 
 	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
 		struct seen s;
