@@ -1,7 +1,8 @@
 # daemons/web: build fragment (included by the top Makefile.am)
 # The web stage: web.c (the server driven from the stage loop, routing,
-# life), web_push (the git push receivers), web_api (/api/v1), web_events
-# (Server-Sent Events from the store watch) and web_page (the page's
+# life), web_push (the git push receivers), web_api (/api/v1), web_rows
+# (every status row in memory, kept by store watches), web_events
+# (Server-Sent Events of web_rows' changes) and web_page (the page's
 # files, installed in $(pkgdatadir)/web).  web_hook (signatures, clone
 # URLs, the push's JSON, the delivery ring; no I/O) is in libweb.a for the
 # unit test.
@@ -12,7 +13,7 @@ WEB_LIBS = daemons/web/libweb.a
 decodlibexec_PROGRAMS += daemons/web/web
 daemons_web_web_SOURCES = daemons/web/web.c daemons/web/web.h \
 	daemons/web/web_push.c daemons/web/web_api.c daemons/web/web_events.c \
-	daemons/web/web_page.c
+	daemons/web/web_rows.c daemons/web/web_page.c
 daemons_web_web_LDADD = $(WEB_LIBS) $(RENDER_LIBS) $(DECOD_LIBS) $(MHD_LIBS) $(GNUTLS_LIBS)
 
 webdir = $(pkgdatadir)/web
