@@ -25,7 +25,9 @@ check_PROGRAMS += t/unit/web_hook_test
 t_unit_web_hook_test_LDADD = $(WEB_LIBS) $(DECOD_LIBS)
 TESTS += t/unit/web_hook_test
 
-TESTS += t/integration/web_hooks.sh t/integration/web_page.sh t/integration/web_template.sh
+TESTS += t/integration/web_hooks.sh t/integration/web_page.sh t/integration/web_template.sh \
+	t/integration/web_rows.sh
 EXTRA_DIST += t/integration/web_hooks.sh t/integration/web_page.sh t/integration/web_template.sh \
+	t/integration/web_rows.sh \
 	t/browser/package.json t/browser/setup.sh t/browser/page.js t/browser/template.js \
 	doc/web.md doc/web-status.png doc/web-status-phone.png
