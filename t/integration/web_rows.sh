@@ -51,6 +51,14 @@ import json, sys
 rows = {r["name"]: r for r in json.load(sys.stdin) if r["namespace"] == sys.argv[2]}
 sys.exit(0 if eval(sys.argv[1]) else 1)' "$1" "$NS"
 }
+# same_as_decoctl: the rows are what `decoctl status -A -o json` reads
+# from the store and the journal itself, row for row
+same_as_decoctl() {
+	curl -sf --max-time 5 "$BASE/api/v1/status" >"$T/api.json" &&
+	    "$DECOCTL" status -A -o json >"$T/ctl.json" &&
+	    python3 -c 'import json, sys; sys.exit(json.load(open(sys.argv[1])) != json.load(open(sys.argv[2])))' \
+	    "$T/api.json" "$T/ctl.json"
+}
 dump() { curl -s --max-time 5 "$BASE/api/v1/status" | sed 's/^/#   /'; }
 
 df alpha
@@ -79,6 +87,7 @@ check "another replica on an older hash: 1/2" wait_for 10 row \
 tool ack $NS alpha r2 h1 2 ok >/dev/null
 check "... and once it confirms the current one: 2/2" wait_for 10 row \
     '(rows["alpha"]["replicasConfirmed"], rows["alpha"]["replicasTotal"]) == (2, 2)'
+check "every row is what decoctl status reads itself" wait_for 10 same_as_decoctl
 tool delete $NS beta >/dev/null
 check "a deleted Decofile disappears" wait_for 10 row '"beta" not in rows and "alpha" in rows'
 [ "$TAP_FAILED" -eq 0 ] || dump
@@ -108,5 +117,6 @@ check "... the rows are the store's: delta new, gamma gone, alpha Ready again" w
     'set(rows) == {"alpha", "delta"} and rows["alpha"]["ready"] == "True" and rows["alpha"]["replicasTotal"] == 2'
 tool condition $NS delta publisher Ready False TooLarge 'after the re-list' >/dev/null
 check "... and the watch goes on after it" wait_for 10 row 'rows["delta"]["ready"] == "False"'
+check "... every row what decoctl status reads itself" wait_for 10 same_as_decoctl
 [ "$TAP_FAILED" -eq 0 ] || { dump; grep 'web' "$T/decod.log" | tail -20 | sed 's/^/# /'; }
 done_testing
