@@ -3,12 +3,14 @@
  * Server-Sent Events, fed by web_rows (the rows in memory, kept by the
  * store watches).  A new client gets a "snapshot": {"total": N, "rows":
  * [the first rows]}, then "rows" events of the others (arrays), in the
- * page's order (failing first), so the page draws the first screenful
- * before the rest has arrived; then one "row" per Decofile that changed
- * (an element of /api/v1/status) or "delete".  A client's connection is
- * suspended in libmicrohttpd while it has nothing to read and resumed when
- * it has; one that falls too far behind is closed (the browser reconnects
- * and gets a fresh snapshot).
+ * page's order (failing first); with ?rows=0 the snapshot has no rows and
+ * the client reads them from /api/v1/status (the page does: chromium's
+ * EventSource parses a few hundred kilobytes a second).  Then one "row"
+ * per Decofile that changed (an element of /api/v1/status) or "delete";
+ * every client gets a new snapshot when web_rows read everything again.
+ * A client's connection is suspended in libmicrohttpd while it has
+ * nothing to read and resumed when it has; one that falls too far behind
+ * is closed (the browser reconnects and gets a fresh snapshot).
  */
 #include "config.h"
 
@@ -32,6 +34,7 @@ struct client {
 	struct buf out;
 	size_t off;
 	int suspended, lagging;
+	int norows;		/* ?rows=0: snapshots without their rows */
 	struct client *next;
 };
 
@@ -41,21 +44,25 @@ struct web_events {
 	unsigned long sent;
 };
 
-/* snapshot - the "snapshot" event and its "rows" events, of every row */
+/*
+ * snapshot - the "snapshot" event and its "rows" events, of every row;
+ * with norows only the count: the page reads the rows from
+ * /api/v1/status (chromium's EventSource takes seconds a megabyte)
+ */
 static void
-snapshot(struct web_events *ev, struct buf *out)
+snapshot(struct web_events *ev, int norows, struct buf *out)
 {
 	struct web_text *v;
 	size_t n = web_rows_texts(ev->w->rows, 1, &v), i = 0;
 
 	buf_printf(out, "event: snapshot\ndata: {\"total\":%zu,\"rows\":[", n);
-	for (; i < n && i < FIRST_ROWS; i++) {
+	for (; !norows && i < n && i < FIRST_ROWS; i++) {
 		if (i > 0)
 			buf_addc(out, ',');
 		buf_add(out, v[i].json, v[i].len);
 	}
 	buf_adds(out, "]}\n\n");
-	while (i < n) {
+	while (!norows && i < n) {
 		size_t end = i + CHUNK_ROWS < n ? i + CHUNK_ROWS : n;
 
 		buf_adds(out, "event: rows\ndata: [");
@@ -70,15 +77,17 @@ snapshot(struct web_events *ev, struct buf *out)
 	free(v);
 }
 
-/* deliver - append text to every client and wake the ones waiting */
+/* deliver - append text (or the snapshot a client asked for) to every client; wake them */
 static void
-deliver(struct web_events *ev, const struct buf *text)
+deliver(struct web_events *ev, const struct buf *text, const struct buf *snap[2])
 {
 	for (struct client *cl = ev->clients; cl != NULL; cl = cl->next) {
-		if (cl->out.len - cl->off + text->len > CLIENT_MAX)
+		const struct buf *t = text != NULL ? text : snap[cl->norows];
+
+		if (cl->out.len - cl->off + t->len > CLIENT_MAX)
 			cl->lagging = 1;
 		else
-			buf_add(&cl->out, text->data, text->len);
+			buf_add(&cl->out, t->data, t->len);
 		if (cl->suspended) {
 			cl->suspended = 0;
 			MHD_resume_connection(cl->c);
@@ -97,7 +106,20 @@ web_events_changed(void *arg, const char *key, const char *json, size_t len)
 		return;
 	buf_init(&b);
 	if (key == NULL) {
-		snapshot(ev, &b);
+		struct buf full, bare;
+		const struct buf *snap[2] = { &full, &bare };
+
+		buf_init(&full);
+		buf_init(&bare);
+		snapshot(ev, 1, &bare);
+		for (struct client *cl = ev->clients; cl != NULL; cl = cl->next)
+			if (!cl->norows) {
+				snapshot(ev, 0, &full);
+				break;
+			}
+		deliver(ev, NULL, snap);
+		buf_free(&full);
+		buf_free(&bare);
 	} else if (json != NULL) {
 		buf_adds(&b, "event: row\ndata: ");
 		buf_add(&b, json, len);
@@ -120,7 +142,8 @@ web_events_changed(void *arg, const char *key, const char *json, size_t len)
 		jw_end_obj(&jw);
 		buf_adds(&b, "\n\n");
 	}
-	deliver(ev, &b);
+	if (b.len > 0)
+		deliver(ev, &b, NULL);
 	buf_free(&b);
 	web_run_soon(ev->w);	/* not now: this may be inside a request's answer */
 }
@@ -197,12 +220,15 @@ web_events_answer(struct web_events *ev, struct MHD_Connection *c)
 	struct client *cl = xcalloc(1, sizeof(*cl));
 	struct MHD_Response *resp;
 	enum MHD_Result rc;
+	const char *v;
 
 	cl->ev = ev;
 	cl->c = c;
 	buf_init(&cl->out);
+	v = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "rows");
+	cl->norows = v != NULL && strcmp(v, "0") == 0;
 	buf_adds(&cl->out, "retry: 2000\n\n");
-	snapshot(ev, &cl->out);
+	snapshot(ev, cl->norows, &cl->out);
 	resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16 * 1024, reader, cl,
 	    client_gone);
 	if (resp == NULL) {

@@ -1,9 +1,8 @@
-// decod's status page: one table of every decofile, kept live by the
-// Server-Sent Events of /api/v1/events (a "snapshot" with the first rows
-// and "rows" events with the others, in the table's order, then "row" and
-// "delete"); the browser never polls.  Rows are built as HTML text, a
-// chunk at a time, so 10,000 of them draw in well under a second and the
-// first screenful before the rest has arrived.  Every value goes through
+// decod's status page: one table of every decofile, read from
+// /api/v1/status when the Server-Sent Events of /api/v1/events?rows=0 say
+// so ("snapshot") and kept live by their "row" and "delete" events; the
+// browser never polls.  Rows are built as HTML text in one piece, so
+// 10,000 of them draw in a fraction of a second.  Every value goes through
 // esc() (or textContent): names and messages come from users.
 "use strict";
 
@@ -119,14 +118,26 @@ function append(list) {
   for (let i = 0; i < shown.length; i++) trs.set(shown[i], kids[first + i]);
 }
 
+// draw - the whole table again: the first screenful at once, the rest
+// after the browser has painted it (row changes wait until then)
+const FIRST = 100;
+let drawing = 0;
 function draw() {
   const all = Array.from(rows.values());
   all.sort((a, b) => (order[state(a)] - order[state(b)]) || cmpKey(keyOf(a), keyOf(b)));
   trs.clear();
   tbody.textContent = "";
-  append(all);
+  append(all.slice(0, FIRST));
   counts();
   addNamespaces(new Set(all.map(r => r.namespace)));
+  if (all.length <= FIRST) return;
+  const d = ++drawing;
+  requestAnimationFrame(() => setTimeout(() => {
+    if (d !== drawing) return;
+    append(all.slice(FIRST));
+    drawing = 0;
+    counts();
+  }, 0));
 }
 
 // update - one row changed or went: its <tr> replaced in place, or moved
@@ -160,38 +171,48 @@ function schedule(key) {
   changed.add(key);
   if (pending) return;
   pending = true;
-  requestAnimationFrame(() => {
-    pending = false;
-    if (changed.size > 200) draw();
-    else { for (const k of changed) update(k); counts(); }
-    changed.clear();
-  });
+  requestAnimationFrame(apply);
+}
+function apply() {
+  if (drawing) { requestAnimationFrame(apply); return; }
+  pending = false;
+  if (changed.size > 200) draw();
+  else { for (const k of changed) update(k); counts(); }
+  changed.clear();
 }
 
 fNs.addEventListener("change", draw);
 fState.addEventListener("change", draw);
 
-// the snapshot's rows, chunk by chunk, appended as they come (the server
-// sends them in the table's order)
-function more(list) {
-  for (const r of list) rows.set(keyOf(r), r);
-  append(list);
-  counts();
-  addNamespaces(new Set(list.map(r => r.namespace)));
+// the rows: a "snapshot" event says to read them (from /api/v1/status:
+// chromium's EventSource is slow with megabytes, fetch is not); the
+// changes that come meanwhile are held and applied after them, in order
+// (each is a whole row, so the last one wins)
+let gen = 0, held = null;
+function change(type, data) {
+  if (held) { held.push([type, data]); return; }
+  if (type === "row") { const r = JSON.parse(data); rows.set(keyOf(r), r); schedule(keyOf(r)); }
+  else { const k = keyOf(JSON.parse(data)); rows.delete(k); schedule(k); }
+}
+function load() {
+  const g = ++gen;
+  held = [];
+  fetch("/api/v1/status").then((r) => r.ok ? r.json() : Promise.reject(r.status)).then((list) => {
+    if (g !== gen) return;
+    rows.clear();
+    changed.clear();
+    for (const r of list) rows.set(keyOf(r), r);
+    draw();
+    const h = held;
+    held = null;
+    for (const [type, data] of h) change(type, data);
+  }).catch(() => { if (g === gen) setTimeout(load, 2000); });
 }
 
 const conn = document.getElementById("conn");
-const es = new EventSource("/api/v1/events");
+const es = new EventSource("/api/v1/events?rows=0");
 es.addEventListener("open", () => { conn.textContent = "live"; conn.className = "conn live"; });
 es.addEventListener("error", () => { conn.textContent = "reconnecting…"; conn.className = "conn down"; });
-es.addEventListener("snapshot", (e) => {
-  const s = JSON.parse(e.data);
-  rows.clear();
-  trs.clear();
-  changed.clear();
-  tbody.textContent = "";
-  more(s.rows);
-});
-es.addEventListener("rows", (e) => more(JSON.parse(e.data)));
-es.addEventListener("row", (e) => { const r = JSON.parse(e.data); rows.set(keyOf(r), r); schedule(keyOf(r)); });
-es.addEventListener("delete", (e) => { const k = keyOf(JSON.parse(e.data)); rows.delete(k); schedule(k); });
+es.addEventListener("snapshot", load);
+es.addEventListener("row", (e) => change("row", e.data));
+es.addEventListener("delete", (e) => change("delete", e.data));
