@@ -119,8 +119,9 @@ function append(list) {
 }
 
 // draw - the whole table again: the first screenful at once, the rest
-// after the browser has painted it (row changes wait until then)
-const FIRST = 100;
+// in chunks after the browser has painted it, one task each so the page
+// stays responsive (row changes wait until the last)
+const FIRST = 100, CHUNK = 2000;
 let drawing = 0;
 function draw() {
   const all = Array.from(rows.values());
@@ -130,14 +131,17 @@ function draw() {
   append(all.slice(0, FIRST));
   counts();
   addNamespaces(new Set(all.map(r => r.namespace)));
-  if (all.length <= FIRST) return;
   const d = ++drawing;
-  requestAnimationFrame(() => setTimeout(() => {
+  let at = FIRST;
+  function rest() {
     if (d !== drawing) return;
-    append(all.slice(FIRST));
-    drawing = 0;
-    counts();
-  }, 0));
+    if (at >= all.length) { drawing = 0; counts(); return; }
+    append(all.slice(at, at + CHUNK));
+    at += CHUNK;
+    setTimeout(rest, 0);
+  }
+  if (all.length <= FIRST) drawing = 0;
+  else requestAnimationFrame(() => setTimeout(rest, 0));
 }
 
 // update - one row changed or went: its <tr> replaced in place, or moved
