@@ -53,7 +53,7 @@ static void
 snapshot(struct web_events *ev, int norows, struct buf *out)
 {
 	struct web_text *v;
-	size_t n = web_rows_texts(ev->w->rows, 1, &v), i = 0;
+	size_t n = web_rows_texts(ev->w->rows, !norows, &v), i = 0;	/* no rows: no order */
 
 	buf_printf(out, "event: snapshot\ndata: {\"total\":%zu,\"rows\":[", n);
 	for (; !norows && i < n && i < FIRST_ROWS; i++) {
