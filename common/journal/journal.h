@@ -242,6 +242,16 @@ int journal_acks_all(struct journal *j,
     void *arg);
 
 /*
+ * journal_acks_since - fn for each decofile with an ack newer than
+ * *last_id (ack ids only grow), and *last_id moved to the newest; with fn
+ * NULL only *last_id, set to the newest ack's id (0: none).  A reader that
+ * keeps the counts of journal_acks_all current asks this on a timer.  The
+ * count of decofiles, or -1.
+ */
+int journal_acks_since(struct journal *j, int64_t *last_id,
+    void (*fn)(void *arg, const char *ns, const char *name), void *arg);
+
+/*
  * journal_history_each - the newest limit events of decofile ns/name
  * (fetches, renders, publishes, condition changes, confirmations summed
  * per content hash, drift), oldest first: fn gets the time, the event name

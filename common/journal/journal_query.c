@@ -213,6 +213,36 @@ journal_acks_all(struct journal *j,
 	return finish(j, st, rc, n, "acks");
 }
 
+int
+journal_acks_since(struct journal *j, int64_t *last_id,
+    void (*fn)(void *arg, const char *ns, const char *name), void *arg)
+{
+	sqlite3_stmt *st;
+	int rc, n = 0;
+
+	if (fn == NULL) {
+		if ((rc = journal_run(j, &st, "SELECT COALESCE(MAX(id), 0) FROM acks", "")) < 0)
+			return -1;
+		if (rc == SQLITE_ROW)
+			*last_id = sqlite3_column_int64(st, 0);
+		return finish(j, st, rc, 0, "acks");
+	}
+	/* the rowid range: an index walk of the new rows only */
+	if ((rc = journal_run(j, &st, "SELECT ns, name, MAX(id) FROM acks WHERE id > ?"
+	    " GROUP BY ns, name", "i", *last_id)) < 0)
+		return -1;
+	while (rc == SQLITE_ROW) {
+		int64_t id = sqlite3_column_int64(st, 2);
+
+		fn(arg, col(st, 0), col(st, 1));
+		if (id > *last_id)
+			*last_id = id;
+		n++;
+		rc = sqlite3_step(st);
+	}
+	return finish(j, st, rc, n, "acks");
+}
+
 static const char history_sql[] =
     "SELECT at, ev, detail FROM ("
     " SELECT at, id, 'fetch' AS ev, source || ' commit ' ||"

@@ -174,58 +174,71 @@ view_lock_owner(struct store *s, const char *ns, const char *name)
 }
 
 /* the replicas on the current hash, counted from their newest acks */
-struct ack_count {
-	const char *hash;
-	int on, total;
-};
-
 static void
-count_ack(void *arg, const struct journal_ack_row *r)
+count_ack(void *arg, const struct journal_ack_row *a)
 {
-	struct ack_count *c = arg;
-
-	c->total++;
-	if (c->hash != NULL && strcmp(r->content_hash, c->hash) == 0 && r->confirmed)
-		c->on++;
+	view_row_ack(arg, a->content_hash, a->confirmed);
 }
 
-static void view_row_fill(struct view_row *r, yajl_val doc, const char *default_target);
+void
+view_row_ack(struct view_row *r, const char *content_hash, int confirmed)
+{
+	r->have_replicas = 1;
+	r->replicas_total++;
+	if (r->hash != NULL && strcmp(content_hash, r->hash) == 0 && confirmed)
+		r->replicas_confirmed++;
+}
+
+static void view_row_fill(struct view_row *r, const struct view_doc *d);
 
 void
 view_row(struct store *s, struct journal *j, yajl_val doc, const char *default_target,
     struct view_row *r)
 {
+	struct view_doc d;
+
 	memset(r, 0, sizeof(*r));
-	r->st = view_merged_status(s, "decofiles", json_get_str(doc, "metadata", "namespace",
-	    NULL), json_get_str(doc, "metadata", "name", NULL));
-	view_row_fill(r, doc, default_target);
+	view_doc_of(doc, default_target, &d);
+	r->st = view_merged_status(s, "decofiles", d.ns, d.name);
+	view_row_fill(r, &d);
 	r->owner = r->ns && r->name ? view_lock_owner(s, r->ns, r->name) : NULL;
 	if (j != NULL && r->ns != NULL && r->name != NULL) {
-		struct ack_count c = { r->hash, 0, 0 };
-
-		if (journal_acks_each(j, r->ns, r->name, count_ack, &c) >= 0) {
+		if (journal_acks_each(j, r->ns, r->name, count_ack, r) >= 0) {
 			r->have_replicas = 1;
-			r->replicas_confirmed = c.on;
-			r->replicas_total = c.total;
+		} else {
+			r->have_replicas = 0;
+			r->replicas_confirmed = r->replicas_total = 0;
 		}
 	}
 }
 
-/* view_row_fill - r's fields from doc and r->st (read already) */
-static void
-view_row_fill(struct view_row *r, yajl_val doc, const char *default_target)
+void
+view_doc_of(yajl_val doc, const char *default_target, struct view_doc *d)
 {
-	r->ns = json_get_str(doc, "metadata", "namespace", NULL);
-	r->name = json_get_str(doc, "metadata", "name", NULL);
-	r->created_at = json_get_str(doc, "metadata", "created_at", NULL);
-	r->source = decofile_source(doc);
+	d->ns = json_get_str(doc, "metadata", "namespace", NULL);
+	d->name = json_get_str(doc, "metadata", "name", NULL);
+	d->created_at = json_get_str(doc, "metadata", "created_at", NULL);
+	d->source = decofile_source(doc);
+	d->target = decofile_target(doc, default_target);
+	d->suspended = decofile_suspended(doc);
+	d->generation = json_get_int(doc, 0, "metadata", "generation", NULL);
+}
+
+/* view_row_fill - r's fields from d and r->st (read already) */
+static void
+view_row_fill(struct view_row *r, const struct view_doc *d)
+{
+	r->ns = d->ns;
+	r->name = d->name;
+	r->created_at = d->created_at;
+	r->source = d->source;
+	r->target = d->target;
+	r->suspended = d->suspended;
+	r->generation = d->generation;
 	r->commit = json_get_str(r->st, "githubCommit", NULL);
 	r->hash = json_get_str(r->st, "contentHash", NULL);
-	r->target = decofile_target(doc, default_target);
 	r->location = json_get_str(r->st, "location", NULL);
-	r->suspended = decofile_suspended(doc);
 	r->timestamp = json_get_int(r->st, 0, "timestamp", NULL);
-	r->generation = json_get_int(doc, 0, "metadata", "generation", NULL);
 	r->observed_generation = json_get_int(r->st, 0, "observedGeneration", NULL);
 	r->ready = view_condition_status(r->st, "Ready");
 	r->syncing = view_condition_status(r->st, "Syncing");
@@ -233,150 +246,21 @@ view_row_fill(struct view_row *r, yajl_val doc, const char *default_target)
 	view_status_message(r->st, r->message, sizeof(r->message));
 }
 
-/* ---- every row at once ---- */
-
-struct bulk_ack {
-	char *ns, *name, *hash;
-	int confirmed;
-};
-
-struct view_bulk {
-	struct store_list st, locks;
-	int have_st, have_locks;
-	struct bulk_ack *acks;
-	size_t nacks, cap;
-	int have_acks;
-};
-
-static void
-bulk_ack(void *arg, const char *ns, const char *name, const struct journal_ack_row *r)
-{
-	struct view_bulk *b = arg;
-
-	if (b->nacks == b->cap) {
-		b->cap = b->cap ? 2 * b->cap : 256;
-		b->acks = xrealloc(b->acks, b->cap * sizeof(*b->acks));
-	}
-	b->acks[b->nacks++] = (struct bulk_ack){ xstrdup(ns), xstrdup(name),
-		xstrdup(r->content_hash), r->confirmed };
-}
-
-struct view_bulk *
-view_bulk_load(struct store *s, struct journal *j)
-{
-	struct view_bulk *b = xcalloc(1, sizeof(*b));
-	char *p = key_status_kind_prefix("decofiles");
-
-	b->have_st = store_list(s, p, &b->st) == 0;
-	free(p);
-	p = key_lock("", "");	/* ".../locks//": the prefix is what comes before */
-	p[strlen(p) - 1] = '\0';
-	b->have_locks = store_list(s, p, &b->locks) == 0;
-	free(p);
-	b->have_acks = j != NULL && journal_acks_all(j, bulk_ack, b) >= 0;
-	return b;
-}
-
 void
-view_bulk_free(struct view_bulk *b)
+view_row_assemble(struct view_row *r, const struct view_doc *d, const struct store_kv *frags,
+    size_t nfrags, const char *owner)
 {
-	if (b == NULL)
-		return;
-	if (b->have_st)
-		store_list_free(&b->st);
-	if (b->have_locks)
-		store_list_free(&b->locks);
-	for (size_t i = 0; i < b->nacks; i++) {
-		free(b->acks[i].ns);
-		free(b->acks[i].name);
-		free(b->acks[i].hash);
-	}
-	free(b->acks);
-	free(b);
-}
-
-/* lower - the first of l's keys not below key */
-static size_t
-lower(const struct store_list *l, const char *key)
-{
-	size_t lo = 0, hi = l->n;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (strcmp(l->kvs[mid].key, key) < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
-}
-
-static int
-ack_cmp(const struct bulk_ack *a, const char *ns, const char *name)
-{
-	int c = strcmp(a->ns, ns);
-
-	return c != 0 ? c : strcmp(a->name, name);
-}
-
-void
-view_bulk_row(struct view_bulk *b, yajl_val doc, const char *default_target,
-    struct view_row *r)
-{
-	const char *ns = json_get_str(doc, "metadata", "namespace", NULL);
-	const char *name = json_get_str(doc, "metadata", "name", NULL);
 	struct buf t;
 
 	memset(r, 0, sizeof(*r));
 	buf_init(&t);
-	buf_adds(&t, "");
-	if (ns != NULL && name != NULL && b->have_st) {
-		char *p = key_status_prefix("decofiles", ns, name);
-		size_t plen = strlen(p), i = lower(&b->st, p), k = i;
-
-		while (k < b->st.n && strncmp(b->st.kvs[k].key, p, plen) == 0)
-			k++;
-		resource_status_merge_kvs(b->st.kvs + i, k - i, &t);
-		free(p);
-	}
-	if (t.len == 0) {
-		buf_reset(&t);
-		buf_adds(&t, "{}");
-	}
+	resource_status_merge_kvs(frags, nfrags, &t);
 	r->st = json_parse(t.data, t.len, NULL);
 	if (r->st == NULL)
 		r->st = json_parse("{}", 2, NULL);
 	buf_free(&t);
-	view_row_fill(r, doc, default_target);
-	if (ns != NULL && name != NULL && b->have_locks) {
-		char *key = key_lock(ns, name);
-		size_t i = lower(&b->locks, key);
-
-		if (i < b->locks.n && strcmp(b->locks.kvs[i].key, key) == 0 &&
-		    b->locks.kvs[i].vlen > 0)
-			r->owner = xstrdup(b->locks.kvs[i].value);
-		free(key);
-	}
-	if (b->have_acks && r->ns != NULL && r->name != NULL) {
-		size_t lo = 0, hi = b->nacks;
-
-		while (lo < hi) {
-			size_t mid = lo + (hi - lo) / 2;
-
-			if (ack_cmp(&b->acks[mid], r->ns, r->name) < 0)
-				lo = mid + 1;
-			else
-				hi = mid;
-		}
-		r->have_replicas = 1;
-		for (; lo < b->nacks && ack_cmp(&b->acks[lo], r->ns, r->name) == 0; lo++) {
-			r->replicas_total++;
-			if (r->hash != NULL && strcmp(b->acks[lo].hash, r->hash) == 0 &&
-			    b->acks[lo].confirmed)
-				r->replicas_confirmed++;
-		}
-	}
+	view_row_fill(r, d);
+	r->owner = owner != NULL && *owner != '\0' ? xstrdup(owner) : NULL;
 }
 
 void

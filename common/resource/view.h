@@ -8,6 +8,7 @@
 #ifndef DECOD_VIEW_H
 #define DECOD_VIEW_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include <yajl/yajl_tree.h>
@@ -15,6 +16,7 @@
 struct store;
 struct journal;
 struct jw;
+struct store_kv;
 
 /* view_merged_status - the merged status of a resource as a tree ({} if none); caller frees */
 yajl_val view_merged_status(struct store *s, const char *plural, const char *ns,
@@ -61,17 +63,28 @@ void view_row(struct store *s, struct journal *j, yajl_val doc, const char *defa
     struct view_row *r);
 void view_row_free(struct view_row *r);
 
+/* the part of a status row the Decofile itself gives */
+struct view_doc {
+	const char *ns, *name, *source, *target, *created_at;
+	int suspended;
+	int64_t generation;
+};
+/* view_doc_of - d from Decofile doc: pointers into doc (or to default_target) */
+void view_doc_of(yajl_val doc, const char *default_target, struct view_doc *d);
 /*
- * view_bulk - what view_row reads per Decofile (status fragments, job
- * locks, the journal's acks), read for all of them at once: three reads
- * instead of three per row, for a status page of thousands.
- * view_bulk_row fills r as view_row does.
+ * view_row_assemble - fill r as view_row does from what it reads, already
+ * at hand (a reader that keeps every row, the web stage): d (r points into
+ * its strings: keep them while r is used), the resource's nfrags status
+ * fragments (sorted by key, as store_list gives them) and the job lock's
+ * owner (NULL: none; copied).  The replicas are counted by view_row_ack.
  */
-struct view_bulk;
-struct view_bulk *view_bulk_load(struct store *s, struct journal *j);
-void view_bulk_row(struct view_bulk *b, yajl_val doc, const char *default_target,
-    struct view_row *r);
-void view_bulk_free(struct view_bulk *b);
+void view_row_assemble(struct view_row *r, const struct view_doc *d,
+    const struct store_kv *frags, size_t nfrags, const char *owner);
+/*
+ * view_row_ack - count one replica's newest ack in r: confirmed on r's
+ * content hash or not (sets have_replicas)
+ */
+void view_row_ack(struct view_row *r, const char *content_hash, int confirmed);
 /*
  * view_row_json - r as one element of `decoctl status -o json`
  * (replicasConfirmed and replicasTotal only when r has them)

@@ -97,6 +97,15 @@ web_run(struct web *w)
 	}
 }
 
+void
+web_run_soon(struct web *w)
+{
+	if (w->mhd != NULL && !w->soon) {
+		w->soon = 1;
+		stage_add_timer(w->st, 0, web_soon, NULL);
+	}
+}
+
 static void
 web_soon(struct stage *st, void *arg)
 {
@@ -325,6 +334,7 @@ web_init(struct stage *st)
 		flags |= MHD_USE_TLS;
 	}
 	w->events = web_events_new(w);
+	w->rows = web_rows_new(w, web_events_changed, w->events);
 	w->mhd = MHD_start_daemon(flags, 0, NULL, NULL, on_request, w,
 	    MHD_OPTION_EXTERNAL_LOGGER, mhd_log, w,
 	    MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
@@ -371,6 +381,7 @@ web_shutdown(struct stage *st)
 		return;
 	if (w->epfd >= 0)
 		stage_del_fd(st, w->epfd);
+	web_rows_free(w->rows);
 	web_events_free(w->events);	/* resumes its connections first */
 	if (w->mhd != NULL)
 		MHD_stop_daemon(w->mhd);
@@ -389,10 +400,22 @@ web_shutdown(struct stage *st)
 	stage_set_data(st, NULL);
 }
 
+/* web_reload - SIGHUP: the store watches opened again and every row read again */
+static int
+web_reload(struct stage *st)
+{
+	struct web *w = W(st);
+
+	if (w != NULL && w->rows != NULL)
+		web_rows_reload(w->rows);
+	return 0;
+}
+
 static const struct stage_ops ops = {
 	.name = STAGE,
 	.use_store = 1,
 	.init = web_init,
+	.reload = web_reload,
 	.shutdown = web_shutdown,
 };
 

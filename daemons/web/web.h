@@ -16,6 +16,7 @@
 #include "daemons/web/web_hook.h"
 
 struct web_events;
+struct web_rows;
 
 struct web {
 	struct stage *st;
@@ -30,6 +31,7 @@ struct web {
 	char *static_dir;
 	char *default_target;
 	struct web_ring *deliveries;
+	struct web_rows *rows;		/* every status row, kept current */
 	struct web_events *events;
 	/* counted for the log and the tests */
 	unsigned long pushes, synced, refused;
@@ -65,12 +67,42 @@ enum MHD_Result web_api_answer(struct web *w, struct MHD_Connection *c, const ch
 /* web_static_answer - the page and its files from static_dir (web_page.c) */
 enum MHD_Result web_static_answer(struct web *w, struct MHD_Connection *c, const char *url);
 
-/* the live updates (web_events.c): /api/v1/events and the store watch feeding it */
+/*
+ * the status rows (web_rows.c), kept in memory by store watches and the
+ * journal's acks.  cb(arg, key, json, len) after a row changed: key
+ * "ns/name", json its new JSON, NULL when it went; key NULL after
+ * everything was read again.
+ */
+typedef void (*web_rows_cb)(void *arg, const char *key, const char *json, size_t len);
+struct web_text {
+	const char *json;
+	size_t len;
+};
+struct web_rows *web_rows_new(struct web *w, web_rows_cb cb, void *arg);
+void web_rows_free(struct web_rows *t);
+/* web_rows_ready - the rows were read (a failed read is tried again now); 1 or 0 */
+int web_rows_ready(struct web_rows *t);
+/*
+ * web_rows_texts - every row's JSON, changes due applied first: by key
+ * (display 0, the order of /api/v1/status) or in the page's order
+ * (display 1: failing, in progress, suspended, ready, then by key).  The
+ * count; *out (caller frees the array) points at texts that stay valid
+ * until the next call into web_rows.
+ */
+size_t web_rows_texts(struct web_rows *t, int display, struct web_text **out);
+/* web_rows_reload - open the store watches again and read every row (SIGHUP) */
+void web_rows_reload(struct web_rows *t);
+
+/* the live updates (web_events.c): /api/v1/events, fed by web_rows */
 struct web_events *web_events_new(struct web *w);
 void web_events_free(struct web_events *ev);
 enum MHD_Result web_events_answer(struct web_events *ev, struct MHD_Connection *c);
+/* web_events_changed - a web_rows_cb: the row (or everything) to the clients */
+void web_events_changed(void *arg, const char *key, const char *json, size_t len);
 
 /* web_run - let libmicrohttpd do what is due (after a resume, from a timer) */
 void web_run(struct web *w);
+/* web_run_soon - web_run from the loop's next turn (safe inside an answer) */
+void web_run_soon(struct web *w);
 
 #endif

@@ -40,38 +40,27 @@ error_json(struct MHD_Connection *c, unsigned int status, const char *msg)
 	return web_reply_json(c, status, &b);
 }
 
+/* status_list - every row, by key, from the rows kept in memory (web_rows) */
 static enum MHD_Result
 status_list(struct web *w, struct MHD_Connection *c)
 {
-	struct store *s = stage_store(w->st);
-	char *prefix = key_resource_prefix("decofiles", NULL);
-	struct store_list l;
-	struct view_bulk *vb;
+	struct web_text *v;
 	struct buf b;
-	struct jw jw;
-	int rc = store_list(s, prefix, &l);
+	size_t n;
 
-	free(prefix);
-	if (rc < 0)
-		return error_json(c, MHD_HTTP_SERVICE_UNAVAILABLE, store_error(s));
-	vb = view_bulk_load(s, stage_journal(w->st));
+	if (!web_rows_ready(w->rows))
+		return error_json(c, MHD_HTTP_SERVICE_UNAVAILABLE, "the decofiles cannot be "
+		    "read from the store yet (see the web stage's log)");
+	n = web_rows_texts(w->rows, 0, &v);
 	buf_init(&b);
-	jw_init(&jw, &b);
-	jw_arr(&jw);
-	for (size_t i = 0; i < l.n; i++) {
-		yajl_val doc = json_parse(l.kvs[i].value, l.kvs[i].vlen, NULL);
-		struct view_row r;
-
-		if (doc == NULL)
-			continue;
-		view_bulk_row(vb, doc, w->default_target, &r);
-		view_row_json(&r, &jw);
-		view_row_free(&r);
-		yajl_tree_free(doc);
+	buf_addc(&b, '[');
+	for (size_t i = 0; i < n; i++) {
+		if (i > 0)
+			buf_addc(&b, ',');
+		buf_add(&b, v[i].json, v[i].len);
 	}
-	jw_end_arr(&jw);
-	view_bulk_free(vb);
-	store_list_free(&l);
+	buf_addc(&b, ']');
+	free(v);
 	return web_reply_json(c, MHD_HTTP_OK, &b);
 }
 
