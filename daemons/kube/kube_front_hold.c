@@ -123,19 +123,43 @@ busy(const struct kube_front *fk, unsigned bits, const char *ns, const char *nam
 	return 0;
 }
 
+/*
+ * last_busy - the last stage (pipe_order[i]) has an item of ns/name other
+ * than the one its word in merged speaks of: the publisher's items carry
+ * the content hash it reports as contentHash, the notifier's the one it
+ * reports as notifiedHash.  (The stage writes its word while its item is
+ * still pending: that item is not a change still to pass.)
+ */
+static int
+last_busy(const struct kube_front *fk, size_t i, const char *ns, const char *name,
+    yajl_val merged)
+{
+	const char *field = i == 2 ? "contentHash" : i == 3 ? "notifiedHash" : NULL;
+	const char *hash = field != NULL ? json_get_str(merged, field, NULL) : NULL;
+
+	return journal_pending_unlike(stage_journal(fk->st), pipe_order[i], ns, name, hash) != 0;
+}
+
 enum kf_why
 kf_hold(const struct kube_front *fk, const char *ns, const char *name, yajl_val merged,
     int expired)
 {
 	unsigned bits = pipeline(fk), last = 0;
+	size_t lasti = 0;
 
 	if (kube_front_failing(merged))
 		return KF_FAILURE;
 	for (size_t i = 0; i < NPIPE; i++)
-		if ((bits & (1u << i)) != 0)
+		if ((bits & (1u << i)) != 0) {
 			last = 1u << i;
-	/* an earlier stage still has the change: the CR keeps its last whole change */
-	if (busy(fk, bits & ~last, ns, name))
+			lasti = i;
+		}
+	/*
+	 * a stage still has the change: the CR keeps its last whole change
+	 * (the new commit is not shown beside the older verdict)
+	 */
+	if (busy(fk, bits & ~last, ns, name) ||
+	    (last != 0 && last_busy(fk, lasti, ns, name, merged)))
 		return KF_HELD;
 	/* the last stage's word on it is not in yet (a rollout under way) */
 	if (kube_front_settling(merged, (bits & (1u << 2)) != 0, (bits & (1u << 3)) != 0))
