@@ -442,7 +442,9 @@ write_cr(struct kube_front *fk, struct crw *c, yajl_val cur, enum kf_why via)
 		yajl_tree_free(merged);
 		return;
 	}
-	if (c->ki->kd == &kube_decofiles) {
+	body = kube_front_status_body(c->ki->kd->kind, c->ns, c->name, merged, cur, &same, &len);
+	/* the CR shows it already (every CR after a restart): no hold to decide */
+	if (c->ki->kd == &kube_decofiles && !(same && !c->force)) {
 		int64_t now = now_ms();
 
 		why = kf_hold(fk, c->ns, c->name, merged, c->held_since > 0 &&
@@ -451,6 +453,7 @@ write_cr(struct kube_front *fk, struct crw *c, yajl_val cur, enum kf_why via)
 			if (c->held_since == 0)
 				c->held_since = now;
 			hold(fk, c, now);
+			free(body);
 			yajl_tree_free(merged);
 			return;
 		}
@@ -458,7 +461,6 @@ write_cr(struct kube_front *fk, struct crw *c, yajl_val cur, enum kf_why via)
 	c->held_since = 0;
 	c->hold_step = 0;
 	kf_events_observe(fk, c->ki->kd->kind, cur, merged);
-	body = kube_front_status_body(c->ki->kd->kind, c->ns, c->name, merged, cur, &same, &len);
 	yajl_tree_free(merged);
 	if (same && !c->force) {
 		free(body);
