@@ -98,6 +98,8 @@ start_decod() {
 stop_decod() {
 	kill -TERM "$DECOD_PID" 2>/dev/null
 	wait "$DECOD_PID" 2>/dev/null
+	# decod's own count of its status applies, by why each was made
+	grep 'front door stopping' "$T/decod.log" | sed 's/^/#   /'
 }
 now_ms() { date +%s%3N; }
 nothing_pending() {

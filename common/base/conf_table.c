@@ -23,8 +23,9 @@ const struct conf_setting conf_table[] = {
 	  "decod", 0 },
 	{ "stages", CONF_LIST, "fetcher renderer publisher notifier", NULL, 0, 0,
 	  "stages the supervisor runs, in pipeline order (webhook too where the API server "
-	  "reaches it; web for the status page and the git push receivers)",
-	  "decod", 0 },
+	  "reaches it; web for the status page and the git push receivers); the fetcher's "
+	  "Kubernetes front door reads it to know the last stage a change passes",
+	  "decod fetcher", CONF_LIVE },
 	{ "log_level", CONF_STR, "info", "LOG_LEVEL", 0, 0, "debug, info, warn or error",
 	  "* decod", CONF_LIVE },
 	{ "log_format", CONF_STR, "kv", "LOG_FORMAT", 0, 0, "kv or json",

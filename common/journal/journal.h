@@ -177,6 +177,14 @@ int journal_last_item(struct journal *j, const char *stage, const char *kind,
 int journal_pending_for(struct journal *j, const char *stage, const char *ns,
     const char *name);
 /*
+ * journal_pending_unlike - whether an item for ns/name addressed to stage
+ * is still pending with a hash other than hash (NULL or "": any item but
+ * one without a hash): the stage has a change to pass beyond the one of
+ * that hash.  1 yes, 0 no, -1 error.
+ */
+int journal_pending_unlike(struct journal *j, const char *stage, const char *ns,
+    const char *name, const char *hash);
+/*
  * journal_last_fetch - the tree hash (65 bytes) of the newest fetch of
  * ns/name.  0 found, 1 none, -1 error.
  */

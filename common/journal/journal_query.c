@@ -62,6 +62,21 @@ journal_pending_for(struct journal *j, const char *stage, const char *ns, const 
 }
 
 int
+journal_pending_unlike(struct journal *j, const char *stage, const char *ns, const char *name,
+    const char *hash)
+{
+	sqlite3_stmt *st;
+	int rc;
+
+	if ((rc = journal_run(j, &st, "SELECT 1 FROM items WHERE state='pending' AND"
+	    " stage=?1 AND ns=?2 AND name=?3 AND hash<>?4 LIMIT 1", "ssss", stage, ns, name,
+	    hash ? hash : "")) < 0)
+		return -1;
+	sqlite3_finalize(st);
+	return rc == SQLITE_ROW;
+}
+
+int
 journal_last_fetch(struct journal *j, const char *ns, const char *name, char *tree_hash)
 {
 	sqlite3_stmt *st;

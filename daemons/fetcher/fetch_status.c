@@ -90,6 +90,20 @@ flush_cb(struct stage *st, void *arg)
 		f->flush_timer = stage_add_timer(st, rc < 0 ? 1000 : 0, flush_cb, NULL);
 }
 
+/* fetch_status_now - see fetcher.h */
+void
+fetch_status_now(struct stage *st)
+{
+	struct fetcher *f = F(st);
+
+	if (f->npend == 0)
+		return;
+	if (f->flush_timer > 0)
+		stage_cancel_timer(st, f->flush_timer);
+	f->flush_timer = 0;
+	flush_cb(st, NULL);
+}
+
 /* fetch_status_unpend - see fetcher.h */
 void
 fetch_status_unpend(struct fetcher *f, struct src *s)

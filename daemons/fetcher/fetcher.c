@@ -365,6 +365,9 @@ on_wake(struct stage *st, void *arg)
 			finish_second(st, j, committed);
 			fetch_job_free(j);
 		}
+		/* what was handed on is in the store before a later stage can speak */
+		if (committed)
+			fetch_status_now(st);
 	}
 }
 

@@ -234,6 +234,14 @@ int fetch_status_update(struct stage *st, struct src *s, const char *fields,
  * 0, or -1 with the rest kept for a retry (logged).
  */
 int fetch_status_flush(struct stage *st, int rounds);
+/*
+ * fetch_status_now - the waiting fragments written now (the rest, if many,
+ * on the next loop turn) instead of at the batch timer: after a hand-on,
+ * so the fetcher's word on a change is in the store before any later
+ * stage's can be (the CR front door waits for the change to pass every
+ * stage, and must not see the renderer's or publisher's word first)
+ */
+void fetch_status_now(struct stage *st);
 /* fetch_status_unpend - forget s's waiting fragment (the src goes, or the lock did) */
 void fetch_status_unpend(struct fetcher *f, struct src *s);
 /*

@@ -287,8 +287,12 @@ kube_front_new(struct stage *st, char *err, size_t errlen)
 void
 kube_front_free(struct kube_front *fk)
 {
+	char applies[200];
+
 	if (fk == NULL)
 		return;
+	kf_applies_text(fk, applies, sizeof(applies));
+	log_kv(LOG_INFO, "Kubernetes front door stopping", "status_applies", applies, NULL);
 	kube_lease_free(fk->lease);
 	kube_free(fk->k);	/* cancels the writes in flight */
 	kf_status_free(fk);	/* the store watch, the writes waiting, their records */

@@ -54,15 +54,22 @@ char *kube_front_status_body(const char *kind, const char *ns, const char *name,
     yajl_val fragment, yajl_val cur, int *same, size_t *len);
 
 /*
+ * kube_front_failing - a condition of a Decofile's merged status says a
+ * stage failed (False, other than Drifted and TemplateUpdateAvailable,
+ * whose False is good news): shown at once, never held
+ */
+int kube_front_failing(yajl_val merged);
+
+/*
  * kube_front_settling - a Decofile's merged status (every stage's
  * fragments) speaks of a change the pipeline is still carrying: fetched
  * or rendered but not yet published (no Ready, or Ready Unknown), or
  * published but not yet rolled out (PodsNotified missing, Unknown, or of
- * another hash than contentHash).  Never when a condition says False
- * (other than Drifted): a failure is shown at once.  The front door holds
- * such a CR's write (bounded), so one change is one apply.  publisher,
- * notifier: that stage runs (its fragments have been seen); a stage that
- * does not run is not waited for.
+ * another hash than contentHash).  Never when kube_front_failing: a
+ * failure is shown at once.  The front door holds such a CR's write
+ * (bounded), so one change is one apply.  publisher, notifier: that stage
+ * runs (the `stages` setting names it); a stage that does not run is not
+ * waited for.
  */
 int kube_front_settling(yajl_val merged, int publisher, int notifier);
 

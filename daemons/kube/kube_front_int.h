@@ -35,8 +35,7 @@ struct kube_front {
 	struct crw *qhead, *qtail;	/* CRs due, waiting for a write slot */
 	int64_t dtimer;		/* > 0: the coalescing timer is armed */
 	int caught_up;		/* "caught up" logged */
-	int heard_publisher;	/* a publisher's fragment seen: it runs, a hold waits for it */
-	int heard_notifier;	/* ... a notifier's */
+	uint64_t applies[8];	/* status applies by enum kf_why (kf_count_apply) */
 	struct crw *crws[NFLIGHT];	/* per CR with a write pending: its state */
 	/*
 	 * Without a supervisor (deploy/'s pod: one container per stage) the
@@ -71,6 +70,35 @@ void kf_status_free(struct kube_front *fk);
 /* kf_push_all - the merged status of ns/name onto the CR (when it differs) */
 void kf_push_all(struct kube_front *fk, const struct kind_info *ki, const char *ns,
     const char *name);
+
+/* why a CR's status is written now, or not (kube_front_hold.c) */
+enum kf_why {
+	KF_HELD,	/* not now: the change is mid-way */
+	KF_SETTLED,	/* the change passed the last stage that runs here */
+	KF_FAILURE,	/* a stage failed: shown at once */
+	KF_EXPIRED,	/* the last stage's word did not come within the hold's cap */
+	KF_UNHELD,	/* a DecofileTemplate: its status is one stage's */
+	KF_RECHECK,	/* the server's answer differs from the merge */
+	KF_ADOPTED,	/* right after removing old managers' entries */
+	KF_NWHY
+};
+
+/*
+ * kf_hold - whether Decofile ns/name's merged status is written now:
+ * KF_FAILURE when a stage says False; KF_HELD while the journal holds an
+ * item of it for a stage before the last one `stages` names (never capped:
+ * the CR would pair the new commit with the older verdict), or while the
+ * last stage's word is not in (kube_front_settling) and not expired;
+ * KF_EXPIRED when it is expired; else KF_SETTLED
+ */
+enum kf_why kf_hold(const struct kube_front *fk, const char *ns, const char *name,
+    yajl_val merged, int expired);
+/* kf_pending - the journal holds an item of ns/name for any pipeline stage */
+int kf_pending(const struct kube_front *fk, const char *ns, const char *name);
+/* kf_count_apply - one status apply of what, made for why: counted (metric, debug log) */
+void kf_count_apply(struct kube_front *fk, enum kf_why why, const char *what);
+/* kf_applies_text - "settled=N,failure=N,..." for the log */
+void kf_applies_text(const struct kube_front *fk, char *out, size_t len);
 
 /* kf_events_start - Events on the CRs from their status transitions (kube_front_events.c) */
 int kf_events_start(struct kube_front *fk);

@@ -46,16 +46,23 @@
  */
 #define COALESCE_MS 10
 /*
- * A Decofile whose merged status is mid-way through the pipeline
- * (kube_front_settling: fetched, not yet published or rolled out) is held
- * until its last stage has spoken, so one change is one apply with every
+ * A Decofile whose change is mid-way through the pipeline (kf_hold: the
+ * journal holds an item of it for a stage before the last one `stages`
+ * names, or the last stage's word is not in) is held until the change
+ * has passed the last stage, so one change is one apply with every
  * stage's word (not one per stage: 10,000 CRs created at once would cost
  * the API server three or four applies each).  Each fragment of it that
- * changes meanwhile re-evaluates at once; a stage that never speaks
- * (stopped, or not run here) delays the write at most HOLD_MAX_MS from
- * the first hold, then what there is is written.
+ * changes meanwhile re-evaluates at once; so does a look at the journal
+ * every HOLD_STEP_MS, doubling up to HOLD_STEP_MAX_MS (a stage may finish
+ * its item without changing its fragment).  The last stage's word is
+ * waited for at most HOLD_MAX_MS from the first hold (a notifier stopped,
+ * a rollout of slow pods), then what there is is written; an earlier
+ * stage still carrying the change is waited for without a cap.
  */
 #define HOLD_MAX_MS 60000
+#define HOLD_STEP_MS 1000
+#define HOLD_STEP_MAX_MS 4000
+#define HOLD_STEP_LATE_MS 30000	/* ... past HOLD_MAX_MS (an earlier stage stalled) */
 
 /*
  * One record per CR with a status write pending: changed and waiting out
@@ -87,6 +94,7 @@ struct crw {
 	int64_t due;		/* monotonic ms: the coalescing window ends */
 	int64_t timer;		/* > 0: waiting to write again (retry or held) */
 	int64_t held_since;	/* > 0: monotonic ms the CR's write was first held */
+	int64_t hold_step;	/* ms to the next look at the journal while held */
 	yajl_val newest;	/* the newest CR answered, NULL before any */
 	char what[600];
 };
@@ -191,55 +199,6 @@ kube_front_status_body(const char *kind, const char *ns, const char *name,
 	buf_free(&x);
 	buf_free(&y);
 	return buf_steal(&b, len);
-}
-
-/* cond_status - the status of condition type in merged's conditions; NULL: none */
-static const char *
-cond_status(yajl_val conds, const char *type)
-{
-	if (conds == NULL || !YAJL_IS_ARRAY(conds))
-		return NULL;
-	for (size_t i = 0; i < conds->u.array.len; i++) {
-		const char *t = json_get_str(conds->u.array.values[i], "type", NULL);
-
-		const char *st = json_get_str(conds->u.array.values[i], "status", NULL);
-
-		if (t != NULL && strcmp(t, type) == 0)
-			return st != NULL ? st : "";
-	}
-	return NULL;
-}
-
-int
-kube_front_settling(yajl_val merged, int publisher, int notifier)
-{
-	yajl_val conds = merged != NULL ? json_get(merged, "conditions", NULL) : NULL;
-	const char *ready, *pods, *hash, *nhash;
-
-	if (conds == NULL || !YAJL_IS_ARRAY(conds))
-		return 0;
-	for (size_t i = 0; i < conds->u.array.len; i++) {
-		const char *t = json_get_str(conds->u.array.values[i], "type", NULL);
-		const char *st = json_get_str(conds->u.array.values[i], "status", NULL);
-
-		if (t != NULL && st != NULL && strcmp(st, "False") == 0 &&
-		    strcmp(t, "Drifted") != 0)
-			return 0;	/* a failure (or suspended): shown now */
-	}
-	if (!publisher)
-		return 0;	/* no publisher here: nothing to wait for */
-	if ((ready = cond_status(conds, "Ready")) == NULL || strcmp(ready, "Unknown") == 0)
-		return 1;	/* not yet published */
-	if (!notifier)
-		return 0;
-	hash = json_get_str(merged, "contentHash", NULL);
-	nhash = json_get_str(merged, "notifiedHash", NULL);
-	pods = cond_status(conds, "PodsNotified");
-	if (strcmp(ready, "True") == 0 && hash != NULL &&
-	    (pods == NULL || strcmp(pods, "Unknown") == 0 || nhash == NULL ||
-	    strcmp(hash, nhash) != 0))
-		return 1;	/* published, not yet rolled out */
-	return 0;
 }
 
 /*
@@ -411,6 +370,28 @@ informer_of(struct kube_front *fk, const struct crw *c)
 
 static void on_answer(void *arg, const struct kube_resp *r);
 static void on_retry(struct stage *st, void *arg);
+static void on_hold(struct stage *st, void *arg);
+
+/*
+ * hold - c's write waits: for a fragment to change, or for the next look
+ * at the journal (on_hold), whichever comes first
+ */
+static void
+hold(struct kube_front *fk, struct crw *c, int64_t now)
+{
+	int64_t left = c->held_since + HOLD_MAX_MS - now, d;
+
+	if (c->hold_step == 0)
+		c->hold_step = HOLD_STEP_MS;
+	d = c->hold_step;
+	if (left > 0 && d > left)
+		d = left;
+	c->hold_step *= 2;
+	if (c->hold_step > (left > 0 ? HOLD_STEP_MAX_MS : HOLD_STEP_LATE_MS))
+		c->hold_step = left > 0 ? HOLD_STEP_MAX_MS : HOLD_STEP_LATE_MS;
+	c->state = CRW_HELD;
+	c->timer = stage_add_timer(fk->st, d > 1 ? d : 1, on_hold, c);
+}
 
 /*
  * write_cr - c's CR written now (the caller saw a free slot): its old managers'
@@ -418,16 +399,18 @@ static void on_retry(struct stage *st, void *arg);
  * its status subresource keeps the managedFields it had), else the merged
  * status applied
  * unless cur (NULL: the CR as cached) already shows it.  c is idle after
- * when nothing was sent.
+ * when nothing was sent.  via: why the caller writes (KF_RECHECK: the
+ * server's answer differed; KF_HELD: a fragment changed), for the count.
  */
 static void
-write_cr(struct kube_front *fk, struct crw *c, yajl_val cur)
+write_cr(struct kube_front *fk, struct crw *c, yajl_val cur, enum kf_why via)
 {
 	yajl_val merged;
 	struct buf m;
 	char *body, *path;
 	size_t len;
 	int same;
+	enum kf_why why = KF_UNHELD;
 
 	c->state = CRW_IDLE;
 	if (cur == NULL)
@@ -459,28 +442,32 @@ write_cr(struct kube_front *fk, struct crw *c, yajl_val cur)
 		yajl_tree_free(merged);
 		return;
 	}
-	if (c->ki->kd == &kube_decofiles && kube_front_settling(merged, fk->heard_publisher,
-	    fk->heard_notifier)) {
+	body = kube_front_status_body(c->ki->kd->kind, c->ns, c->name, merged, cur, &same, &len);
+	/* the CR shows it already (every CR after a restart): no hold to decide */
+	if (c->ki->kd == &kube_decofiles && !(same && !c->force)) {
 		int64_t now = now_ms();
 
-		if (c->held_since == 0)
-			c->held_since = now;
-		if (now - c->held_since < HOLD_MAX_MS) {
-			c->state = CRW_HELD;
-			c->timer = stage_add_timer(fk->st, c->held_since + HOLD_MAX_MS - now,
-			    on_retry, c);
+		why = kf_hold(fk, c->ns, c->name, merged, c->held_since > 0 &&
+		    now - c->held_since >= HOLD_MAX_MS);
+		if (why == KF_HELD) {
+			if (c->held_since == 0)
+				c->held_since = now;
+			hold(fk, c, now);
+			free(body);
 			yajl_tree_free(merged);
 			return;
 		}
 	}
 	c->held_since = 0;
+	c->hold_step = 0;
 	kf_events_observe(fk, c->ki->kd->kind, cur, merged);
-	body = kube_front_status_body(c->ki->kd->kind, c->ns, c->name, merged, cur, &same, &len);
 	yajl_tree_free(merged);
 	if (same && !c->force) {
 		free(body);
 		return;
 	}
+	kf_count_apply(fk, c->force ? KF_ADOPTED : via == KF_RECHECK ? KF_RECHECK : why,
+	    c->what);
 	c->force = 0;
 	c->state = CRW_FLIGHT;
 	fk->inflight++;
@@ -511,7 +498,7 @@ pump(struct kube_front *fk)
 
 		if ((fk->qhead = c->lnext) == NULL)
 			fk->qtail = NULL;
-		write_cr(fk, c, NULL);
+		write_cr(fk, c, NULL, KF_HELD);
 		crw_gc(fk, c);
 	}
 	kf_caught_up(fk);
@@ -604,6 +591,28 @@ on_retry(struct stage *st, void *arg)
 }
 
 /*
+ * on_hold - a held CR's look at the journal: while an item of it waits
+ * for any stage, a fragment change or that item's end is still to come
+ * (looked at again later); else, or once the hold's cap has passed, the
+ * whole decision is made again (write_cr)
+ */
+static void
+on_hold(struct stage *st, void *arg)
+{
+	struct crw *c = arg;
+	int64_t now = now_ms();
+
+	(void)st;
+	c->timer = 0;
+	if (now - c->held_since < HOLD_MAX_MS && kf_pending(c->fk, c->ns, c->name)) {
+		hold(c->fk, c, now);
+		return;
+	}
+	queue(c->fk, c);
+	pump(c->fk);
+}
+
+/*
  * on_answer - a write of c landed.  Fragments changed meanwhile: written
  * again.  Else the recheck: the newest CR seen (the answers', or the
  * cache when newer) is compared with the merged status once more, and
@@ -640,6 +649,8 @@ on_answer(void *arg, const struct kube_resp *r)
 		} else
 			fk->status_writes++;
 		if (c->again || adopting || !c->rechecked) {
+			enum kf_why via = c->again || adopting ? KF_HELD : KF_RECHECK;
+
 			if (!c->again && !adopting)
 				c->rechecked = 1;
 			c->again = 0;
@@ -647,7 +658,7 @@ on_answer(void *arg, const struct kube_resp *r)
 			if ((cached = kube_informer_get(informer_of(fk, c), c->ns, c->name)) !=
 			    NULL && (cr == NULL || rv_newer(cached, cr)))
 				cr = cached;
-			write_cr(fk, c, cr);
+			write_cr(fk, c, cr, via);
 		}
 	} else if (r->status != 404) {	/* 404: the CR went away meanwhile */
 		int64_t d = (int64_t)PUSH_RETRY_MIN_MS << (c->fails < 6 ? c->fails : 6);
@@ -683,10 +694,6 @@ on_status(void *arg, const struct store_event *ev)
 	if (sscanf(rest, "%63[^/]/%253[^/]/%253[^/]/%63[^/]", plural, ns, name, stage) != 4 ||
 	    (ki = kind_by_plural(plural)) == NULL)
 		return;
-	if (strcmp(stage, "publisher") == 0)
-		fk->heard_publisher = 1;
-	else if (strcmp(stage, "notifier") == 0)
-		fk->heard_notifier = 1;
 	mark(fk, ki, ns, name);
 }
 

@@ -8,6 +8,7 @@ noinst_LIBRARIES += daemons/kube/libkubefront.a
 daemons_kube_libkubefront_a_SOURCES = \
 	daemons/kube/kube_front.c daemons/kube/kube_front.h \
 	daemons/kube/kube_front_status.c daemons/kube/kube_front_int.h \
+	daemons/kube/kube_front_hold.c \
 	daemons/kube/kube_front_events.c daemons/kube/kube_events_cache.c \
 	daemons/kube/kube_events_cache.h
 KUBE_FRONT_LIBS = daemons/kube/libkubefront.a

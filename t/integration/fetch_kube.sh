@@ -25,6 +25,7 @@ runtime_dir = $T/run
 store = local:$T/store
 kubeconfig = $T/decod.kubeconfig
 rescan_interval = 100ms
+stages = fetcher
 github_api_url = http://127.0.0.1:$(free_port)
 EOF
 C="-c $T/conf"

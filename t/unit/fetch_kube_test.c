@@ -173,11 +173,16 @@ main(void)
 			  "\"status\":\"False\"}]}", 0, "a failed rollout: written at once" },
 			{ "{\"conditions\":[{\"type\":\"Ready\",\"status\":\"False\"}]}", 0,
 			  "a failed publication: written at once" },
+			{ "{\"observedGeneration\":2,\"conditions\":[{\"type\":\"Syncing\","
+			  "\"status\":\"True\"},{\"type\":\"TemplateUpdateAvailable\","
+			  "\"status\":\"False\",\"reason\":\"UpToDate\"}]}", 1,
+			  "rendered with its templates up to date, not yet published: held "
+			  "(TemplateUpdateAvailable=False is no failure)" },
 		};
 
 		for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 			cur = parse(cases[i].st);
-			is_int(kube_front_settling(cur, 1, 1), cases[i].settling, cases[i].what);
+			is_int(kube_front_settling(cur, 1, 1), cases[i].settling, "%s", cases[i].what);
 			if (i == 0)
 				is_int(kube_front_settling(cur, 0, 0), 0,
 				    "... unless no publisher runs here: written at once");
@@ -186,6 +191,13 @@ main(void)
 				    "... unless no notifier runs here: written at once");
 			yajl_tree_free(cur);
 		}
+		cur = parse("{\"conditions\":[{\"type\":\"Drifted\",\"status\":\"False\"},"
+		    "{\"type\":\"TemplateUpdateAvailable\",\"status\":\"False\"}]}");
+		is_int(kube_front_failing(cur), 0, "Drifted=False, TemplateUpdateAvailable=False: no failure");
+		yajl_tree_free(cur);
+		cur = parse("{\"conditions\":[{\"type\":\"PodsNotified\",\"status\":\"False\"}]}");
+		is_int(kube_front_failing(cur), 1, "PodsNotified=False: a failure, never held");
+		yajl_tree_free(cur);
 	}
 	return done_testing();
 }

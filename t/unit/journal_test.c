@@ -72,6 +72,15 @@ test_reads(const char *dir)
 	is_int(journal_pending_for(j, "publisher", "ns", "a"), 0, "... not for the publisher");
 	journal_item_done(j, id + 1, "ok");
 	is_int(journal_pending_for(j, NULL, "ns", "a"), 0, "nothing pending once done");
+	id = journal_item_add(j, "publisher", "decofile", "ns", "a", "h1", "");
+	is_int(journal_pending_unlike(j, "publisher", "ns", "a", "h1"), 0,
+	    "the publisher's pending item of h1 is the one its word (contentHash h1) names");
+	is_int(journal_pending_unlike(j, "publisher", "ns", "a", "h0"), 1,
+	    "... beside a word of h0: a change still to pass");
+	is_int(journal_pending_unlike(j, "publisher", "ns", "a", NULL), 1, "... beside no word");
+	is_int(journal_pending_unlike(j, "notifier", "ns", "a", "h0"), 0, "... none for the notifier");
+	journal_item_done(j, id, "ok");
+	is_int(journal_pending_unlike(j, "publisher", "ns", "a", "h0"), 0, "... none once done");
 
 	is_int(journal_last_fetch(j, "ns", "a", h), 1, "no fetch yet");
 	journal_record_fetch(j, "ns", "a", "dir", "", "t1");
