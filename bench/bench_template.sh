@@ -24,7 +24,7 @@ edits=${5:-20}
 nrep=${6:-10}
 T=$(mktemp -d "${TMPDIR:-/tmp}/decod-bench.XXXXXX")
 PIDS=""
-trap 'for p in $PIDS; do kill $p 2>/dev/null; done; wait 2>/dev/null; [ -n "${KEEP:-}" ] || rm -rf "$T"' EXIT
+trap 'for p in $PIDS; do kill $p 2>/dev/null || :; done; wait 2>/dev/null; [ -n "${KEEP:-}" ] || rm -rf "$T"' EXIT
 command -v sqlite3 >/dev/null || { echo "sqlite3 not installed" >&2; exit 77; }
 
 mkdir -p "$T/libexec"
@@ -128,6 +128,7 @@ echo "  'other': an unrelated inline site with $nrep static endpoints on bench/r
 echo "  (the $n template sites have no replicas)"
 
 # --- idle: other's edit -> confirmed, nothing else going on -------------------
+edit_other >/dev/null	# warm-up, not counted
 L0=$(load)
 idle=""
 j=0
@@ -143,9 +144,19 @@ t0=$(ms)
 tpl g2
 watch_gen 2 "$T/g2.ms"
 # edits of other only while the fan-out is under way
+# edits of other spread over the fan-out: edit j once j/(E+1) of the sites
+# adopted (polled, not slept), so they see the queue early, mid-way and late
 busy=""
-j=0
-while [ $j -lt "$edits" ] && [ ! -s "$T/g2.ms" ]; do busy="$busy $(edit_other)"; j=$((j + 1)); done
+at=""
+j=1
+while [ $j -le "$edits" ] && [ ! -s "$T/g2.ms" ]; do
+	want=$((j * n / (edits + 1)))
+	until [ "$(on_gen 2)" -ge $want ] || [ -s "$T/g2.ms" ]; do sleep 0.1; done
+	[ ! -s "$T/g2.ms" ] || break
+	at="$at $(on_gen 2)"
+	busy="$busy $(edit_other)"
+	j=$((j + 1))
+done
 wait_gen 2 900
 i=0
 until [ -s "$T/g2.ms" ]; do i=$((i+1)); [ $i -lt 100 ]; sleep 0.05; done
@@ -160,16 +171,12 @@ echo "  floor N/rate = $((n * 1000 / rate)) ms"
 bn=$(echo $busy | wc -w)
 echo "during fan-out: other edit -> $nrep replicas confirmed, $bn edits: p50 $(pct 50 $busy) ms, p99 $(pct 99 $busy) ms"
 echo "  ms:$busy"
+echo "  sites adopted when each edit began:$at"
 python3 -c "
 import sys
 i50, i99, b50, b99 = (float(x) for x in sys.argv[1:5])
 print('  ratio to idle: p50 %.2fx, p99 %.2fx (target <= 1.5x)' % (b50 / i50, b99 / i99))" \
     "$(pct 50 $idle)" "$(pct 99 $idle)" "$(pct 50 $busy)" "$(pct 99 $busy)"
-# what other's renders waited behind (the journal: template renders done
-# between other's item and its render)
-sql "SELECT o.id, (SELECT count(*) FROM renders r WHERE r.name LIKE 's%' AND r.id < (SELECT MIN(id) FROM renders x WHERE x.name='other' AND x.at >= o.created_at) AND r.at >= o.created_at) FROM items o WHERE o.stage='renderer' AND o.name='other' AND o.id > $maxitem" \
-    | awk -F'|' '{s=s" "$2} END {print "  template renders between each of other'"'"'s renderer items and its render:" s}' || true
-
 # --- phase 2: canary 5 %, 4 waves, pause ------------------------------------------
 L2=$(load)
 rm -f "$T/g3.ms"
