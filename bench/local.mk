@@ -101,3 +101,11 @@ EXTRA_DIST += bench/bench_web.sh bench/web_paint.js
 bench-web: decod decoctl daemons/fetcher/fetcher daemons/web/web t/stage/testtool
 	$(SHELL) $(srcdir)/bench/bench_web.sh $(abs_top_builddir)
 .PHONY: bench-web
+
+# DecofileTemplate fan-out (issue 21): `make bench-template` (1,000 sites on
+# one template, one edit with and without canary/waves, an unrelated site's
+# edit -> confirmed beside it)
+EXTRA_DIST += bench/bench_template.sh
+bench-template: decod decoctl bench/replica daemons/fetcher/fetcher daemons/renderer/renderer daemons/publisher/publisher daemons/notifier/notifier
+	$(SHELL) $(srcdir)/bench/bench_template.sh $(abs_top_builddir) 1000 20 5 20
+.PHONY: bench-template
