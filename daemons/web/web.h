@@ -90,6 +90,14 @@ int web_rows_ready(struct web_rows *t);
  * until the next call into web_rows.
  */
 size_t web_rows_texts(struct web_rows *t, int display, struct web_text **out);
+/*
+ * web_rows_push - fn(arg, ns, name) for every Decofile the push p concerns
+ * (web_push_source_matches), from the rows in memory: the count; -1 when
+ * the rows are not read yet (ask the store), -2 when fn failed for one (it
+ * said why; the others were still asked)
+ */
+int web_rows_push(struct web_rows *t, const struct web_push *p,
+    int (*fn)(void *arg, const char *ns, const char *name), void *arg);
 /* web_rows_reload - open the store watches again and read every row (SIGHUP) */
 void web_rows_reload(struct web_rows *t);
 

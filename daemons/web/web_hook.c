@@ -229,16 +229,14 @@ web_push_free(struct web_push *p)
 	memset(p, 0, sizeof(*p));
 }
 
-/* branch_is - the Decofile's ref (NULL/"": the default branch) names the pushed branch */
+/* branch_is - the Decofile's ref (NULL: the default branch) names the pushed branch */
 static int
 branch_is(const char *ref, const struct web_push *p)
 {
 	if (p->branch == NULL)
 		return 0;
-	if (ref == NULL || *ref == '\0' || strcmp(ref, "HEAD") == 0)
+	if (ref == NULL)
 		return p->default_branch != NULL && strcmp(p->default_branch, p->branch) == 0;
-	if (strncmp(ref, "refs/heads/", 11) == 0)
-		ref += 11;
 	return strcmp(ref, p->branch) == 0;
 }
 
@@ -251,20 +249,32 @@ has_url(const struct web_push *p, const char *n)
 	return 0;
 }
 
-int
-web_push_matches(yajl_val doc, const struct web_push *p)
+/* source_set - s from a repository address and the ref it follows; 1, or 0 (none) */
+static int
+source_set(struct web_push_source *s, const char *url, const char *ref)
 {
-	const char *source = json_get_str(doc, "spec", "source", NULL);
 	char n[2048];
 
+	if (web_url_normalise(url, n, sizeof(n)) < 0)
+		return 0;
+	if (ref != NULL && strncmp(ref, "refs/heads/", 11) == 0)
+		ref += 11;
+	s->url = xstrdup(n);
+	s->ref = ref != NULL && *ref != '\0' && strcmp(ref, "HEAD") != 0 ? xstrdup(ref) : NULL;
+	return 1;
+}
+
+int
+web_push_source_of(yajl_val doc, struct web_push_source *s)
+{
+	const char *source = json_get_str(doc, "spec", "source", NULL);
+
+	memset(s, 0, sizeof(*s));
 	if (source == NULL)
 		return 0;
-	if (strcmp(source, "git") == 0) {
-		if (web_url_normalise(json_get_str(doc, "spec", "git", "url", NULL), n,
-		    sizeof(n)) < 0 || !has_url(p, n))
-			return 0;
-		return branch_is(json_get_str(doc, "spec", "git", "ref", NULL), p);
-	}
+	if (strcmp(source, "git") == 0)
+		return source_set(s, json_get_str(doc, "spec", "git", "url", NULL),
+		    json_get_str(doc, "spec", "git", "ref", NULL));
 	if (strcmp(source, "github") == 0) {
 		const char *org = json_get_str(doc, "spec", "github", "org", NULL);
 		const char *repo = json_get_str(doc, "spec", "github", "repo", NULL);
@@ -276,11 +286,35 @@ web_push_matches(yajl_val doc, const struct web_push *p)
 		if (c != NULL && strlen(c) == 40 && strspn(c, "0123456789abcdefABCDEF") == 40)
 			return 0;
 		snprintf(u, sizeof(u), "https://github.com/%s/%s", org, repo);
-		if (web_url_normalise(u, n, sizeof(n)) < 0 || !has_url(p, n))
-			return 0;
-		return branch_is(c, p);
+		return source_set(s, u, c);
 	}
 	return 0;
+}
+
+void
+web_push_source_free(struct web_push_source *s)
+{
+	if (s == NULL)
+		return;
+	free(s->url);
+	free(s->ref);
+	memset(s, 0, sizeof(*s));
+}
+
+int
+web_push_source_matches(const struct web_push_source *s, const struct web_push *p)
+{
+	return s->url != NULL && has_url(p, s->url) && branch_is(s->ref, p);
+}
+
+int
+web_push_matches(yajl_val doc, const struct web_push *p)
+{
+	struct web_push_source s;
+	int m = web_push_source_of(doc, &s) && web_push_source_matches(&s, p);
+
+	web_push_source_free(&s);
+	return m;
 }
 
 struct web_ring {

@@ -62,6 +62,29 @@ int web_push_parse(enum web_provider pv, const char *body, size_t len, struct we
 void web_push_free(struct web_push *p);
 
 /*
+ * what a Decofile fetches from, in the form a push is compared with: the
+ * repository's address normalised and the ref it follows.  Kept per
+ * Decofile by the web stage (web_rows.c), so a push is matched without
+ * reading the store.
+ */
+struct web_push_source {
+	char *url;		/* normalised; NULL: no push can concern it */
+	char *ref;		/* refs/heads/ stripped; NULL: the default branch */
+};
+
+/*
+ * web_push_source_of - s from Decofile doc: a git source's spec.git.url and
+ * spec.git.ref, or a github source's github.com/org/repo and
+ * spec.github.commit (a full sha never moves: no push concerns it).  1 when
+ * a push can concern it, 0 when not (s->url NULL).  Free with
+ * web_push_source_free (s itself is the caller's).
+ */
+int web_push_source_of(yajl_val doc, struct web_push_source *s);
+void web_push_source_free(struct web_push_source *s);
+/* web_push_source_matches - s fetches from the pushed repository and branch */
+int web_push_source_matches(const struct web_push_source *s, const struct web_push *p);
+
+/*
  * web_push_matches - whether the Decofile doc fetches from the pushed
  * repository and branch: a git source whose spec.git.url normalises to one
  * of the push's addresses and whose spec.git.ref (refs/heads/ stripped;

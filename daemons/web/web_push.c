@@ -57,23 +57,44 @@ answer(struct MHD_Connection *c, unsigned int status, const char *result, const 
 	return web_reply_json(c, status, &b);
 }
 
-/*
- * sync_matching - ask every Decofile the push concerns to sync, each named
- * in jw's array; the number synced, or -1 on a store error
- */
+struct syncing {
+	struct store *s;
+	struct jw *jw;
+};
+
+/* sync_one - ask ns/name to sync and name it in the answer; 0 or -1 */
 static int
-sync_matching(struct web *w, const struct web_push *p, struct jw *jw)
+sync_one(void *arg, const char *ns, const char *name)
 {
-	struct store *s = stage_store(w->st);
+	struct syncing *y = arg;
+
+	if (decofile_request_sync(y->s, ns, name) < 0) {
+		log_kv(LOG_ERROR, "cannot request a sync", "ns", ns, "name", name, "error",
+		    store_error(y->s), NULL);
+		return -1;
+	}
+	jw_obj(y->jw);
+	jw_key(y->jw, "namespace");
+	jw_str(y->jw, ns);
+	jw_key(y->jw, "name");
+	jw_str(y->jw, name);
+	jw_end_obj(y->jw);
+	return 0;
+}
+
+/* sync_listed - sync_matching from a list of every Decofile in the store */
+static int
+sync_listed(struct syncing *y, const struct web_push *p)
+{
 	struct store_list l;
 	char *prefix = key_resource_prefix("decofiles", NULL);
 	int n = 0, rc;
 
-	rc = store_list(s, prefix, &l);
+	rc = store_list(y->s, prefix, &l);
 	free(prefix);
 	if (rc < 0) {
 		log_kv(LOG_ERROR, "cannot list the decofiles for a push", "error",
-		    store_error(s), NULL);
+		    store_error(y->s), NULL);
 		return -1;
 	}
 	for (size_t i = 0; i < l.n; i++) {
@@ -82,24 +103,32 @@ sync_matching(struct web *w, const struct web_push *p, struct jw *jw)
 		const char *name = json_get_str(doc, "metadata", "name", NULL);
 
 		if (doc != NULL && ns != NULL && name != NULL && web_push_matches(doc, p)) {
-			if (decofile_request_sync(s, ns, name) < 0) {
-				log_kv(LOG_ERROR, "cannot request a sync", "ns", ns, "name", name,
-				    "error", store_error(s), NULL);
+			if (sync_one(y, ns, name) < 0)
 				rc = -1;
-			} else {
-				jw_obj(jw);
-				jw_key(jw, "namespace");
-				jw_str(jw, ns);
-				jw_key(jw, "name");
-				jw_str(jw, name);
-				jw_end_obj(jw);
+			else
 				n++;
-			}
 		}
 		yajl_tree_free(doc);
 	}
 	store_list_free(&l);
 	return rc < 0 ? -1 : n;
+}
+
+/*
+ * sync_matching - ask every Decofile the push concerns to sync, each named
+ * in jw's array: found among the status rows the stage keeps in memory
+ * (no read of 10,000 Decofiles per push), or, before those are read, in a
+ * list of the store.  The number synced, or -1 on a store error.
+ */
+static int
+sync_matching(struct web *w, const struct web_push *p, struct jw *jw)
+{
+	struct syncing y = { stage_store(w->st), jw };
+	int n = w->rows != NULL ? web_rows_push(w->rows, p, sync_one, &y) : -1;
+
+	if (n == -1)
+		return sync_listed(&y, p);
+	return n < 0 ? -1 : n;
 }
 
 /* is_push - the provider's name for a branch push */

@@ -49,6 +49,7 @@ struct wrow {
 	char *key;		/* "ns/name" */
 	int have_doc;
 	struct view_doc doc;	/* its strings are the row's (xstrdup'd) */
+	struct web_push_source push;	/* what a git push is matched against */
 	struct store_kv *frags;	/* status fragments by key (after "ns/name/") */
 	size_t nfrags;
 	char *owner;
@@ -161,6 +162,7 @@ doc_clear(struct wrow *r)
 	free((char *)r->doc.target);
 	free((char *)r->doc.created_at);
 	memset(&r->doc, 0, sizeof(r->doc));
+	web_push_source_free(&r->push);
 	r->have_doc = 0;
 }
 
@@ -213,6 +215,7 @@ row_set_doc(struct wrow *r, const char *value, size_t vlen, const char *default_
 	r->doc.created_at = d.created_at ? xstrdup(d.created_at) : NULL;
 	r->doc.suspended = d.suspended;
 	r->doc.generation = d.generation;
+	(void)web_push_source_of(doc, &r->push);
 	r->have_doc = 1;
 	yajl_tree_free(doc);
 }
@@ -732,4 +735,26 @@ web_rows_ready(struct web_rows *t)
 	if (!t->loaded)
 		rows_flush(t);
 	return t->loaded;
+}
+
+int
+web_rows_push(struct web_rows *t, const struct web_push *p,
+    int (*fn)(void *arg, const char *ns, const char *name), void *arg)
+{
+	int n = 0, failed = 0;
+
+	if (!web_rows_ready(t))
+		return -1;
+	for (size_t i = 0; i < t->n; i++) {
+		struct wrow *r = t->v[i];
+
+		if (r->have_doc && r->doc.ns != NULL && r->doc.name != NULL &&
+		    web_push_source_matches(&r->push, p)) {
+			if (fn(arg, r->doc.ns, r->doc.name) < 0)
+				failed = 1;	/* the others are still asked */
+			else
+				n++;
+		}
+	}
+	return failed ? -2 : n;
 }

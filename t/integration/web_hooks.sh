@@ -171,6 +171,26 @@ is "$(post "/api/v1/decofiles/$NS/loja/sync" "$T/empty" -H "Authorization: Beare
 is "$(post "/api/v1/decofiles/$NS/loja/sync" "$T/empty" -H "Authorization: Bearer web-token-42")" \
     202 "sync with the token: 202"
 
+# --- the stage matches pushes against its rows in memory: they follow edits --
+sed 's|"ref":"main"|"ref":"refs/heads/staging"|' "$T/loja.json" >"$T/loja-staging.json"
+ctl apply -f "$T/loja-staging.json" >/dev/null
+ok $? "loja now follows staging"
+main_syncs_nothing() { # a new delivery each time: a repeated one is ignored
+	gh "$T/push-main.json" "d-main-$(date +%s%N)" >/dev/null &&
+	    grep -q '"synced":\[\]' "$T/answer"
+}
+check "a push of main no longer syncs loja" wait_for "$(scaled 10)" main_syncs_nothing
+is "$(gh "$T/push-other.json" d-staging-1)" 202 "a push of staging: 202"
+check "... syncs loja" grep -q '"name":"loja"' "$T/answer"
+sed 's/"name":"loja"/"name":"loja-dois"/' "$T/loja-staging.json" >"$T/loja2.json"
+ctl apply -f "$T/loja2.json" >/dev/null
+ok $? "a second Decofile on the same repository and branch"
+both_synced() {
+	gh "$T/push-other.json" "d-staging-$(date +%s%N)" >/dev/null &&
+	    grep -q '"name":"loja-dois"' "$T/answer" && grep -q '"name":"loja"' "$T/answer"
+}
+check "a push of staging syncs both" wait_for "$(scaled 10)" both_synced
+
 # --- the page ----------------------------------------------------------------
 curl -s "$BASE/" >"$T/index.html"
 check "the page is served" grep -q '<table id="decofiles">' "$T/index.html"
