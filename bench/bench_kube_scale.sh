@@ -102,9 +102,17 @@ stop_decod() {
 	grep 'front door stopping' "$T/decod.log" | sed 's/^/#   /'
 }
 now_ms() { date +%s%3N; }
+# nothing pending: no journal item waits for a stage, and every site's newest
+# render has had its background recompression (brotli_recompress_quality,
+# 11 by default): one still to do is done after a restart, and its swap,
+# when smaller, is a ConfigMap write (daemons/renderer/render_recompress.c)
 nothing_pending() {
 	[ "$(sqlite3 "file:$T/state/journal.db?mode=ro" \
-	    "SELECT count(*) FROM items WHERE state = 'pending'" 2>/dev/null)" = 0 ]
+	    "SELECT count(*) FROM items WHERE state = 'pending'" 2>/dev/null)" = 0 ] &&
+	[ "$(sqlite3 "file:$T/state/journal.db?mode=ro" \
+	    "SELECT count(*) FROM renders r WHERE r.id = (SELECT max(id) FROM renders x
+	     WHERE x.ns = r.ns AND x.name = r.name) AND r.format = 'bin'
+	     AND coalesce(r.quality, 0) < 11" 2>/dev/null)" = 0 ]
 }
 caught_up() {
 	grep -q 'front door caught up' "$T/decod.log" &&

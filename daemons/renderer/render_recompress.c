@@ -44,7 +44,12 @@
 
 #define CHUNK (256 * 1024)	/* input fed between looks at the cancel flag */
 
-enum job_state { JOB_WAITING, JOB_QUEUED, JOB_RUNNING, JOB_DONE };
+/*
+ * WAITING: its delay runs (a timer); READY: the delay is over, its turn
+ * comes when the worker is free (the ready queue, oldest first); QUEUED,
+ * RUNNING: the worker's (one at a time); DONE: back to the loop.
+ */
+enum job_state { JOB_WAITING, JOB_READY, JOB_QUEUED, JOB_RUNNING, JOB_DONE };
 
 struct job {
 	char ns[254], name[254], hash[65], tree[65], commit[PROTO_MAX_COMMIT + 1];
@@ -59,6 +64,7 @@ struct job {
 	size_t b64len;
 	struct render_recompress *rr;
 	struct job *next;
+	struct job *rnext;	/* the ready queue (the loop's) */
 };
 
 struct render_recompress {
@@ -71,7 +77,11 @@ struct render_recompress {
 	int started, stop;
 	int pipe[2];
 	struct job *jobs;	/* every state; guarded by mu */
+	struct job *ready, **ready_tail;	/* READY jobs, oldest first: the loop's */
+	int busy;		/* a job QUEUED or RUNNING (the loop's) */
 };
+
+static void pump(struct render_recompress *rr);
 
 static void
 job_free(struct job *j)
@@ -255,6 +265,7 @@ on_pipe(struct stage *st, int fd, short revents, void *arg)
 			*pp = j->next;
 			j->next = done;
 			done = j;
+			rr->busy = 0;
 		} else
 			pp = &j->next;
 	pthread_mutex_unlock(&rr->mu);
@@ -263,6 +274,7 @@ on_pipe(struct stage *st, int fd, short revents, void *arg)
 		finish(rr, j);
 		job_free(j);
 	}
+	pump(rr);
 }
 
 static int
@@ -296,6 +308,7 @@ render_recompress_new(struct stage *st)
 
 	rr->st = st;
 	rr->nice = 19;
+	rr->ready_tail = &rr->ready;
 	pthread_mutex_init(&rr->mu, NULL);
 	pthread_cond_init(&rr->cv, NULL);
 	/* once the stage is up: what a restart cut short */
@@ -303,39 +316,69 @@ render_recompress_new(struct stage *st)
 	return rr;
 }
 
-/* fire - a job's delay is over: hand it to the worker */
+/* ready_unlink - take j out of the ready queue */
+static void
+ready_unlink(struct render_recompress *rr, struct job *j)
+{
+	struct job **pp;
+
+	for (pp = &rr->ready; *pp != NULL; pp = &(*pp)->rnext)
+		if (*pp == j) {
+			*pp = j->rnext;
+			if (rr->ready_tail == &j->rnext)
+				rr->ready_tail = pp;
+			j->rnext = NULL;
+			return;
+		}
+}
+
+/*
+ * pump - while the worker is free, hand it the oldest ready job (one
+ * document in memory at a time: ready jobs hold only names).  Called when
+ * a delay ends and when the worker hands a job back, so a queue of 10,000
+ * costs one step per job, not a timer per job per second.
+ */
+static void
+pump(struct render_recompress *rr)
+{
+	struct job *j;
+	char *json;
+	size_t len;
+
+	while (!rr->busy && (j = rr->ready) != NULL) {
+		ready_unlink(rr, j);
+		if ((json = spool_get(stage_spool(rr->st), j->hash, &len)) == NULL) {
+			log_kv(LOG_WARN, "recompression dropped: document not in the spool", "ns",
+			    j->ns, "name", j->name, "hash", j->hash, NULL);
+			render_recompress_cancel(rr, j->ns, j->name);
+			continue;
+		}
+		pthread_mutex_lock(&rr->mu);
+		j->json = json;
+		j->len = len;
+		j->state = JOB_QUEUED;
+		rr->busy = 1;
+		pthread_cond_signal(&rr->cv);
+		pthread_mutex_unlock(&rr->mu);
+	}
+}
+
+/* fire - a job's delay is over: its turn in the ready queue */
 static void
 fire(struct stage *st, void *arg)
 {
 	struct job *j = arg;
 	struct render_recompress *rr = j->rr;
 
-	int busy = 0;
-	char *json;
-	size_t len;
-
+	(void)st;
 	pthread_mutex_lock(&rr->mu);
-	for (struct job *x = rr->jobs; x != NULL; x = x->next)
-		busy |= x->state == JOB_QUEUED || x->state == JOB_RUNNING;
-	pthread_mutex_unlock(&rr->mu);
-	if (busy) {
-		/* one document in memory at a time: waiting jobs hold only names */
-		j->timer = stage_add_timer(st, 1000, fire, j);
-		return;
-	}
-	if ((json = spool_get(stage_spool(st), j->hash, &len)) == NULL) {
-		log_kv(LOG_WARN, "recompression dropped: document not in the spool", "ns", j->ns,
-		    "name", j->name, "hash", j->hash, NULL);
-		render_recompress_cancel(rr, j->ns, j->name);
-		return;
-	}
-	pthread_mutex_lock(&rr->mu);
-	j->json = json;
-	j->len = len;
 	j->timer = 0;
-	j->state = JOB_QUEUED;
-	pthread_cond_signal(&rr->cv);
+	j->state = JOB_READY;
 	pthread_mutex_unlock(&rr->mu);
+	j->rnext = NULL;
+	*rr->ready_tail = j;
+	rr->ready_tail = &j->rnext;
+	pump(rr);
 }
 
 void
@@ -370,6 +413,7 @@ void
 render_recompress_cancel(struct render_recompress *rr, const char *ns, const char *name)
 {
 	struct job **pp, *j;
+	int freed = 0;
 
 	if (!rr->started)
 		return;
@@ -382,15 +426,23 @@ render_recompress_cancel(struct render_recompress *rr, const char *ns, const cha
 		    name, "hash", j->hash, "state", j->state == JOB_RUNNING ? "running" :
 		    "pending", NULL);
 		atomic_store(&j->cancel, 1);
-		if (j->state == JOB_WAITING || j->state == JOB_QUEUED) {
+		if (j->state == JOB_WAITING || j->state == JOB_READY || j->state == JOB_QUEUED) {
 			if (j->state == JOB_WAITING)
 				stage_cancel_timer(rr->st, j->timer);
+			else if (j->state == JOB_READY)
+				ready_unlink(rr, j);
+			else {	/* the worker had not taken it */
+				rr->busy = 0;
+				freed = 1;
+			}
 			*pp = j->next;
 			job_free(j);
 		}
 		break;		/* one job per site */
 	}
 	pthread_mutex_unlock(&rr->mu);
+	if (freed)
+		pump(rr);	/* the worker is free for the next */
 }
 
 void
