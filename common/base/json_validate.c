@@ -157,14 +157,12 @@ key_hash(const unsigned char *k, size_t n)
 	return h;
 }
 
-static int
-key_same(const struct keyset *ks, const struct vkey *k, uint32_t h, const unsigned char *key,
-    size_t n)
+/* key_bytes - where a stored key's bytes are */
+static const char *
+key_bytes(const struct keyset *ks, const struct vkey *k)
 {
-	const char *t = (k->off & KEY_IN_TEXT) ? ks->text + (k->off & ~KEY_IN_TEXT) :
+	return (k->off & KEY_IN_TEXT) ? ks->text + (k->off & ~KEY_IN_TEXT) :
 	    ks->arena.data + k->off;
-
-	return k->hash == h && k->len == n && memcmp(t, key, n) == 0;
 }
 
 /* idx_put - key number ki into f's table (known absent, the table has room) */
@@ -184,14 +182,20 @@ ks_add(struct keyset *ks, const unsigned char *key, size_t n)
 {
 	struct vframe *f = &ks->frames[ks->depth];
 	size_t have = ks->nkeys - f->kstart;
-	uint32_t h = key_hash(key, n);
+	uint32_t h = 0;
 	struct vkey *k;
 
+	/* a small object's keys are compared as they are, hashed when it outgrows the scan */
 	if (have < KEYS_SCAN) {
 		for (size_t i = f->kstart; i < ks->nkeys; i++)
-			if (key_same(ks, &ks->keys[i], h, key, n))
+			if (ks->keys[i].len == n && memcmp(key_bytes(ks, &ks->keys[i]), key, n) == 0)
 				return -1;
 	} else {
+		h = key_hash(key, n);
+		if (f->idx == NULL)
+			for (size_t i = f->kstart; i < ks->nkeys; i++)
+				ks->keys[i].hash = key_hash((const unsigned char *)key_bytes(ks,
+				    &ks->keys[i]), ks->keys[i].len);
 		if (f->idx == NULL || (have + 1) * 2 > f->idxsize) {
 			free(f->idx);
 			f->idxsize = f->idxsize ? f->idxsize * 2 : 4 * KEYS_SCAN;
@@ -201,17 +205,20 @@ ks_add(struct keyset *ks, const unsigned char *key, size_t n)
 			for (size_t i = f->kstart; i < ks->nkeys; i++)
 				idx_put(f, ks->keys, i);
 		}
-		for (size_t i = h & (f->idxsize - 1); f->idx[i] != 0; i = (i + 1) &
-		    (f->idxsize - 1))
-			if (key_same(ks, &ks->keys[f->kstart + f->idx[i] - 1], h, key, n))
+		for (size_t i = h & (f->idxsize - 1); f->idx[i] != 0;
+		    i = (i + 1) & (f->idxsize - 1)) {
+			const struct vkey *o = &ks->keys[f->kstart + f->idx[i] - 1];
+
+			if (o->hash == h && o->len == n && memcmp(key_bytes(ks, o), key, n) == 0)
 				return -1;
+		}
 	}
 	if (ks->nkeys == ks->keys_alloc) {
 		ks->keys_alloc = ks->keys_alloc ? ks->keys_alloc * 2 : 256;
 		ks->keys = xrealloc(ks->keys, ks->keys_alloc * sizeof(*ks->keys));
 	}
 	k = &ks->keys[ks->nkeys];
-	k->hash = h;
+	k->hash = h;		/* 0 while the object is scanned */
 	k->len = (uint32_t)n;
 	/* a key straight from the text (no escapes): not copied */
 	if ((const char *)key >= ks->text && (const char *)key + n <= ks->text + ks->len)
@@ -414,6 +421,34 @@ plain_run(const unsigned char *p, const unsigned char *end)
 }
 
 /*
+ * ws_run - past the white space at p, 16 bytes at a time where there is
+ * SSE2: an editor's 2-space indentation is over a quarter of a block
+ */
+static inline const unsigned char *
+ws_run(const unsigned char *p, const unsigned char *end)
+{
+#ifdef __SSE2__
+	const __m128i sp = _mm_set1_epi8(' '), nl = _mm_set1_epi8('\n');
+	const __m128i tab = _mm_set1_epi8('\t'), cr = _mm_set1_epi8('\r');
+
+	while (end - p >= 16) {
+		__m128i x = _mm_loadu_si128((const __m128i *)(const void *)p);
+		__m128i m = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(x, sp),
+		    _mm_cmpeq_epi8(x, nl)), _mm_or_si128(_mm_cmpeq_epi8(x, tab),
+		    _mm_cmpeq_epi8(x, cr)));
+		unsigned bits = ~(unsigned)_mm_movemask_epi8(m) & 0xffff;
+
+		if (bits != 0)
+			return p + __builtin_ctz(bits);
+		p += 16;
+	}
+#endif
+	while (p < end && (cls[*p] & 1))
+		p++;
+	return p;
+}
+
+/*
  * utf8_run - past the UTF-8 characters at p (p at a byte from 0x80), NULL
  * at an invalid one; the two- and three-byte forms that need no range
  * check of their second byte are taken here, the rest by utf8_seq
@@ -535,8 +570,8 @@ fast_valid(const char *text, size_t len, int max_depth, char **out)
 			memcpy(w, run, (size_t)(p - run));		\
 			w += p - run;					\
 		}							\
-		while (p < end && (cls[*p] & 1))			\
-			p++;						\
+		if (++p < end && (cls[*p] & 1))	/* more than ": " */	\
+			p = ws_run(p, end);				\
 		run = p;						\
 	}								\
 } while (0)

@@ -108,10 +108,10 @@ fast_pass_tests(void)
 	    "\x80\xc0\xc3\xa7\xe0\xed\xf0\xf4\xf5\xff/bu";
 	unsigned seed = 1206;
 	int n = 60000, agree = 0, valid = 0, fused = 0;
-	struct buf a, b;
+	struct buf ca, cb;
 
-	buf_init(&a);
-	buf_init(&b);
+	buf_init(&ca);
+	buf_init(&cb);
 
 	for (int i = 0; i < n; i++) {
 		const char *b = bases[rand_r(&seed) % (sizeof(bases) / sizeof(bases[0]))];
@@ -151,26 +151,26 @@ fast_pass_tests(void)
 			diag("fast pass disagrees (full %d, with fast pass %d): %.*s", want, got,
 			    (int)len, doc);
 		/* the fused check and compaction: same answer, json_compact's bytes */
-		buf_reset(&a);
-		buf_reset(&b);
-		buf_adds(&a, "pre");
-		buf_adds(&b, "pre");
-		got = json_validate_compact(&a, doc, len, 8, NULL) == 0;
+		buf_reset(&ca);
+		buf_reset(&cb);
+		buf_adds(&ca, "pre");
+		buf_adds(&cb, "pre");
+		got = json_validate_compact(&ca, doc, len, 8, NULL) == 0;
 		if (want)
-			json_compact(&b, doc, len);
-		if (got == want && a.len == b.len && memcmp(a.data, b.data, a.len + 1) == 0)
+			json_compact(&cb, doc, len);
+		if (got == want && ca.len == cb.len && memcmp(ca.data, cb.data, ca.len + 1) == 0)
 			fused++;
 		else
 			diag("json_validate_compact differs (valid %d, got %d, '%s' for '%s'): %.*s",
-			    want, got, a.data, b.data, (int)len, doc);
+			    want, got, ca.data, cb.data, (int)len, doc);
 	}
 	ok(agree == n && valid > n / 20,
 	    "60,000 mutated documents: json_validate and the full check alone agree on "
 	    "each (%d agree, %d valid)", agree, valid);
 	ok(fused == n, "json_validate_compact agrees with the full check and writes "
 	    "json_compact's bytes, nothing when refused (%d of %d)", fused, n);
-	buf_free(&a);
-	buf_free(&b);
+	buf_free(&ca);
+	buf_free(&cb);
 }
 
 /* big_object_tests - objects past the scan size: the table of each object alone */
