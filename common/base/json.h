@@ -55,6 +55,15 @@ int json_validate_depth(const char *text, size_t len, int max_depth, struct json
 int json_validate_full(const char *text, size_t len, int max_depth, struct json_error *e);
 
 /*
+ * json_validate_compact - json_validate_depth, and when text is valid,
+ * append to out what json_compact would (the same bytes), written in the
+ * same pass over text as the check in the common case.  0, or -1 with e
+ * filled and out as it was.
+ */
+int json_validate_compact(struct buf *out, const char *text, size_t len, int max_depth,
+    struct json_error *e);
+
+/*
  * json_compact - append text with insignificant white space removed; the
  * bytes of strings and numbers are kept exactly.  text must be valid JSON.
  */

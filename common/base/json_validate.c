@@ -9,6 +9,8 @@
  * need.  The full check decides; the fast one only saves its cost on the
  * documents that are fine, so it may refuse more than yajl does, never
  * less (a differential test in t/unit/json_test.c holds it to that).
+ * json_validate_compact has the fast check write the compacted text as it
+ * goes, so a renderer reads each block's bytes once.
  */
 #include "config.h"
 
@@ -18,6 +20,9 @@
 #include <string.h>
 
 #include <yajl/yajl_parse.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 #include "common/json.h"
 #include "common/util.h"
@@ -152,14 +157,12 @@ key_hash(const unsigned char *k, size_t n)
 	return h;
 }
 
-static int
-key_same(const struct keyset *ks, const struct vkey *k, uint32_t h, const unsigned char *key,
-    size_t n)
+/* key_bytes - where a stored key's bytes are */
+static const char *
+key_bytes(const struct keyset *ks, const struct vkey *k)
 {
-	const char *t = (k->off & KEY_IN_TEXT) ? ks->text + (k->off & ~KEY_IN_TEXT) :
+	return (k->off & KEY_IN_TEXT) ? ks->text + (k->off & ~KEY_IN_TEXT) :
 	    ks->arena.data + k->off;
-
-	return k->hash == h && k->len == n && memcmp(t, key, n) == 0;
 }
 
 /* idx_put - key number ki into f's table (known absent, the table has room) */
@@ -179,14 +182,20 @@ ks_add(struct keyset *ks, const unsigned char *key, size_t n)
 {
 	struct vframe *f = &ks->frames[ks->depth];
 	size_t have = ks->nkeys - f->kstart;
-	uint32_t h = key_hash(key, n);
+	uint32_t h = 0;
 	struct vkey *k;
 
+	/* a small object's keys are compared as they are, hashed when it outgrows the scan */
 	if (have < KEYS_SCAN) {
 		for (size_t i = f->kstart; i < ks->nkeys; i++)
-			if (key_same(ks, &ks->keys[i], h, key, n))
+			if (ks->keys[i].len == n && memcmp(key_bytes(ks, &ks->keys[i]), key, n) == 0)
 				return -1;
 	} else {
+		h = key_hash(key, n);
+		if (f->idx == NULL)
+			for (size_t i = f->kstart; i < ks->nkeys; i++)
+				ks->keys[i].hash = key_hash((const unsigned char *)key_bytes(ks,
+				    &ks->keys[i]), ks->keys[i].len);
 		if (f->idx == NULL || (have + 1) * 2 > f->idxsize) {
 			free(f->idx);
 			f->idxsize = f->idxsize ? f->idxsize * 2 : 4 * KEYS_SCAN;
@@ -196,17 +205,20 @@ ks_add(struct keyset *ks, const unsigned char *key, size_t n)
 			for (size_t i = f->kstart; i < ks->nkeys; i++)
 				idx_put(f, ks->keys, i);
 		}
-		for (size_t i = h & (f->idxsize - 1); f->idx[i] != 0; i = (i + 1) &
-		    (f->idxsize - 1))
-			if (key_same(ks, &ks->keys[f->kstart + f->idx[i] - 1], h, key, n))
+		for (size_t i = h & (f->idxsize - 1); f->idx[i] != 0;
+		    i = (i + 1) & (f->idxsize - 1)) {
+			const struct vkey *o = &ks->keys[f->kstart + f->idx[i] - 1];
+
+			if (o->hash == h && o->len == n && memcmp(key_bytes(ks, o), key, n) == 0)
 				return -1;
+		}
 	}
 	if (ks->nkeys == ks->keys_alloc) {
 		ks->keys_alloc = ks->keys_alloc ? ks->keys_alloc * 2 : 256;
 		ks->keys = xrealloc(ks->keys, ks->keys_alloc * sizeof(*ks->keys));
 	}
 	k = &ks->keys[ks->nkeys];
-	k->hash = h;
+	k->hash = h;		/* 0 while the object is scanned */
 	k->len = (uint32_t)n;
 	/* a key straight from the text (no escapes): not copied */
 	if ((const char *)key >= ks->text && (const char *)key + n <= ks->text + ks->len)
@@ -380,6 +392,86 @@ hexdig(unsigned c)
 }
 
 /*
+ * plain_run - past the string bytes at p that need no second look (not a
+ * quote, backslash, control character or non-ASCII byte), 16 at a time
+ * where there is SSE2 (every x86-64): most of a document is such bytes
+ */
+static inline const unsigned char *
+plain_run(const unsigned char *p, const unsigned char *end)
+{
+#ifdef __SSE2__
+	const __m128i quote = _mm_set1_epi8('"'), bslash = _mm_set1_epi8('\\');
+	const __m128i space = _mm_set1_epi8(' ');
+
+	while (end - p >= 16) {
+		__m128i x = _mm_loadu_si128((const __m128i *)(const void *)p);
+		/* compared signed, bytes from 0x80 up are below ' ' too */
+		__m128i m = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(x, quote),
+		    _mm_cmpeq_epi8(x, bslash)), _mm_cmplt_epi8(x, space));
+		unsigned bits = (unsigned)_mm_movemask_epi8(m);
+
+		if (bits != 0)
+			return p + __builtin_ctz(bits);
+		p += 16;
+	}
+#endif
+	while (p < end && !(cls[*p] & 2))
+		p++;
+	return p;
+}
+
+/*
+ * ws_run - past the white space at p, 16 bytes at a time where there is
+ * SSE2: an editor's 2-space indentation is over a quarter of a block
+ */
+static inline const unsigned char *
+ws_run(const unsigned char *p, const unsigned char *end)
+{
+#ifdef __SSE2__
+	const __m128i sp = _mm_set1_epi8(' '), nl = _mm_set1_epi8('\n');
+	const __m128i tab = _mm_set1_epi8('\t'), cr = _mm_set1_epi8('\r');
+
+	while (end - p >= 16) {
+		__m128i x = _mm_loadu_si128((const __m128i *)(const void *)p);
+		__m128i m = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(x, sp),
+		    _mm_cmpeq_epi8(x, nl)), _mm_or_si128(_mm_cmpeq_epi8(x, tab),
+		    _mm_cmpeq_epi8(x, cr)));
+		unsigned bits = ~(unsigned)_mm_movemask_epi8(m) & 0xffff;
+
+		if (bits != 0)
+			return p + __builtin_ctz(bits);
+		p += 16;
+	}
+#endif
+	while (p < end && (cls[*p] & 1))
+		p++;
+	return p;
+}
+
+/*
+ * utf8_run - past the UTF-8 characters at p (p at a byte from 0x80), NULL
+ * at an invalid one; the two- and three-byte forms that need no range
+ * check of their second byte are taken here, the rest by utf8_seq
+ */
+static inline const unsigned char *
+utf8_run(const unsigned char *p, const unsigned char *end)
+{
+	while (p < end && *p >= 0x80) {
+		size_t l;
+
+		if (*p >= 0xc2 && *p <= 0xdf && end - p >= 2 && (p[1] & 0xc0) == 0x80)
+			l = 2;
+		else if (((*p >= 0xe1 && *p <= 0xec) || *p == 0xee || *p == 0xef) &&
+		    end - p >= 3 && (p[1] & 0xc0) == 0x80 && (p[2] & 0xc0) == 0x80)
+			l = 3;
+		else if ((l = utf8_seq(p, (size_t)(end - p))) == 0)
+			return NULL;
+		p += l;
+	}
+	return p;
+}
+
+/*
  * fast_string - p at the opening quote: past the closing one, *escaped set
  * when the string has an escape; NULL when not sure (an error, or a \u of a
  * surrogate, whose decoding the full check owns)
@@ -389,8 +481,7 @@ fast_string(const unsigned char *p, const unsigned char *end, int *escaped)
 {
 	*escaped = 0;
 	for (p++;;) {
-		while (p < end && !(cls[*p] & 2))
-			p++;
+		p = plain_run(p, end);
 		if (p >= end)
 			return NULL;
 		if (*p == '"')
@@ -417,13 +508,8 @@ fast_string(const unsigned char *p, const unsigned char *end, int *escaped)
 		}
 		if (*p < 0x80)
 			return NULL;	/* a raw control character */
-		{
-			size_t l = utf8_seq(p, (size_t)(end - p));
-
-			if (l == 0)
-				return NULL;
-			p += l;
-		}
+		if ((p = utf8_run(p, end)) == NULL)
+			return NULL;
 	}
 }
 
@@ -462,19 +548,33 @@ fast_number(const unsigned char *p, const unsigned char *end)
 /*
  * fast_valid - 1: text is one JSON value (white space around it), no key
  * twice in an object, no deeper than max_depth; 0: not sure (the full
- * check decides and says why)
+ * check decides and says why).  With out, also write there what
+ * json_compact would (room for len bytes) and move *out past it: every
+ * byte but the white space between tokens, which is all WS() skips.
  */
 static int
-fast_valid(const char *text, size_t len, int max_depth)
+fast_valid(const char *text, size_t len, int max_depth, char **out)
 {
 	const unsigned char *p = (const unsigned char *)text, *end = p + len, *q;
+	const unsigned char *run = p;	/* not yet written: run up to p */
+	char *w = out != NULL ? *out : NULL;
 	unsigned char *open = NULL;	/* per level: '{' or '[' */
 	size_t nopen = 0;
 	struct keyset ks;
 	int ok = 0, escaped;
 
 	ks_init(&ks, text, len);
-#define WS() do { while (p < end && (cls[*p] & 1)) p++; } while (0)
+#define WS() do {							\
+	if (p < end && (cls[*p] & 1)) {					\
+		if (w != NULL) {					\
+			memcpy(w, run, (size_t)(p - run));		\
+			w += p - run;					\
+		}							\
+		if (++p < end && (cls[*p] & 1))	/* more than ": " */	\
+			p = ws_run(p, end);				\
+		run = p;						\
+	}								\
+} while (0)
 	WS();
 value:
 	if (p >= end)
@@ -527,6 +627,10 @@ after:
 	WS();
 	if (ks.depth == 0) {
 		ok = p == end;
+		if (ok && w != NULL) {
+			memcpy(w, run, (size_t)(p - run));
+			*out = w + (p - run);
+		}
 		goto out;
 	}
 	if (p >= end)
@@ -566,9 +670,31 @@ json_validate_depth(const char *text, size_t len, int max_depth, struct json_err
 {
 	if (max_depth <= 0)
 		max_depth = json_max_depth;
-	if (fast_valid(text, len, max_depth))
+	if (fast_valid(text, len, max_depth, NULL))
 		return 0;
 	return json_validate_full(text, len, max_depth, e);
+}
+
+int
+json_validate_compact(struct buf *out, const char *text, size_t len, int max_depth,
+    struct json_error *e)
+{
+	char *w;
+
+	if (max_depth <= 0)
+		max_depth = json_max_depth;
+	buf_grow(out, len);
+	w = out->data + out->len;
+	if (fast_valid(text, len, max_depth, &w)) {
+		out->len = (size_t)(w - out->data);
+		out->data[out->len] = '\0';
+		return 0;
+	}
+	out->data[out->len] = '\0';	/* the fast pass may have written past it */
+	if (json_validate_full(text, len, max_depth, e) < 0)
+		return -1;
+	json_compact(out, text, len);
+	return 0;
 }
 
 int

@@ -1,9 +1,10 @@
 /*
  * render_merge - the merge rules of SPEC §9 and the target size rules.
- * Inputs are sorted (by key, then layer, then path) through an index array,
- * each is validated with yajl's streaming parser and compacted straight
- * into the output, so a 4 MB decofile costs one pass over its bytes plus
- * one sha256.  Owns nothing beyond the call.
+ * Inputs are sorted (by key, then layer, then path) through an index array;
+ * each is validated and, if it is the one written, compacted into the output
+ * in the same pass (json_validate_compact), and what was written is hashed
+ * block by block while it is still in cache: a 4 MB decofile costs one read
+ * of its bytes.  Owns nothing beyond the call.
  */
 #include "config.h"
 
@@ -93,14 +94,16 @@ render_merge(const struct render_input *in, size_t n, struct buf *out,
 {
 	struct json_error je;
 	const struct render_input **idx;
-	size_t i, base = out->len, total = 0;
-	int first = 1;
+	struct sha256_ctx *sc = hash != NULL ? sha256_new() : NULL;
+	size_t i, base = out->len, hashed = out->len, room = 2;
+	int first = 1, depth = json_get_max_depth() - 1;
 
 	memset(e, 0, sizeof(*e));
 	idx = xmalloc(n * sizeof(*idx));
 	for (i = 0; i < n; i++) {
 		idx[i] = &in[i];
-		total += in[i].len;
+		/* the block at most, and its key escaped (\u00XX), quoted, ':' and ',' */
+		room += in[i].len + 6 * strlen(in[i].key) + 4;
 	}
 	if (n > 1)
 		qsort(idx, n, sizeof(*idx), input_cmp);
@@ -108,13 +111,30 @@ render_merge(const struct render_input *in, size_t n, struct buf *out,
 	/*
 	 * every file must be JSON, even one a higher layer overrides, with
 	 * no key twice and nested no deeper than the rendered document may
-	 * be (the merged object adds one level above each block)
+	 * be (the merged object adds one level above each block); the last
+	 * of a run of one key is its highest layer, the one written, while
+	 * nothing has been refused yet
 	 */
+	buf_grow(out, room);
+	buf_addc(out, '{');
 	for (i = 0; i < n; i++) {
 		const struct render_input *r = idx[i];
+		int rc;
 
-		if (json_validate_depth(r->data, r->len, json_get_max_depth() - 1,
-		    &je) == 0)
+		if (e->count == 0 && (i + 1 == n || strcmp(r->key, idx[i + 1]->key) != 0)) {
+			if (!first)
+				buf_addc(out, ',');
+			first = 0;
+			render_key_escape(out, r->key, strlen(r->key));
+			buf_addc(out, ':');
+			rc = json_validate_compact(out, r->data, r->len, depth, &je);
+			if (rc == 0 && sc != NULL) {
+				sha256_update(sc, out->data + hashed, out->len - hashed);
+				hashed = out->len;
+			}
+		} else
+			rc = json_validate_depth(r->data, r->len, depth, &je);
+		if (rc == 0)
 			continue;
 		if (e->count++ == 0) {
 			e->kind = RENDER_EINVALID;
@@ -143,30 +163,21 @@ render_merge(const struct render_input *in, size_t n, struct buf *out,
 		snprintf(e->msg + l, sizeof(e->msg) - l, " (and %d more error%s)",
 		    e->count - 1, e->count > 2 ? "s" : "");
 	}
+	free(idx);
 	if (e->count > 0) {
-		free(idx);
+		char unused[SHA256_HEX_LEN + 1];
+
+		out->len = base;
+		out->data[base] = '\0';
+		if (sc != NULL)
+			sha256_final(sc, unused);	/* frees it */
 		return -1;
 	}
-
-	buf_grow(out, total + 2);
-	buf_addc(out, '{');
-	for (i = 0; i < n; i++) {
-		const struct render_input *r = idx[i];
-
-		/* the last of a run of one key is its highest layer */
-		if (i + 1 < n && strcmp(r->key, idx[i + 1]->key) == 0)
-			continue;
-		if (!first)
-			buf_addc(out, ',');
-		first = 0;
-		render_key_escape(out, r->key, strlen(r->key));
-		buf_addc(out, ':');
-		json_compact(out, r->data, r->len);
-	}
 	buf_addc(out, '}');
-	free(idx);
-	if (hash != NULL)
-		sha256_hex(out->data + base, out->len - base, hash);
+	if (sc != NULL) {
+		sha256_update(sc, out->data + hashed, out->len - hashed);
+		sha256_final(sc, hash);
+	}
 	return 0;
 }
 

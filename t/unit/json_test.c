@@ -99,11 +99,19 @@ fast_pass_tests(void)
 		" [ \"p\u00e3o \xc3\xa7 \xe2\x82\xac \xf0\x9f\x98\x80\", {\"k\" : -12.25 } ]\r\n",
 		"{\"Trocas%20%26%20Devolu%C3%A7%C3%B5es\":{\"t\":\"\\ud83d\\ude00\",\"n\":[1,2,[3,[4]]]}}",
 		"\"top\"", "-0", "123.456e-7", "true", "{}", "[]", "{\"\":{\"\":[]}}",
+		/* strings past 16 bytes: the wide scan of plain bytes, stopped anywhere */
+		"{\n  \"texto\": \"Trocas e Devolu\xc3\xa7\xc3\xb5" "es em at\xc3\xa9 30 dias, "
+		"\\\"gr\xc3\xa1tis\\\" \xe4\xb8\xad\xe6\x96\x87\xe6\x96\x87 \xf0\x9f\x98\x80!\",\n"
+		"  \"img\": [\"https://cdn.example.com/assets/banners/black-friday-1200x400.webp?v=3\"]\n}\n",
 	};
 	static const char alphabet[] = "{}[]\":,\\ -+.eE0123456789tfnulrsa\t\n\r\f\v\x01\x7f"
 	    "\x80\xc0\xc3\xa7\xe0\xed\xf0\xf4\xf5\xff/bu";
 	unsigned seed = 1206;
-	int n = 60000, agree = 0, valid = 0;
+	int n = 60000, agree = 0, valid = 0, fused = 0;
+	struct buf ca, cb;
+
+	buf_init(&ca);
+	buf_init(&cb);
 
 	for (int i = 0; i < n; i++) {
 		const char *b = bases[rand_r(&seed) % (sizeof(bases) / sizeof(bases[0]))];
@@ -142,10 +150,27 @@ fast_pass_tests(void)
 		if (want != got)
 			diag("fast pass disagrees (full %d, with fast pass %d): %.*s", want, got,
 			    (int)len, doc);
+		/* the fused check and compaction: same answer, json_compact's bytes */
+		buf_reset(&ca);
+		buf_reset(&cb);
+		buf_adds(&ca, "pre");
+		buf_adds(&cb, "pre");
+		got = json_validate_compact(&ca, doc, len, 8, NULL) == 0;
+		if (want)
+			json_compact(&cb, doc, len);
+		if (got == want && ca.len == cb.len && memcmp(ca.data, cb.data, ca.len + 1) == 0)
+			fused++;
+		else
+			diag("json_validate_compact differs (valid %d, got %d, '%s' for '%s'): %.*s",
+			    want, got, ca.data, cb.data, (int)len, doc);
 	}
 	ok(agree == n && valid > n / 20,
 	    "60,000 mutated documents: json_validate and the full check alone agree on "
 	    "each (%d agree, %d valid)", agree, valid);
+	ok(fused == n, "json_validate_compact agrees with the full check and writes "
+	    "json_compact's bytes, nothing when refused (%d of %d)", fused, n);
+	buf_free(&ca);
+	buf_free(&cb);
 }
 
 /* big_object_tests - objects past the scan size: the table of each object alone */
