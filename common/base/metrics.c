@@ -2,10 +2,11 @@
  * metrics - counters, gauges and histograms in one mutex-protected
  * registry, rendered in Prometheus text format.  What serves it is
  * elsewhere, so a program links libmicrohttpd only if it uses it: the
- * supervisor's libmicrohttpd thread (metrics_http.c), a stage's own loop
- * (stage_metrics_http.c).  Rendering only takes the lock long enough to
- * copy the numbers; it never touches the stage's state, the journal or the
- * store.  Families keep the order they were defined in; series keep the
+ * supervisor's libmicrohttpd thread (metrics_http.c), a stage's metrics
+ * thread (stage_metrics_http.c).  Every entry point takes the one mutex;
+ * rendering holds it while it writes the text (an update from the stage's
+ * loop waits that long), and never touches the stage's state, the journal
+ * or the store.  Families keep the order they were defined in; series keep the
  * order they first appeared in.  Where each program serves is decided by
  * metrics_addr, in one place, for the supervisor, the stages and decoctl.
  */
@@ -100,10 +101,18 @@ metrics_set_max_series(struct metrics *m, size_t n)
 void
 metrics_free(struct metrics *m)
 {
+	void (*stop)(void *);
+	void *server;
+
 	if (m == NULL)
 		return;
-	if (m->stop != NULL)
-		m->stop(m->server);
+	/* stop the server without the mutex: its thread may be rendering */
+	pthread_mutex_lock(&m->mu);
+	stop = m->stop;
+	server = m->server;
+	pthread_mutex_unlock(&m->mu);
+	if (stop != NULL)
+		stop(server);
 	for (size_t i = 0; i < m->n; i++) {
 		for (size_t k = 0; k < m->f[i].n; k++) {
 			free(m->f[i].s[k].labels);
@@ -498,14 +507,21 @@ metrics_listen_socket(const char *addr, char *err, size_t errlen)
 void
 metrics_set_server(struct metrics *m, void *server, void (*stop)(void *))
 {
+	pthread_mutex_lock(&m->mu);
 	m->server = server;
 	m->stop = stop;
+	pthread_mutex_unlock(&m->mu);
 }
 
 void *
-metrics_server(const struct metrics *m)
+metrics_server(struct metrics *m)
 {
-	return m->server;
+	void *server;
+
+	pthread_mutex_lock(&m->mu);
+	server = m->server;
+	pthread_mutex_unlock(&m->mu);
+	return server;
 }
 
 /* the fixed order of metrics ports after metrics_listen's own (the supervisor's) */

@@ -2,10 +2,12 @@
  * metrics - the one Prometheus registry every decod program keeps: counters,
  * gauges and histograms with labels, rendered in the text exposition format
  * (version 0.0.4, HELP and TYPE for each family).  The supervisor serves it
- * from libmicrohttpd's own thread (metrics_serve_addr); a stage from its
- * own loop (stage_metrics_http.c), with no thread and no libmicrohttpd.
- * Updates take the registry's mutex for a moment and may come from any
- * thread; serving only renders (and runs the collect hook).
+ * from libmicrohttpd's own thread (metrics_serve_addr); a stage from a
+ * small server on a thread of its own (stage_metrics_http.c), without
+ * libmicrohttpd.  One mutex guards the registry: every call below takes
+ * it for a moment and may come from any thread; serving only renders (and
+ * runs the collect hook).  A forked child must exec without calling any
+ * of these (the serving thread may hold the mutex at the fork).
  *
  * Label sets are bounded: a family keeps at most METRICS_MAX_SERIES series;
  * more are dropped (counted in decod_metrics_series_dropped_total).  Callers
@@ -72,9 +74,12 @@ double metrics_value(struct metrics *m, const char *name, const char *labels);
 char *metrics_labels(char *out, size_t outlen, ...) __attribute__((sentinel));
 
 /*
- * metrics_set_collect - cb runs before each render (on the HTTP thread,
- * without the lock held) to refresh gauges that are cheap to read then
- * (a file's size); it must not touch a stage's state.
+ * metrics_set_collect - cb runs before each render (on the serving
+ * thread, without the mutex held, so it may call metrics_set and
+ * metrics_define) to refresh gauges that are cheap to read then (a
+ * file's size).  It must be thread-safe and must not touch a stage's
+ * state: it runs beside the stage's loop, and two renders may run it at
+ * once.
  */
 void metrics_set_collect(struct metrics *m, void (*cb)(struct metrics *, void *), void *arg);
 
@@ -92,7 +97,7 @@ int metrics_listen_socket(const char *addr, char *err, size_t errlen);
  * metrics_server - that (NULL: nothing serves it yet)
  */
 void metrics_set_server(struct metrics *m, void *server, void (*stop)(void *));
-void *metrics_server(const struct metrics *m);
+void *metrics_server(struct metrics *m);
 
 /*
  * metrics_serve - answer GET /metrics on port (every address) from a

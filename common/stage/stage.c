@@ -273,14 +273,10 @@ stage_yield(struct stage *st)
 {
 	int64_t now = now_ms();
 
-	if (st->yielding || now == st->yielded)
+	if (now == st->yielded)
 		return;
-	st->yielding = 1;
 	st->yielded = now;
 	stage_check_supervisor(st);
-	if (st->mhttp != NULL)
-		stage_metrics_pending(st);
-	st->yielding = 0;
 }
 
 static void
@@ -526,6 +522,7 @@ stage_main(int argc, char **argv, const struct stage_ops *ops)
 		exit(EX_CONFIG);	/* a restart would not help: the settings are wrong */
 	if (ops->init != NULL && ops->init(st) < 0)
 		fatal("%s: init failed", ops->name);
+	stage_metrics_run(st);	/* bound above: a bad port exits before init */
 	journal_audit(st->j, ops->name, "-", "start", "");
 	if (ops->housekeeping) {
 		st->hk_interval = conf_get_ms(st->cf, "housekeeping_interval");
@@ -609,6 +606,7 @@ stage_main(int argc, char **argv, const struct stage_ops *ops)
 	if (ops->shutdown != NULL)
 		ops->shutdown(st);
 	stage_ctl_close(st, st->ctl);
+	stage_metrics_stop(st);
 	(void)unlink(st->alive_path);
 	journal_audit(st->j, ops->name, "-", "stop", st->ninflight ? "drain timed out" : "");
 	log_kv(LOG_INFO, "stopped", NULL);

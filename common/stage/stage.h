@@ -122,12 +122,12 @@ void stage_observe(struct stage *st, const char *result, double seconds);
 
 /*
  * stage_yield - between the items of a long pass (thousands of decofiles
- * at start-up, a batch of finished fetches), serve what must not wait for
- * the pass to end: a /metrics scrape is answered, a supervisor gone is
- * noticed (stage_stopping() is then true).  Cheap: it looks at most once
- * a millisecond.  It runs no stage callback and touches neither the
- * journal nor the store, so it may come inside a transaction.  The
- * skeleton calls it between on_item calls.
+ * at start-up, a batch of finished fetches), notice a supervisor gone
+ * (stage_stopping() is then true), so a busy stage leaves within one
+ * item's time.  Cheap: it looks at most once a millisecond.  It runs no
+ * stage callback and touches neither the journal nor the store, so it may
+ * come inside a transaction.  The skeleton calls it between on_item calls.
+ * (A /metrics scrape does not need it: its own thread answers it.)
  */
 void stage_yield(struct stage *st);
 

@@ -78,9 +78,8 @@ struct stage {
 	int64_t hk_timer;	/* housekeeping's next run (timer id), 0: none */
 	int64_t hk_interval;	/* ... and the interval it was scheduled with */
 	char alive_path[4096];	/* heartbeat file, "" until ready */
-	struct mhttp *mhttp;	/* /metrics served here (stage_metrics_http.c), or NULL */
+	struct mhttp *mhttp;	/* /metrics served by its thread (stage_metrics_http.c), or NULL */
 	int64_t yielded;	/* now_ms() of the last stage_yield that looked */
-	int yielding;		/* inside stage_yield: no nesting */
 };
 
 /*
@@ -100,19 +99,21 @@ void stage_recv_doorbells(struct stage *st);
 /* stage_metrics_start - define the skeleton's series, serve them; 0 or -1, logged */
 int stage_metrics_start(struct stage *st);
 /*
- * stage_metrics_serve - answer GET /metrics on addr from the stage's loop
- * (stage_metrics_http.c); the socket is bound here: 0, or -1 with the
- * reason in err
+ * stage_metrics_serve - bind addr for GET /metrics (stage_metrics_http.c):
+ * 0, or -1 with the reason in err.  Nothing is answered before
+ * stage_metrics_run; a scrape waits in the socket's backlog until then.
  */
 struct metrics;
 int stage_metrics_serve(struct stage *st, struct metrics *m, const char *addr, char *err,
     size_t errlen);
 /*
- * stage_metrics_pending - answer now whatever scrape is waiting on the
- * metrics socket and its connections (poll with no wait): stage_yield's
- * part, for a stage busy in one long callback
+ * stage_metrics_run - answer scrapes from a thread of its own from now on
+ * (after the stage's init; no-op when nothing is served); a thread that
+ * cannot be started is fatal
  */
-void stage_metrics_pending(struct stage *st);
+void stage_metrics_run(struct stage *st);
+/* stage_metrics_stop - stop that thread (joined), close and free it all */
+void stage_metrics_stop(struct stage *st);
 /* stage_observe_item - stage_observe for an item's result, timed from t0 (ms) */
 void stage_observe_item(struct stage *st, enum stage_result r, int64_t t0);
 

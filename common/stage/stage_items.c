@@ -406,7 +406,7 @@ stage_process_due(struct stage *st)
 		int64_t t0;
 
 		if (i > 0)
-			stage_yield(st);	/* a scrape, a supervisor gone */
+			stage_yield(st);	/* a supervisor gone */
 		if (stage_stopping(st))
 			break;
 		if (inflight_has(st, it->id))

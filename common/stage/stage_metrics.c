@@ -2,8 +2,9 @@
  * stage_metrics - what the skeleton records for every stage: work items by
  * stage and result, the stage's step duration (fetch, render, publish,
  * notify), and the process registry served on the stage's metrics address
- * (metrics_addr), from the stage's own loop (stage_metrics_http.c).  A port that cannot be had
- * is a broken start: the stage exits with EX_CONFIG, naming the setting.
+ * (metrics_addr), bound here and answered from a thread of its own once
+ * the stage's init is done (stage_metrics_http.c).  A port that cannot be
+ * had is a broken start: the stage exits with EX_CONFIG, naming the setting.
  */
 #include "config.h"
 
@@ -32,7 +33,7 @@ step_family(const char *stage, char *out, size_t len)
 		out[0] = '\0';
 }
 
-/* serve_here - metrics_start's server: the stage's own loop */
+/* serve_here - metrics_start's server: the stage's metrics thread */
 static int
 serve_here(void *arg, const char *addr, char *err, size_t errlen)
 {

@@ -1,27 +1,33 @@
 /*
- * stage_metrics_http - a stage's /metrics answered from its own loop: no
- * thread and no libmicrohttpd (which brings GnuTLS and its friends, some
- * 2.5 MiB of mapped pages, into a stage that has no other use for them;
- * doc/benchmarks.md, "Idle stages").  HTTP/1.1, one request per
- * connection: GET or HEAD of /metrics (or /), answered with the whole
- * exposition and Connection: close.  At most MAX_CONNS connections at
- * once (a new one closes the oldest still sending its request), a request of at most REQ_MAX bytes, and
- * CONN_TIMEOUT_MS for the whole exchange; nothing a client sends can make
- * the loop wait.  A scrape is answered by the loop, or, while a callback
- * works through a long pass (thousands of decofiles), by stage_yield
- * between its items (stage_metrics_pending): it waits for one item, not
- * for the pass.
+ * stage_metrics_http - a stage's /metrics answered from a thread of its
+ * own, with its own poll() loop, so a scrape never waits for whatever one
+ * operation the stage's loop is in (a journal commit, a store write of
+ * 127 fragments; doc/benchmarks.md, "/metrics of a busy stage").  No
+ * libmicrohttpd (which brings GnuTLS and its friends, some 2.5 MiB of
+ * mapped pages, into a stage that has no other use for them; "Idle
+ * stages").  HTTP/1.1, one request per connection: GET or HEAD of
+ * /metrics (or /), answered with the whole exposition and Connection:
+ * close.  At most MAX_CONNS connections at once (a new one closes the
+ * oldest still sending its request), a request of at most REQ_MAX bytes,
+ * and CONN_TIMEOUT_MS for the whole exchange.  The thread touches only
+ * the registry (under its mutex) and what this file owns: never the
+ * stage, the journal or the store.  It takes no signal, and stops on a
+ * byte on its pipe (stage_metrics_stop, metrics_free).
  */
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <sys/socket.h>
 
+#include "common/log.h"
 #include "common/metrics.h"
 #include "common/stage.h"
 #include "common/stage_impl.h"
@@ -31,12 +37,8 @@
 #define REQ_MAX 8192
 #define CONN_TIMEOUT_MS 10000
 
-struct mhttp;
-
 struct mconn {
-	struct mhttp *h;
 	int fd;
-	int64_t timer;
 	int64_t since;		/* accepted at (now_ms) */
 	size_t rlen;
 	char *out;		/* the whole answer, once the request is read */
@@ -44,43 +46,31 @@ struct mconn {
 	char req[REQ_MAX];
 };
 
+/* the server: the thread owns the connections; the stage owns the rest */
 struct mhttp {
-	struct stage *st;
 	struct metrics *m;
 	int lfd;
+	int stop_pipe[2];	/* a byte on [1]: the thread returns */
+	pthread_t th;
+	int running;		/* th was started (and is not joined yet) */
 	struct mconn *c[MAX_CONNS];
 };
 
 static void
-conn_close(struct mconn *c)
+conn_close(struct mhttp *h, size_t i)
 {
-	struct mhttp *h = c->h;
+	struct mconn *c = h->c[i];
 
-	for (size_t i = 0; i < MAX_CONNS; i++)
-		if (h->c[i] == c)
-			h->c[i] = NULL;
-	if (c->timer > 0)
-		stage_cancel_timer(h->st, c->timer);
-	stage_del_fd(h->st, c->fd);
+	h->c[i] = NULL;
 	(void)shutdown(c->fd, SHUT_RDWR);
 	close(c->fd);
 	free(c->out);
 	free(c);
 }
 
-static void
-conn_timeout(struct stage *st, void *arg)
-{
-	struct mconn *c = arg;
-
-	(void)st;
-	c->timer = 0;
-	conn_close(c);
-}
-
 /* respond - the answer to the request in c->req (complete, NUL-terminated) */
 static void
-respond(struct mconn *c)
+respond(struct mhttp *h, struct mconn *c)
 {
 	static const char *const ctype = "text/plain; version=0.0.4; charset=utf-8";
 	const char *status = "200 OK";
@@ -109,7 +99,7 @@ respond(struct mconn *c)
 		body = xstrdup("not found; try /metrics\n");
 		len = strlen(body);
 	} else {
-		body = metrics_render(c->h->m, &len);
+		body = metrics_render(h->m, &len);
 	}
 	buf_printf(&b, "HTTP/1.1 %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
 	    "Connection: close\r\n\r\n", status, ctype, len);
@@ -119,19 +109,19 @@ respond(struct mconn *c)
 	c->out = buf_steal(&b, &c->olen);
 }
 
+/* conn_io - read the request, answer it, send the answer; closes when done */
 static void
-conn_cb(struct stage *st, int fd, short revents, void *arg)
+conn_io(struct mhttp *h, size_t i)
 {
-	struct mconn *c = arg;
+	struct mconn *c = h->c[i];
 	ssize_t n;
 
-	(void)revents;	/* read and send say what happened (the fd may be new) */
 	if (c->out == NULL) {
-		n = read(fd, c->req + c->rlen, sizeof(c->req) - 1 - c->rlen);
+		n = read(c->fd, c->req + c->rlen, sizeof(c->req) - 1 - c->rlen);
 		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
 			return;
 		if (n <= 0) {
-			conn_close(c);
+			conn_close(h, i);
 			return;
 		}
 		c->rlen += (size_t)n;
@@ -143,30 +133,28 @@ conn_cb(struct stage *st, int fd, short revents, void *arg)
 			    "Content-Length: 0\r\nConnection: close\r\n\r\n");
 			c->olen = strlen(c->out);
 		} else {
-			respond(c);
+			respond(h, c);
 		}
-		stage_mod_fd(st, fd, POLLOUT);
 	}
 	while (c->off < c->olen) {
-		n = send(fd, c->out + c->off, c->olen - c->off, MSG_NOSIGNAL | MSG_DONTWAIT);
+		n = send(c->fd, c->out + c->off, c->olen - c->off, MSG_NOSIGNAL | MSG_DONTWAIT);
 		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
 			return;
 		if (n <= 0)
 			break;
 		c->off += (size_t)n;
 	}
-	conn_close(c);
+	conn_close(h, i);
 }
 
+/* accept_all - take every waiting connection (a full table: see the header) */
 static void
-accept_cb(struct stage *st, int fd, short revents, void *arg)
+accept_all(struct mhttp *h)
 {
-	struct mhttp *h = arg;
 	int cfd;
 
-	(void)revents;
-	while ((cfd = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC)) >= 0) {
-		struct mconn *c = NULL;
+	while ((cfd = accept4(h->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC)) >= 0) {
+		struct mconn *c;
 		size_t i;
 
 		for (i = 0; i < MAX_CONNS && h->c[i] != NULL; i++)
@@ -183,74 +171,83 @@ accept_cb(struct stage *st, int fd, short revents, void *arg)
 				close(cfd);	/* all answering: a scraper retries */
 				continue;
 			}
-			conn_close(h->c[old]);
+			conn_close(h, old);
 			i = old;
 		}
 		c = xcalloc(1, sizeof(*c));
-		c->h = h;
 		c->fd = cfd;
 		c->since = now_ms();
 		h->c[i] = c;
-		if (stage_add_fd(st, cfd, POLLIN, conn_cb, c) < 0) {
-			h->c[i] = NULL;
-			close(cfd);
-			free(c);
-			continue;
-		}
-		c->timer = stage_add_timer(st, CONN_TIMEOUT_MS, conn_timeout, c);
 	}
 }
 
-/* is_open - c is still one of h's connections */
-static int
-is_open(const struct mhttp *h, const struct mconn *c)
+/* serve - the thread: one poll() over the stop pipe, the socket and the connections */
+static void *
+serve(void *arg)
 {
-	for (size_t i = 0; i < MAX_CONNS; i++)
-		if (h->c[i] == c)
-			return 1;
-	return 0;
-}
+	struct mhttp *h = arg;
+	struct pollfd p[MAX_CONNS + 2];
+	size_t idx[MAX_CONNS + 2];
 
-void
-stage_metrics_pending(struct stage *st)
-{
-	struct mhttp *h = st->mhttp;
-	struct pollfd p[MAX_CONNS + 1];
-	struct mconn *open[MAX_CONNS];
-	size_t n = 0, k = 0;
+	for (;;) {
+		int64_t now = now_ms(), wait = -1;
+		nfds_t n = 0;
 
-	if (h == NULL)
-		return;
-	p[n++] = (struct pollfd){ .fd = h->lfd, .events = POLLIN };
-	for (size_t i = 0; i < MAX_CONNS; i++)
-		if (h->c[i] != NULL)
+		/* the exchange's deadline first: a slow client is closed here */
+		for (size_t i = 0; i < MAX_CONNS; i++) {
+			int64_t left;
+
+			if (h->c[i] == NULL)
+				continue;
+			if ((left = h->c[i]->since + CONN_TIMEOUT_MS - now) <= 0) {
+				conn_close(h, i);
+				continue;
+			}
+			if (wait < 0 || left < wait)
+				wait = left;
+			idx[n] = i;
 			p[n++] = (struct pollfd){ .fd = h->c[i]->fd,
 			    .events = h->c[i]->out != NULL ? POLLOUT : POLLIN };
-	if (poll(p, n, 0) <= 0)
-		return;
-	if (p[0].revents != 0)
-		accept_cb(st, h->lfd, p[0].revents, h);
-	/* every connection, the new ones too (a request often comes with the connect) */
-	for (size_t i = 0; i < MAX_CONNS; i++)
-		if (h->c[i] != NULL)
-			open[k++] = h->c[i];
-	for (size_t i = 0; i < k; i++)
-		if (is_open(h, open[i]))
-			conn_cb(st, open[i]->fd, POLLIN, open[i]);
+		}
+		p[n++] = (struct pollfd){ .fd = h->lfd, .events = POLLIN };
+		p[n++] = (struct pollfd){ .fd = h->stop_pipe[0], .events = POLLIN };
+		if (poll(p, n, (int)wait) < 0) {
+			if (errno == EINTR)
+				continue;
+			log_kv(LOG_ERROR, "metrics: poll failed; no more scrapes answered",
+			    "error", strerror(errno), NULL);
+			break;
+		}
+		if (p[n - 1].revents != 0)
+			break;
+		for (nfds_t k = 0; k + 2 < n; k++)
+			if (p[k].revents != 0 && h->c[idx[k]] != NULL)
+				conn_io(h, idx[k]);
+		if (p[n - 2].revents != 0)
+			accept_all(h);	/* their requests: on the next turn */
+	}
+	return NULL;
 }
 
+/* stop - metrics_set_server's: stop the thread (if it runs), free everything */
 static void
 stop(void *arg)
 {
 	struct mhttp *h = arg;
+	char c = 's';
 
+	if (h->running) {
+		if (write(h->stop_pipe[1], &c, 1) != 1)
+			fatal("metrics: cannot stop the thread: %s", strerror(errno));
+		pthread_join(h->th, NULL);
+		h->running = 0;
+	}
 	for (size_t i = 0; i < MAX_CONNS; i++)
 		if (h->c[i] != NULL)
-			conn_close(h->c[i]);
-	stage_del_fd(h->st, h->lfd);
+			conn_close(h, i);
 	close(h->lfd);
-	if (h->st->mhttp == h)
-		h->st->mhttp = NULL;
+	close(h->stop_pipe[0]);
+	close(h->stop_pipe[1]);
 	free(h);
 }
 
@@ -269,11 +266,10 @@ stage_metrics_serve(struct stage *st, struct metrics *m, const char *addr, char 
 		return -1;
 	(void)set_nonblock(fd);
 	h = xcalloc(1, sizeof(*h));
-	h->st = st;
 	h->m = m;
 	h->lfd = fd;
-	if (stage_add_fd(st, fd, POLLIN, accept_cb, h) < 0) {
-		snprintf(err, errlen, "cannot watch the metrics socket");
+	if (pipe2(h->stop_pipe, O_CLOEXEC | O_NONBLOCK) < 0) {
+		snprintf(err, errlen, "pipe: %s", strerror(errno));
 		close(fd);
 		free(h);
 		return -1;
@@ -281,4 +277,34 @@ stage_metrics_serve(struct stage *st, struct metrics *m, const char *addr, char 
 	metrics_set_server(m, h, stop);
 	st->mhttp = h;
 	return 0;
+}
+
+void
+stage_metrics_run(struct stage *st)
+{
+	struct mhttp *h = st->mhttp;
+	sigset_t all, old;
+	int rv;
+
+	if (h == NULL || h->running)
+		return;
+	/* the thread takes no signal: the loop's handlers and EINTRs stay the loop's */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	rv = pthread_create(&h->th, NULL, serve, h);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (rv != 0)
+		fatal("metrics: cannot start the thread: %s", strerror(rv));
+	h->running = 1;
+}
+
+void
+stage_metrics_stop(struct stage *st)
+{
+	if (st->mhttp == NULL)
+		return;
+	if (metrics_server(st->mhttp->m) == st->mhttp)
+		metrics_set_server(st->mhttp->m, NULL, NULL);
+	stop(st->mhttp);
+	st->mhttp = NULL;
 }

@@ -189,7 +189,7 @@ take_chunk(struct fetch_lock *fl, struct ent **es, size_t n)
 		e->seen_locked = 1;
 		fl->held++;
 		gained++;
-		stage_yield(fl->st);	/* a scrape between decofiles */
+		stage_yield(fl->st);	/* a supervisor gone, between decofiles */
 		fl->ops->gained(fl->st, e->ns, e->name);
 	}
 	free(keys);
@@ -198,9 +198,9 @@ take_chunk(struct fetch_lock *fl, struct ent **es, size_t n)
 }
 
 /*
- * take_many - take_chunk over es[0..n), TAKE_CHUNK at a time, a scrape
- * answered between chunks (one call for 1,000 locks held the loop for
- * most of a second on a local store under load)
+ * take_many - take_chunk over es[0..n), TAKE_CHUNK at a time, the
+ * supervisor checked between chunks (one call for 1,000 locks held the
+ * loop for most of a second on a local store under load)
  */
 static size_t
 take_many(struct fetch_lock *fl, struct ent **es, size_t n)

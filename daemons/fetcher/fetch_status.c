@@ -72,7 +72,7 @@ fetch_status_flush(struct stage *st, int rounds)
 			batch[i]->frag_state = FRAG_OURS;
 		}
 		f->npend -= n;
-		stage_yield(st);	/* a scrape between batches */
+		stage_yield(st);	/* a supervisor gone, between batches */
 	}
 	return 0;
 }

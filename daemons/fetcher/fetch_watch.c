@@ -134,7 +134,7 @@ fetch_watch_relist(struct stage *st)
 
 		if (key_parse_resource(l.kvs[i].key, kind, ns, name) < 0)
 			continue;
-		stage_yield(st);	/* a scrape between decofiles, at start too */
+		stage_yield(st);	/* a supervisor gone, at start too */
 		upsert(st, ns, name, l.kvs[i].value, l.kvs[i].vlen);
 		if ((s = fetcher_src_find(f, ns, name)) != NULL)
 			s->listed = 1;

@@ -346,7 +346,7 @@ on_wake(struct stage *st, void *arg)
 		*tail = NULL;
 		in_txn = stage_begin(st) == 0;
 		for (j = chunk; j != NULL; j = j->next) {
-			stage_yield(st);	/* a scrape waits for one job, not the pass */
+			stage_yield(st);	/* a supervisor gone: noticed within one job */
 			finish_first(st, j, in_txn);
 			wrote |= !j->skip && j->handed == 1;
 		}

@@ -9,7 +9,9 @@
  * The stage's name is its program name (symlink it as alpha, beta, ...).
  * Environment (NAME is the stage's name): TESTSTAGE_NEXT_NAME (stage to
  * push to), TESTSTAGE_DELAY_MS (work time per item), TESTSTAGE_FAIL_START_NAME
- * (fail in init).
+ * (fail in init), TESTSTAGE_LONG_ITEM and TESTSTAGE_LONG_MS (the item of
+ * that name is one operation of that long, with no stage_yield in it, as
+ * a journal commit or a store write is; only a stop cuts it short).
  */
 #include "config.h"
 
@@ -40,6 +42,29 @@ ts_init(struct stage *st)
 	}
 	snprintf(effects_path, sizeof(effects_path), "%s/effects.%s",
 	    conf_get(stage_conf(st), "state_dir"), stage_name(st));
+	return 0;
+}
+
+/*
+ * long_item - TESTSTAGE_LONG_MS of work if name is TESTSTAGE_LONG_ITEM:
+ * 0, or -1 when a stop cut it short
+ */
+static int
+long_item(struct stage *st, const char *name)
+{
+	const char *want = getenv("TESTSTAGE_LONG_ITEM"), *ms = getenv("TESTSTAGE_LONG_MS");
+	int64_t end;
+
+	if (want == NULL || ms == NULL || strcmp(want, name) != 0)
+		return 0;
+	log_kv(LOG_INFO, "long item started", "item", name, NULL);
+	end = now_ms() + atoi(ms);
+	while (now_ms() < end) {
+		if (stage_stopping(st))
+			return -1;
+		(void)poll(NULL, 0, 50);
+	}
+	log_kv(LOG_INFO, "long item ended", "item", name, NULL);
 	return 0;
 }
 
@@ -83,6 +108,8 @@ ts_on_item(struct stage *st, const struct journal_item *it)
 	next = getenv(var);
 	if (delay != NULL)
 		poll(NULL, 0, atoi(delay));
+	if (long_item(st, it->name) < 0)
+		return STAGE_RETRY;
 	if (!already_done(it->name)) {
 		snprintf(line, sizeof(line), "%s\n", it->name);
 		if ((fd = open(effects_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC,

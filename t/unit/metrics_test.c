@@ -27,7 +27,7 @@
 #define ROUNDS 20000
 
 static struct metrics *shared;
-static volatile int rendering = 1;
+static int rendering = 1;	/* atomic */
 
 static void *
 bump(void *arg)
@@ -42,13 +42,26 @@ bump(void *arg)
 	return NULL;
 }
 
+static long renders;	/* renders done by render_loop (atomic) */
+
 static void *
 render_loop(void *arg)
 {
 	(void)arg;
-	while (rendering)
+	while (__atomic_load_n(&rendering, __ATOMIC_SEQ_CST)) {
 		free(metrics_render(shared, NULL));
+		__atomic_add_fetch(&renders, 1, __ATOMIC_SEQ_CST);
+	}
 	return NULL;
+}
+
+/* collect - a collect hook as metrics_series.c's: define and change, outside the lock */
+static void
+collect(struct metrics *m, void *arg)
+{
+	(void)arg;
+	metrics_define(m, "collects_total", METRIC_COUNTER, "collect hooks run");
+	metrics_add(m, "collects_total", NULL, 1);
 }
 
 static size_t
@@ -148,19 +161,27 @@ histograms_and_labels(void)
 static void
 concurrent(void)
 {
-	pthread_t t[THREADS], r;
+	pthread_t t[THREADS], r[2];
 	char *text;
 
 	shared = metrics_new();
 	metrics_define(shared, "c_total", METRIC_COUNTER, "bumped");
 	metrics_define(shared, "h_seconds", METRIC_HISTOGRAM, "observed");
-	pthread_create(&r, NULL, render_loop, NULL);
+	metrics_set_collect(shared, collect, NULL);
+	/* two serving threads at once (the supervisor's, a stage's): each runs the hook */
+	for (int i = 0; i < 2; i++)
+		pthread_create(&r[i], NULL, render_loop, NULL);
 	for (long i = 0; i < THREADS; i++)
 		pthread_create(&t[i], NULL, bump, (void *)i);
 	for (int i = 0; i < THREADS; i++)
 		pthread_join(t[i], NULL);
-	rendering = 0;
-	pthread_join(r, NULL);
+	__atomic_store_n(&rendering, 0, __ATOMIC_SEQ_CST);
+	for (int i = 0; i < 2; i++)
+		pthread_join(r[i], NULL);
+	is_int((long long)metrics_value(shared, "collects_total", NULL),
+	    __atomic_load_n(&renders, __ATOMIC_SEQ_CST),
+	    "the collect hook ran once per render, from two threads at once");
+	metrics_set_collect(shared, NULL, NULL);
 	is_int((long long)metrics_value(shared, "c_total", "t=\"0\""), THREADS / 2 * ROUNDS,
 	    "concurrent adds: none lost (even threads)");
 	is_int((long long)metrics_value(shared, "c_total", "t=\"1\""), THREADS / 2 * ROUNDS,
