@@ -17,6 +17,7 @@
 #      fetch in the same loop turn), for a git Decofile served by git daemon.
 #   sh bench/bench_web.sh BUILD_DIR [N] [REPEATS]
 # METRICS_ONLY=1: part 1 only (e.g. METRICS_ONLY=1 sh bench/bench_web.sh _build 2000)
+# SAMPLES (default 40): the most scrapes of part 1 (more spread them over the whole fetch)
 set -eu
 build=$(cd "${1:?usage: bench_web.sh BUILD_DIR [N] [REPEATS]}" && pwd)
 src=$(cd "$(dirname "$0")/.." && pwd)
@@ -119,7 +120,7 @@ PIDS="$PIDS $!"
 wait_for 60 curl -sf "http://127.0.0.1:$((MB + 1))/metrics" || { tail "$T/decod.log"; exit 1; }
 : >"$T/m-fetcher" ; : >"$T/m-web"
 i=0
-while [ $i -lt 40 ] && [ "$(grep -c 'msg=fetched' "$T/decod.log")" -lt "$n" ]; do
+while [ $i -lt "${SAMPLES:-40}" ] && [ "$(grep -c 'msg=fetched' "$T/decod.log")" -lt "$n" ]; do
 	curl_ms "http://127.0.0.1:$((MB + 1))/metrics" >>"$T/m-fetcher"
 	curl_ms "http://127.0.0.1:$((MB + 7))/metrics" >>"$T/m-web"
 	i=$((i + 1))
