@@ -36,6 +36,7 @@
 #define MAX_CONNS 16
 #define REQ_MAX 8192
 #define CONN_TIMEOUT_MS 10000
+#define ACCEPT_PAUSE_MS 100	/* out of descriptors: accept again after this */
 
 struct mconn {
 	int fd;
@@ -51,6 +52,7 @@ struct mhttp {
 	struct metrics *m;
 	int lfd;
 	int stop_pipe[2];	/* a byte on [1]: the thread returns */
+	int64_t accept_after;	/* out of descriptors: no accept before (now_ms) */
 	pthread_t th;
 	int running;		/* th was started (and is not joined yet) */
 	struct mconn *c[MAX_CONNS];
@@ -179,6 +181,10 @@ accept_all(struct mhttp *h)
 		c->since = now_ms();
 		h->c[i] = c;
 	}
+	/* out of descriptors or memory: the connection waits in the backlog, and
+	 * a poll would say so again at once; look again in a while */
+	if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
+		h->accept_after = now_ms() + ACCEPT_PAUSE_MS;
 }
 
 /* serve - the thread: one poll() over the stop pipe, the socket and the connections */
@@ -209,7 +215,10 @@ serve(void *arg)
 			p[n++] = (struct pollfd){ .fd = h->c[i]->fd,
 			    .events = h->c[i]->out != NULL ? POLLOUT : POLLIN };
 		}
-		p[n++] = (struct pollfd){ .fd = h->lfd, .events = POLLIN };
+		if (now < h->accept_after && (wait < 0 || h->accept_after - now < wait))
+			wait = h->accept_after - now;
+		p[n++] = (struct pollfd){ .fd = h->lfd,
+		    .events = now >= h->accept_after ? POLLIN : 0 };
 		p[n++] = (struct pollfd){ .fd = h->stop_pipe[0], .events = POLLIN };
 		if (poll(p, n, (int)wait) < 0) {
 			if (errno == EINTR)
@@ -223,7 +232,7 @@ serve(void *arg)
 		for (nfds_t k = 0; k + 2 < n; k++)
 			if (p[k].revents != 0 && h->c[idx[k]] != NULL)
 				conn_io(h, idx[k]);
-		if (p[n - 2].revents != 0)
+		if (p[n - 2].revents & POLLIN)
 			accept_all(h);	/* their requests: on the next turn */
 	}
 	return NULL;
