@@ -335,8 +335,15 @@ void
 journal_copy_col(sqlite3_stmt *st, int col, char *dst, size_t len)
 {
 	const unsigned char *s = sqlite3_column_text(st, col);
+	size_t n = s != NULL ? (size_t)sqlite3_column_bytes(st, col) : 0;
 
-	snprintf(dst, len, "%s", s ? (const char *)s : "");
+	if (len == 0)
+		return;
+	if (n >= len)
+		n = len - 1;	/* truncated, as snprintf would */
+	if (n > 0)
+		memcpy(dst, s, n);
+	dst[n] = '\0';
 }
 
 void
@@ -396,8 +403,9 @@ journal_items_due(struct journal *j, const char *stage, size_t max,
 	int rc;
 
 	*items = xcalloc(max ? max : 1, sizeof(**items));
-	if ((rc = journal_run(j, &st, "SELECT " ITEM_COLS " FROM items WHERE stage=? AND"
-	    " state='pending' AND not_before<=? ORDER BY kind='rollout', id LIMIT ?", "siz", stage, now,
+	if ((rc = journal_run(j, &st, "SELECT " ITEM_COLS " FROM items INDEXED BY items_order"
+	    " WHERE stage=? AND state='pending' AND not_before<=?"
+	    " ORDER BY kind='rollout', id LIMIT ?", "siz", stage, now,
 	    max)) < 0) {
 		free(*items);
 		*items = NULL;

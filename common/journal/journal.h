@@ -20,7 +20,7 @@
 
 struct journal;
 
-#define JOURNAL_SCHEMA_VERSION 7
+#define JOURNAL_SCHEMA_VERSION 8
 
 enum item_state { ITEM_PENDING, ITEM_DONE, ITEM_FAILED, ITEM_SUPERSEDED };
 
