@@ -13,3 +13,7 @@ EXTRA_DIST += t/integration/store_contract_local.sh
 check_PROGRAMS += t/unit/stage_watch_test
 t_unit_stage_watch_test_LDADD = $(TEST_LIBS)
 TESTS += t/unit/stage_watch_test
+# the loop's timer heap (common/stage/stage_timer.c)
+check_PROGRAMS += t/unit/stage_timer_test
+t_unit_stage_timer_test_LDADD = $(TEST_LIBS)
+TESTS += t/unit/stage_timer_test

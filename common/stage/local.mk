@@ -15,5 +15,6 @@ libdecod_stage_a_SOURCES = \
 	common/stage/stage_items.c \
 	common/stage/stage_metrics.c \
 	common/stage/stage_metrics_http.c \
+	common/stage/stage_timer.c \
 	common/stage/stage_watch.c \
 	common/stage/stage_watch.h

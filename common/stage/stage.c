@@ -58,13 +58,6 @@ struct fdent {
 	void *arg;
 };
 
-struct timer {
-	int64_t id;
-	int64_t at;		/* monotonic ms */
-	stage_timer_cb cb;
-	void *arg;
-};
-
 static void housekeeping_timer(struct stage *st, void *arg);
 
 static int sig_pipe[2] = { -1, -1 };
@@ -222,29 +215,6 @@ stage_del_fd(struct stage *st, int fd)
 	}
 }
 
-int64_t
-stage_add_timer(struct stage *st, int64_t after_ms, stage_timer_cb cb, void *arg)
-{
-	st->timers = xrealloc(st->timers, (st->ntimers + 1) * sizeof(*st->timers));
-	st->timers[st->ntimers].id = ++st->timer_seq;
-	st->timers[st->ntimers].at = now_ms() + (after_ms > 0 ? after_ms : 0);
-	st->timers[st->ntimers].cb = cb;
-	st->timers[st->ntimers].arg = arg;
-	st->ntimers++;
-	return st->timer_seq;
-}
-
-void
-stage_cancel_timer(struct stage *st, int64_t id)
-{
-	for (size_t i = 0; i < st->ntimers; i++) {
-		if (st->timers[i].id == id) {
-			st->timers[i] = st->timers[--st->ntimers];
-			return;
-		}
-	}
-}
-
 /*
  * stage_check_supervisor - between items, notice at once that the
  * supervisor is gone (EOF on the status socket), so a busy stage still
@@ -380,34 +350,6 @@ reload(struct stage *st)
 }
 
 /*
- * run_timers - the due timers, for TIMER_SLICE_MS at most: the rest run
- * on the next turn, after the fds had theirs (10,000 decofiles' polls due
- * at once at a start-up must not hold a list page or a doorbell for
- * seconds).  One pass: after a callback the scan goes on at the same
- * index, which holds another timer now; one the callback moved below it
- * runs on the next turn (it is due, so that turn comes at once).
- */
-static void
-run_timers(struct stage *st)
-{
-	int64_t start = now_ms(), now = start;
-
-	for (size_t i = 0; i < st->ntimers;) {
-		if (st->timers[i].at <= now) {
-			struct timer t = st->timers[i];
-
-			st->timers[i] = st->timers[--st->ntimers];
-			t.cb(st, t.arg);
-			now = now_ms();
-			if (now - start >= TIMER_SLICE_MS)
-				break;
-			continue;
-		}
-		i++;
-	}
-}
-
-/*
  * housekeeping_timer - prune and collect (housekeeping.c) with the
  * settings as they are now, so a SIGHUP changing journal_retention applies
  * at the next run; then schedule the next run
@@ -439,9 +381,7 @@ loop_timeout(struct stage *st)
 
 	if (st->kick)
 		return 0;
-	for (size_t i = 0; i < st->ntimers; i++)
-		if (st->timers[i].at < next)
-			next = st->timers[i].at;
+	next = stage_timers_next(st, next);
 	if (st->ops->on_timer != NULL && st->next_ops_timer < next)
 		next = st->next_ops_timer;
 	if (st->next_due_wall > 0) {
@@ -601,7 +541,13 @@ stage_main(int argc, char **argv, const struct stage_ops *ops)
 				}
 			}
 		}
-		run_timers(st);
+		/*
+		 * the due timers, for TIMER_SLICE_MS at most: the rest run on the
+		 * next turn, after the fds had theirs (10,000 decofiles' polls due
+		 * at once at a start-up must not hold a list page or a doorbell for
+		 * seconds)
+		 */
+		stage_timers_run(st, TIMER_SLICE_MS);
 	}
 	if (ops->shutdown != NULL)
 		ops->shutdown(st);
@@ -619,7 +565,7 @@ stage_main(int argc, char **argv, const struct stage_ops *ops)
 	conf_free(st->cf);
 	free(pfd);
 	free(st->fds);
-	free(st->timers);
+	stage_timers_free(st);
 	free(st->inflight);
 	free(st->inflight_t0);
 	free(st->argv);

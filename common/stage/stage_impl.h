@@ -17,7 +17,6 @@
 #define MAX_PUSHERS 8
 
 struct fdent;
-struct timer;
 
 struct pusher {
 	char to[32];
@@ -52,9 +51,11 @@ struct stage {
 	struct stage_ctl *ctl;	/* own control socket, when unsupervised */
 	struct fdent *fds;
 	size_t nfds;
-	struct timer *timers;
-	size_t ntimers;
+	struct timer *timers;	/* a heap by due time (stage_timer.c) */
+	size_t ntimers, cap_timers;
 	int64_t timer_seq;
+	struct tslot *tab;	/* timer id -> heap slot */
+	size_t tab_cap;
 	int64_t *inflight;
 	int64_t *inflight_t0;	/* monotonic ms each in-flight item started */
 	size_t ninflight;
@@ -93,6 +94,26 @@ void stage_check_supervisor(struct stage *st);
 int stage_open_pull(struct stage *st);
 /* stage_process_due - hand every due item to on_item, oldest first */
 void stage_process_due(struct stage *st);
+
+struct timer {
+	int64_t id;
+	int64_t at;		/* monotonic ms */
+	stage_timer_cb cb;
+	void *arg;
+};
+
+/* the timers' id table: open addressing, linear probing; id 0 marks a free slot */
+struct tslot {
+	int64_t id;
+	size_t pos;		/* the timer's index in the heap */
+};
+
+/* stage_timers_next - the sooner of the next timer's due time (monotonic ms) and none */
+int64_t stage_timers_next(struct stage *st, int64_t none);
+/* stage_timers_run - run the due timers (not those they make) for slice_ms at most */
+void stage_timers_run(struct stage *st, int64_t slice_ms);
+/* stage_timers_free - every timer dropped, their memory freed */
+void stage_timers_free(struct stage *st);
 /* stage_recv_doorbells - drain the PULL socket; a good doorbell kicks the loop */
 void stage_recv_doorbells(struct stage *st);
 
