@@ -397,22 +397,47 @@ int
 journal_items_due(struct journal *j, const char *stage, size_t max,
     struct journal_item **items, int64_t *next_due)
 {
+	size_t n;
+	int rows = journal_items_due_skip(j, stage, max, NULL, 0, items, &n, next_due);
+
+	return rows < 0 ? -1 : (int)n;
+}
+
+/* skipped - id is one of skip[0..nskip) */
+static int
+skipped(int64_t id, const int64_t *skip, size_t nskip)
+{
+	for (size_t i = 0; i < nskip; i++)
+		if (skip[i] == id)
+			return 1;
+	return 0;
+}
+
+int
+journal_items_due_skip(struct journal *j, const char *stage, size_t max,
+    const int64_t *skip, size_t nskip, struct journal_item **items, size_t *nitems,
+    int64_t *next_due)
+{
 	sqlite3_stmt *st;
 	int64_t now = wall_ms();
-	size_t n = 0;
+	size_t n = 0, rows = 0;
 	int rc;
 
 	*items = xcalloc(max ? max : 1, sizeof(**items));
+	*nitems = 0;
 	if ((rc = journal_run(j, &st, "SELECT " ITEM_COLS " FROM items INDEXED BY items_order"
 	    " WHERE stage=? AND state='pending' AND not_before<=?"
 	    " ORDER BY kind='rollout', id LIMIT ?", "siz", stage, now,
-	    max)) < 0) {
+	    max + nskip)) < 0) {
 		free(*items);
 		*items = NULL;
 		return -1;
 	}
-	while (rc == SQLITE_ROW && n < max) {
-		journal_row_to_item(st, &(*items)[n++]);
+	while (rc == SQLITE_ROW && rows < max + nskip) {
+		/* a skipped row costs its id only, not the copy of every column */
+		if (!skipped(sqlite3_column_int64(st, 0), skip, nskip) && n < max)
+			journal_row_to_item(st, &(*items)[n++]);
+		rows++;
 		rc = sqlite3_step(st);
 	}
 	sqlite3_finalize(st);
@@ -430,7 +455,8 @@ journal_items_due(struct journal *j, const char *stage, size_t max,
 			sqlite3_finalize(st);
 		}
 	}
-	return (int)n;
+	*nitems = n;
+	return (int)rows;
 }
 
 char *

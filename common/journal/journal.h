@@ -97,6 +97,15 @@ int journal_item_get(struct journal *j, int64_t id, struct journal_item *it);
  */
 int journal_items_due(struct journal *j, const char *stage, size_t max,
     struct journal_item **items, int64_t *next_due);
+/*
+ * journal_items_due_skip - the same over the first max + nskip due rows,
+ * leaving out the ids in skip[0..nskip) (a stage's items in flight) without
+ * reading them whole: *items (malloc'd) holds *nitems of them.  Returns the
+ * rows walked (skipped ones included), or -1.
+ */
+int journal_items_due_skip(struct journal *j, const char *stage, size_t max,
+    const int64_t *skip, size_t nskip, struct journal_item **items, size_t *nitems,
+    int64_t *next_due);
 
 /* records: each 0 or -1; called inside or outside a transaction */
 int journal_record_fetch(struct journal *j, const char *ns, const char *name,

@@ -380,21 +380,33 @@ stage_process_due(struct stage *st)
 {
 	struct journal_item *items;
 	size_t max_async = st->ops->max_async > 0 ? (size_t)st->ops->max_async : 1;
-	int n, batch, handed = 0, full = 0;
+	int n, rows, batch, handed = 0, full = 0;
 	int64_t batch_max = 1;
 	uint64_t batch_bytes = 0;
-	size_t want;
+	size_t want, nitems, ninflight0;
 
 	st->kick = 0;
 	if (st->ops->on_item == NULL)
 		return;		/* a stage nothing is addressed to (fetcher, webhook) */
+	/*
+	 * every slot in flight: nothing could be handed, and a finished one
+	 * kicks again (stage_finish).  Reading the items now (a doorbell of
+	 * the stage before) found only what is in flight, and a full page
+	 * kicked at once: the publisher spun on its own backlog.
+	 */
+	if (st->ninflight >= max_async)
+		return;
 	if (st->ops->batch) {
 		batch_max = conf_get_int(st->cf, "batch_max");
 		batch_bytes = conf_get_size(st->cf, "batch_bytes");
 	}
-	want = (size_t)(batch_max > BATCH ? batch_max : BATCH) + st->ninflight;
-	n = journal_items_due(st->j, st->ops->name, want, &items, &st->next_due_wall);
-	if (n < 0) {
+	/* the items in flight are left out in the query, not copied and skipped */
+	want = (size_t)(batch_max > BATCH ? batch_max : BATCH);
+	rows = journal_items_due_skip(st->j, st->ops->name, want, st->inflight, st->ninflight,
+	    &items, &nitems, &st->next_due_wall);
+	n = (int)nitems;
+	ninflight0 = st->ninflight;
+	if (rows < 0) {
 		log_kv(LOG_ERROR, "journal: cannot read items", "error", journal_error(st->j),
 		    NULL);
 		return;
@@ -446,8 +458,8 @@ stage_process_due(struct stage *st)
 	}
 	if (batch)
 		batch_close(st, handed);
-	if (full || n == (int)want || (n > 0 && st->ninflight < max_async &&
-	    n > (int)st->ninflight))
+	if (full || rows == (int)(want + ninflight0) || (n > 0 && st->ninflight < max_async &&
+	    n + (int)ninflight0 > (int)st->ninflight))
 		st->kick = 1;
 	free(items);
 }

@@ -275,6 +275,18 @@ main(void)
 	ok(n == 2 && items[0].id == id1 && strcmp(items[0].detail, "source=dir") == 0,
 	    "oldest first, fields kept");
 	free(items);
+	{
+		size_t got = 0;
+		int rows = journal_items_due_skip(j2, "renderer", 1, &id1, 1, &items, &got,
+		    NULL);
+
+		ok(rows == 2 && got == 1 && items[0].id == id2,
+		    "an item in flight is left out, the next one taken in its place");
+		free(items);
+		rows = journal_items_due_skip(j2, "renderer", 1, NULL, 0, &items, &got, NULL);
+		ok(rows == 1 && got == 1 && items[0].id == id1, "... and without it, the oldest");
+		free(items);
+	}
 	id3 = journal_item_add(j, "renderer", "decofile", "ns", "a", "", "newer");
 	ok(journal_item_get(j, id1, &it) == 0 && it.state == ITEM_SUPERSEDED,
 	    "a newer item for the same object supersedes the pending one");
