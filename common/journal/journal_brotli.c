@@ -43,7 +43,7 @@ journal_render_quality(struct journal *j, const char *ns, const char *name,
 		return -1;
 	if (rc == SQLITE_ROW)
 		*quality = sqlite3_column_int(st, 0);
-	sqlite3_finalize(st);
+	journal_done(j, st);
 	return rc == SQLITE_ROW ? 0 : 1;
 }
 

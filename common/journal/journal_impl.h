@@ -10,11 +10,23 @@
 
 #include "common/journal.h"
 
+#define JOURNAL_STMT_CACHE 64
+
+/* a prepared statement kept for the next journal_run of the same SQL */
+struct jstmt {
+	const char *sql;	/* the caller's text (a literal), compared by address... */
+	char *text;		/* ... and by content */
+	sqlite3_stmt *st;
+	int inuse;		/* handed out by journal_run, not yet journal_done */
+};
+
 struct journal {
 	sqlite3 *db;
 	char err[512];
 	int depth;	/* journal_begin levels open (the first a transaction, then savepoints) */
 	int floor;	/* 1 while a batch holds the transaction (journal_batch_begin) */
+	struct jstmt cache[JOURNAL_STMT_CACHE];
+	size_t ncache;
 };
 
 #define NOW "strftime('%Y-%m-%dT%H:%M:%fZ','now')"
@@ -40,13 +52,17 @@ sqlite3 *journal_db(struct journal *j);
 void journal_jerr(struct journal *j, const char *what);
 
 /*
- * journal_run - prepare sql, bind args by types ('s' text, 'i' int64,
- * 'z' size_t), step once.  With out non-NULL the statement is handed back
- * (caller finalizes) positioned on its first row; returns SQLITE_ROW or
- * SQLITE_DONE, or -1 with j->err set.
+ * journal_run - prepare sql (or take the statement kept for it: sql is a
+ * string literal in practice, prepared once per process), bind args by
+ * types ('s' text, 'i' int64, 'z' size_t), step once.  With out non-NULL
+ * the statement is handed back positioned on its first row, and the
+ * caller gives it back with journal_done (never sqlite3_finalize);
+ * returns SQLITE_ROW or SQLITE_DONE, or -1 with j->err set.
  */
 int journal_run(struct journal *j, sqlite3_stmt **out, const char *sql, const char *types,
     ...);
+/* journal_done - a statement journal_run handed out: reset and kept, or finalized */
+void journal_done(struct journal *j, sqlite3_stmt *st);
 
 /* journal_copy_col - column col as text into dst ("" for NULL) */
 void journal_copy_col(sqlite3_stmt *st, int col, char *dst, size_t len);
@@ -56,10 +72,10 @@ void journal_row_to_item(sqlite3_stmt *st, struct journal_item *it);
 
 /*
  * journal_item_first - finish a journal_run of an ITEM_COLS query: its
- * first row into it, st finalized.  rc is journal_run's.  0 found, 1 none,
+ * first row into it, st given back (journal_done).  rc is journal_run's.  0 found, 1 none,
  * -1 error.
  */
-int journal_item_first(int rc, sqlite3_stmt *st, struct journal_item *it);
+int journal_item_first(struct journal *j, int rc, sqlite3_stmt *st, struct journal_item *it);
 
 /*
  * journal_rows_done - end a loop over st's rows: st finalized; n (the rows

@@ -31,7 +31,7 @@ finish(struct journal *j, sqlite3_stmt *st, int rc, int n, const char *what)
 		journal_jerr(j, what);
 		n = -1;
 	}
-	sqlite3_finalize(st);
+	journal_done(j, st);
 	return n;
 }
 
@@ -44,7 +44,7 @@ journal_last_item(struct journal *j, const char *stage, const char *kind, const 
 	    " kind=? AND ns=? AND name=? ORDER BY id DESC LIMIT 1", "ssss", stage, kind, ns,
 	    name);
 
-	return journal_item_first(rc, st, it);
+	return journal_item_first(j, rc, st, it);
 }
 
 int
@@ -57,7 +57,7 @@ journal_pending_for(struct journal *j, const char *stage, const char *ns, const 
 	    " (?1 = '' OR stage=?1) AND ns=?2 AND name=?3 LIMIT 1", "sss",
 	    stage ? stage : "", ns, name)) < 0)
 		return -1;
-	sqlite3_finalize(st);
+	journal_done(j, st);
 	return rc == SQLITE_ROW;
 }
 
@@ -72,7 +72,7 @@ journal_pending_unlike(struct journal *j, const char *stage, const char *ns, con
 	    " stage=?1 AND ns=?2 AND name=?3 AND hash<>?4 LIMIT 1", "ssss", stage, ns, name,
 	    hash ? hash : "")) < 0)
 		return -1;
-	sqlite3_finalize(st);
+	journal_done(j, st);
 	return rc == SQLITE_ROW;
 }
 
@@ -87,7 +87,7 @@ journal_last_fetch(struct journal *j, const char *ns, const char *name, char *tr
 		return -1;
 	if (rc == SQLITE_ROW)
 		journal_copy_col(st, 0, tree_hash, 65);
-	sqlite3_finalize(st);
+	journal_done(j, st);
 	return rc == SQLITE_ROW ? 0 : 1;
 }
 
@@ -104,7 +104,7 @@ journal_render_bin(struct journal *j, const char *ns, const char *name,
 		return -1;
 	if (rc == SQLITE_ROW)
 		journal_copy_col(st, 0, bin_hash, 65);
-	sqlite3_finalize(st);
+	journal_done(j, st);
 	return rc == SQLITE_ROW ? 0 : 1;
 }
 
@@ -156,7 +156,7 @@ journal_inventory_deletion(struct journal *j, const char *ns, const char *name)
 		return -1;
 	if (rc == SQLITE_ROW)
 		journal_copy_col(st, 0, v, sizeof(v));
-	sqlite3_finalize(st);
+	journal_done(j, st);
 	return strcmp(v, "detach") == 0 ? 1 : strcmp(v, "delete") == 0 ? 0 : -1;
 }
 
@@ -177,7 +177,7 @@ journal_acks_count(struct journal *j, const char *ns, const char *name,
 		*done = sqlite3_column_int(st, 0);
 		*total = sqlite3_column_int(st, 1);
 	}
-	sqlite3_finalize(st);
+	journal_done(j, st);
 	return 0;
 }
 

@@ -100,7 +100,7 @@ journal_rollout_newest(struct journal *j, const char *ns, const char *tpl,
 		return -1;
 	if (rc == SQLITE_ROW)
 		row_rollout(st, r);
-	sqlite3_finalize(st);
+	journal_done(j, st);
 	return rc == SQLITE_ROW ? 0 : 1;
 }
 
@@ -167,7 +167,7 @@ journal_rollout_site_get(struct journal *j, int64_t id, const char *site,
 		return -1;
 	if (rc == SQLITE_ROW)
 		row_site(st, s);
-	sqlite3_finalize(st);
+	journal_done(j, st);
 	return rc == SQLITE_ROW ? 0 : 1;
 }
 
@@ -222,7 +222,7 @@ journal_rollout_rollback(struct journal *j, const char *ns, const char *tpl, cha
 	    " rollout=? AND state='revert'", "i", r.id)) < 0)
 		goto fail;
 	n = sqlite3_column_int(st, 0);
-	sqlite3_finalize(st);
+	journal_done(j, st);
 	if (journal_commit(j) < 0)
 		goto fail;
 	return n;
@@ -241,7 +241,7 @@ journal_items_pending(struct journal *j, const char *stage, const char *kind)
 	    " AND kind=?", "ss", stage, kind) < 0)
 		return -1;
 	n = sqlite3_column_int(st, 0);
-	sqlite3_finalize(st);
+	journal_done(j, st);
 	return n;
 }
 
@@ -254,7 +254,7 @@ journal_items_mark(struct journal *j)
 	if (journal_run(j, &st, "SELECT COALESCE(MAX(id), 0) FROM items", "") < 0)
 		return -1;
 	id = sqlite3_column_int64(st, 0);
-	sqlite3_finalize(st);
+	journal_done(j, st);
 	return id;
 }
 
@@ -276,7 +276,7 @@ journal_notify_after(struct journal *j, const char *ns, const char *name, int64_
 		snprintf(detail, len, "%s%s", strcmp(state, "failed") == 0 ? "failed: " : "",
 		    result);
 	}
-	sqlite3_finalize(st);
+	journal_done(j, st);
 	return rc == SQLITE_ROW ? 0 : 1;
 }
 
@@ -306,6 +306,6 @@ journal_template_before(struct journal *j, const char *ns, const char *tpl,
 		*generation = sqlite3_column_int64(st, 0);
 		journal_copy_col(st, 1, prev, 65);
 	}
-	sqlite3_finalize(st);
+	journal_done(j, st);
 	return 0;
 }

@@ -213,7 +213,7 @@ journal_migrate(struct journal *j)
 	if (journal_run(j, &st, "PRAGMA user_version", "") < 0)
 		return -1;
 	version = sqlite3_column_int(st, 0);
-	sqlite3_finalize(st);
+	journal_done(j, st);
 	if (version > NMIGRATIONS) {
 		snprintf(j->err, sizeof(j->err),
 		    "journal schema version %d is newer than this build's %d", version,
@@ -228,7 +228,7 @@ journal_migrate(struct journal *j)
 	if (journal_run(j, &st, "PRAGMA user_version", "") < 0)
 		goto fail;
 	version = sqlite3_column_int(st, 0);
-	sqlite3_finalize(st);
+	journal_done(j, st);
 	for (int v = version; v < NMIGRATIONS; v++) {
 		char pragma[64];
 

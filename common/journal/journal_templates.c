@@ -46,7 +46,7 @@ journal_template_newest(struct journal *j, const char *ns, const char *name,
 		*generation = sqlite3_column_int64(st, 0);
 		journal_copy_col(st, 1, tree_hash, 65);
 	}
-	sqlite3_finalize(st);
+	journal_done(j, st);
 	return rc == SQLITE_ROW ? 0 : 1;
 }
 
@@ -86,7 +86,7 @@ journal_template_used(struct journal *j, const char *ns, const char *name,
 		u->generation = sqlite3_column_int64(st, 0);
 		journal_copy_col(st, 1, u->tree_hash, sizeof(u->tree_hash));
 	}
-	sqlite3_finalize(st);
+	journal_done(j, st);
 	return rc == SQLITE_ROW ? 0 : 1;
 }
 

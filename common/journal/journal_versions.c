@@ -50,7 +50,7 @@ journal_versions_each(struct journal *j, const char *ns, const char *name, int l
 		journal_jerr(j, "versions");
 		n = -1;
 	}
-	sqlite3_finalize(st);
+	journal_done(j, st);
 	return n;
 }
 
