@@ -19,6 +19,7 @@
 #include <sys/inotify.h>
 #include <sys/stat.h>
 
+#include "common/hash.h"
 #include "common/store_local.h"
 #include "common/util.h"
 
@@ -34,6 +35,7 @@ struct known {
 	off_t size;
 	int64_t mtime_ns, ctime_ns;
 	int seen;
+	size_t hnext;		/* next in its hash bucket, as an index + 1 (0: none) */
 };
 
 struct wdir {
@@ -63,62 +65,103 @@ struct lwatch {
 	int ifd;		/* inotify, or -1 when polling */
 	struct wdir *dirs;
 	size_t ndirs, capdirs;
-	struct known *known;	/* sorted by key */
+	/*
+	 * unordered, with a hash index (buckets hold an index + 1): a sorted
+	 * array cost a memmove of half of it per new key, 40,000 status keys
+	 * of 10,000 CRs written at once
+	 */
+	struct known *known;
 	size_t nknown, capknown;
+	size_t *bucket, nbucket;
 	int64_t next_scan;	/* monotonic ms */
 	int need_rescan;
 };
-static struct known *
-known_find(struct lwatch *w, const char *key, size_t *pos)
+static size_t *
+known_head(const struct lwatch *w, const char *key)
 {
-	size_t lo = 0, hi = w->nknown, mid;
-	int c;
+	return &w->bucket[str_hash(key) & (w->nbucket - 1)];
+}
 
-	while (lo < hi) {
-		mid = (lo + hi) / 2;
-		c = strcmp(w->known[mid].key, key);
-		if (c == 0) {
-			if (pos)
-				*pos = mid;
-			return &w->known[mid];
-		}
-		if (c < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (pos)
-		*pos = lo;
+static struct known *
+known_find(struct lwatch *w, const char *key)
+{
+	if (w->nbucket == 0)
+		return NULL;
+	for (size_t i = *known_head(w, key); i != 0; i = w->known[i - 1].hnext)
+		if (strcmp(w->known[i - 1].key, key) == 0)
+			return &w->known[i - 1];
 	return NULL;
+}
+
+/* known_rehash - the buckets again, twice as many as keys at least */
+static void
+known_rehash(struct lwatch *w)
+{
+	size_t nb = w->nbucket ? w->nbucket : 64;
+
+	while (nb < 2 * w->nknown)
+		nb *= 2;
+	free(w->bucket);
+	w->nbucket = nb;
+	w->bucket = xcalloc(nb, sizeof(*w->bucket));
+	for (size_t i = 0; i < w->nknown; i++) {
+		size_t *h = known_head(w, w->known[i].key);
+
+		w->known[i].hnext = *h;
+		*h = i + 1;
+	}
 }
 
 static struct known *
 known_add(struct lwatch *w, const char *key)
 {
-	size_t pos;
 	struct known *k;
+	size_t *h;
 
-	if ((k = known_find(w, key, &pos)) != NULL)
+	if ((k = known_find(w, key)) != NULL)
 		return k;
 	if (w->nknown == w->capknown) {
 		w->capknown = w->capknown ? w->capknown * 2 : 32;
 		w->known = xrealloc(w->known, w->capknown * sizeof(*w->known));
 	}
-	memmove(&w->known[pos + 1], &w->known[pos], (w->nknown - pos) * sizeof(*w->known));
-	w->nknown++;
-	k = &w->known[pos];
+	k = &w->known[w->nknown++];
 	memset(k, 0, sizeof(*k));
 	k->key = xstrdup(key);
+	if (2 * w->nknown > w->nbucket) {
+		known_rehash(w);
+	} else {
+		h = known_head(w, key);
+		k->hnext = *h;
+		*h = w->nknown;
+	}
 	return k;
 }
 
+/* known_unlink - take index i out of its bucket's chain */
+static void
+known_unlink(struct lwatch *w, size_t i)
+{
+	for (size_t *p = known_head(w, w->known[i].key); *p != 0; p = &w->known[*p - 1].hnext)
+		if (*p == i + 1) {
+			*p = w->known[i].hnext;
+			return;
+		}
+}
+
+/* known_del - forget k; the last entry takes its place (the order means nothing) */
 static void
 known_del(struct lwatch *w, struct known *k)
 {
-	size_t pos = (size_t)(k - w->known);
+	size_t pos = (size_t)(k - w->known), last = w->nknown - 1;
 
+	known_unlink(w, pos);
 	free(k->key);
-	memmove(&w->known[pos], &w->known[pos + 1], (w->nknown - pos - 1) * sizeof(*w->known));
+	if (pos != last) {
+		known_unlink(w, last);
+		w->known[pos] = w->known[last];
+		w->known[pos].hnext = *known_head(w, w->known[pos].key);
+		*known_head(w, w->known[pos].key) = pos + 1;
+	}
 	w->nknown--;
 }
 
@@ -143,7 +186,7 @@ plist_push(struct plist *pl, struct pending *p)
 static void
 probe(struct lwatch *w, const char *key, const char *path, struct plist *pl)
 {
-	struct known *k = known_find(w, key, NULL);
+	struct known *k = known_find(w, key);
 	struct pending p;
 	struct stat st;
 	int rv;
@@ -203,7 +246,7 @@ apply(struct lwatch *w, struct store_watch *sw, struct plist *pl, int emit, int 
 
 		memset(&ev, 0, sizeof(ev));
 		ev.key = p->key;
-		k = known_find(w, p->key, NULL);
+		k = known_find(w, p->key);
 		if (p->del) {
 			if (k != NULL) {
 				known_del(w, k);
@@ -522,6 +565,7 @@ local_watch_free(void *wbe)
 	for (size_t i = 0; i < w->nknown; i++)
 		free(w->known[i].key);
 	free(w->known);
+	free(w->bucket);
 	free(w->dirs);
 	free(w->pkey);
 	free(w);
