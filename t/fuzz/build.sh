@@ -21,7 +21,7 @@ CFLAGS="-g -O1 $SAN -I$src -I$bld -I$src/include $FUZZ_DEFS $FUZZ_CFLAGS -w"
 lib_src=$(cd "$src" && ls common/*/*.c proto/*.c daemons/renderer/render_*.c cli/cli_print.c \
     daemons/webhook/webhook_admit.c daemons/webhook/webhook_mutate.c \
     daemons/webhook/webhook_index.c t/unit/jsonpatch.c \
-    daemons/fetcher/fetch_archive.c daemons/fetcher/fetch_tree.c \
+    daemons/fetcher/fetch_archive.c daemons/fetcher/archive_lazy.c daemons/fetcher/fetch_tree.c \
     daemons/fetcher/fetch_keys.c 2>/dev/null)
 objs=""
 for f in $lib_src; do
