@@ -50,6 +50,7 @@
 
 #define HEARTBEAT_MS 2000
 #define TIMER_SLICE_MS 20	/* due timers run this long per loop turn at most */
+#define STOP_GRACE_S 10	/* the teardown after "stopped" ends within this (SIGALRM) */
 
 struct fdent {
 	int fd;
@@ -556,6 +557,16 @@ stage_main(int argc, char **argv, const struct stage_ops *ops)
 	(void)unlink(st->alive_path);
 	journal_audit(st->j, ops->name, "-", "stop", st->ninflight ? "drain timed out" : "");
 	log_kv(LOG_INFO, "stopped", NULL);
+	/*
+	 * The journal holds the truth by now; what follows only frees.  nng
+	 * 1.5.2's nng_close was seen to block for good on the PULL socket of a
+	 * stage whose supervisor had been killed (the chaos soak: an orphan
+	 * notifier, its status socket at EOF, waiting in nng_close 18 minutes
+	 * later).  A teardown that does not end within STOP_GRACE_S ends by
+	 * SIGALRM's default action instead of outliving its supervisor.
+	 */
+	signal(SIGALRM, SIG_DFL);
+	alarm(STOP_GRACE_S);
 	for (int i = 0; i < st->npushers; i++)
 		nng_close(st->pushers[i].sock);
 	nng_close(st->pull);
