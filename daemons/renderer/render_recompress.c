@@ -348,9 +348,19 @@ pump(struct render_recompress *rr)
 	while (!rr->busy && (j = rr->ready) != NULL) {
 		ready_unlink(rr, j);
 		if ((json = spool_get(stage_spool(rr->st), j->hash, &len)) == NULL) {
+			struct job **pp;
+
 			log_kv(LOG_WARN, "recompression dropped: document not in the spool", "ns",
 			    j->ns, "name", j->name, "hash", j->hash, NULL);
-			render_recompress_cancel(rr, j->ns, j->name);
+			/* j itself, not "the site's job" by name, and no "a newer render" line */
+			pthread_mutex_lock(&rr->mu);
+			for (pp = &rr->jobs; *pp != NULL; pp = &(*pp)->next)
+				if (*pp == j) {
+					*pp = j->next;
+					break;
+				}
+			pthread_mutex_unlock(&rr->mu);
+			job_free(j);
 			continue;
 		}
 		pthread_mutex_lock(&rr->mu);
