@@ -166,10 +166,12 @@ refused(const struct cond *sync, const struct cond *ready, int64_t since_s, char
  * evaluate - where the rollout stands; on V_FAILED *why points at the
  * message to print.  busy: the journal holds a pending item for the
  * decofile (a fetch handed on, not yet rendered, published or notified).
+ * handled: the newest sync request the fetcher answered, as read before
+ * the journal; st: the status as read after it (see cli_wait).
  */
 static enum verdict
 evaluate(const struct want *w, yajl_val doc, yajl_val st, const char *newest, int busy,
-    const char **why)
+    int64_t handled, const char **why)
 {
 	static char whybuf[1200];
 	struct cond pods, sync, ready;
@@ -178,7 +180,6 @@ evaluate(const struct want *w, yajl_val doc, yajl_val st, const char *newest, in
 	int64_t gen = json_get_int(doc, 0, "metadata", "generation", NULL);
 	int64_t ts = json_get_int(st, 0, "timestamp", NULL);
 	int silent = json_get_bool(doc, 0, "spec", "silent", NULL);
-	int64_t handled = json_get_int(st, 0, "lastHandledSyncAt", NULL);
 	int stale_gen, pods_current, notified, pods_failed, live;
 	char tsid[32];
 
@@ -349,7 +350,7 @@ cli_wait(struct cli *c)
 	char *key, err[512], last[512] = "", line[512], newest[65];
 	int64_t deadline;
 	int dirty = 1, tty = cli_escapes_ok(), rc = CLI_FAIL, got;
-	yajl_val doc = NULL, st = NULL;
+	yajl_val doc = NULL, st = NULL, st0;
 
 	if (c->wait_for == NULL)
 		return cli_usage_error(c, "wait needs --for ready|synced|commit:SHA|timestamp:N");
@@ -380,6 +381,7 @@ cli_wait(struct cli *c)
 		enum verdict v;
 		int64_t left;
 		int done = 0, total = 0, nfd = 0, tmo, busy;
+		int64_t handled;
 
 		if (doc)
 			yajl_tree_free(doc);
@@ -393,10 +395,21 @@ cli_wait(struct cli *c)
 			rc = got == 1 ? cli_not_found("decofiles", name) : cli_error("%s", err);
 			goto out;
 		}
-		st = cli_merged_status(c, "decofiles", c->ns, name);
+		/*
+		 * Status, journal, status again.  The fetcher commits what a sync
+		 * handed on before it says the sync was handled, so the journal read
+		 * after the first status holds that work; a stage says a refusal
+		 * before its item settles, so the status read after the journal
+		 * holds the verdict on every item the journal saw settled.  One read
+		 * of each would pair a stale verdict with a settled item.
+		 */
+		st0 = cli_merged_status(c, "decofiles", c->ns, name);
+		handled = json_get_int(st0, 0, "lastHandledSyncAt", NULL);
+		yajl_tree_free(st0);
 		newest_render(j, c->ns, name, newest);
 		busy = j != NULL && journal_pending_for(j, NULL, c->ns, name) == 1;
-		v = evaluate(&w, doc, st, newest, busy, &why);
+		st = cli_merged_status(c, "decofiles", c->ns, name);
+		v = evaluate(&w, doc, st, newest, busy, handled, &why);
 		count_acks(j, c->ns, name, json_get_str(st, "contentHash", NULL), &done, &total);
 		{
 			/* the notifier's own count of this rollout's replicas, when it has one */

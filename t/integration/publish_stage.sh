@@ -126,7 +126,9 @@ check "nothing published for it" test ! -e "$T/pub/sites-loja/other"
 # --- delete ----------------------------------------------------------------
 "$TOOL" $C delete sites-loja loja
 check "folder removed when the Decofile is deleted" wait_for 5 test ! -e "$D"
-is "$(sql "SELECT count(*) FROM inventory WHERE name='loja'")" 0 "inventory row removed"
+# the files go first, then the record of them: wait for the row, do not race it
+check "inventory row removed" wait_for 2 sh -c \
+    "[ \"\$(sqlite3 -readonly -cmd '.timeout 5000' '$DB' \"SELECT count(*) FROM inventory WHERE name='loja'\")\" = 0 ]"
 
 # --- detach ----------------------------------------------------------------
 check "apply detached Decofile" decofile kept '{"deco.sites/deletion":"detach"}'
