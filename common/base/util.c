@@ -303,16 +303,13 @@ fail:
 	return -1;
 }
 
-int
-mkdir_p(const char *path, mode_t mode)
+/* mkdir_down - mkdir_p from the root down, one mkdir per component */
+static int
+mkdir_down(const char *path, mode_t mode)
 {
 	char tmp[4096];
-	size_t len;
+	size_t len = strlen(path);
 
-	if ((len = strlen(path)) == 0 || len >= sizeof(tmp)) {
-		errno = ENAMETOOLONG;
-		return -1;
-	}
 	memcpy(tmp, path, len + 1);
 	for (char *p = tmp + 1; *p; p++) {
 		if (*p != '/')
@@ -324,6 +321,50 @@ mkdir_p(const char *path, mode_t mode)
 	}
 	if (mkdir(tmp, mode) < 0 && errno != EEXIST)
 		return -1;
+	return 0;
+}
+
+int
+mkdir_p(const char *path, mode_t mode)
+{
+	char tmp[4096];
+	char *cut[256];
+	size_t len, n = 0;
+
+	if ((len = strlen(path)) == 0 || len >= sizeof(tmp)) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	memcpy(tmp, path, len + 1);
+	/*
+	 * From the deepest folder up: the folder of a store value or spool
+	 * blob nearly always exists, and then this is one mkdir, not one per
+	 * component (each takes its parent's lock in the kernel).
+	 */
+	for (;;) {
+		char *p;
+
+		if (mkdir(tmp, mode) == 0 || errno == EEXIST)
+			break;
+		if (errno != ENOENT || (p = strrchr(tmp, '/')) == NULL || p == tmp)
+			return -1;
+		if (n == sizeof(cut) / sizeof(cut[0]))
+			return mkdir_down(path, mode);	/* deeper than anyone nests */
+		while (p > tmp && p[-1] == '/')	/* "a//b" */
+			p--;
+		if (p == tmp)
+			return -1;
+		*p = '\0';
+		cut[n++] = p;
+	}
+	/* then back down, each parent now there */
+	while (n > 0) {
+		char *p = cut[--n];
+
+		*p = '/';
+		if (mkdir(tmp, mode) < 0 && errno != EEXIST)
+			return -1;
+	}
 	return 0;
 }
 

@@ -427,7 +427,7 @@ local_put_sync(void *be, const char *key, const void *val, size_t len, int ttl_s
 	char rel[LOCAL_REL_BUF], hdr[64], *path, *dir, *tmp, *slash;
 	struct buf b;
 	int64_t rev, exp;
-	int rv = -1;
+	int rv = -1, moved;
 
 	if (local_clean_key(l, "put", key, rel, 0) < 0)
 		return -1;
@@ -451,11 +451,22 @@ local_put_sync(void *be, const char *key, const void *val, size_t len, int ttl_s
 	snprintf(hdr, sizeof(hdr), "%s%" PRId64 " %" PRId64 "\n", LOCAL_MAGIC, rev, exp);
 	buf_adds(&b, hdr);
 	buf_add(&b, val, len);
-	if (mkdir_p(dir, 0700) < 0) {
-		store_set_error(l->s, "put %s: mkdir %s: %s", key, dir, strerror(errno));
+	if (write_tmp(tmp, b.data, b.len, sync) < 0) {
+		store_set_error(l->s, "put %s: write %s: %s", key, path, strerror(errno));
+		(void)unlink(tmp);
 		goto unlock;
 	}
-	if (write_tmp(tmp, b.data, b.len, sync) < 0 || rename(tmp, path) < 0) {
+	/* the key's folder nearly always exists: make it only when missing */
+	moved = rename(tmp, path) == 0;
+	if (!moved && errno == ENOENT) {
+		if (mkdir_p(dir, 0700) < 0) {
+			store_set_error(l->s, "put %s: mkdir %s: %s", key, dir, strerror(errno));
+			(void)unlink(tmp);
+			goto unlock;
+		}
+		moved = rename(tmp, path) == 0;
+	}
+	if (!moved) {
 		store_set_error(l->s, "put %s: write %s: %s", key, path, strerror(errno));
 		(void)unlink(tmp);
 		goto unlock;

@@ -208,6 +208,25 @@ test_buf_and_files(void)
 	ok(mkdtemp(dir) != NULL, "temp dir");
 	snprintf(path, sizeof(path), "%s/x/y", dir);
 	ok(mkdir_p(path, 0700) == 0, "mkdir_p makes parents");
+	ok(mkdir_p(path, 0700) == 0, "mkdir_p of a folder already there");
+	snprintf(path, sizeof(path), "%s/a//b/c/", dir);
+	ok(mkdir_p(path, 0700) == 0, "mkdir_p with a doubled and a trailing slash");
+	snprintf(path, sizeof(path), "%s/a/b/c", dir);
+	ok(stat(path, &st) == 0 && S_ISDIR(st.st_mode) && (st.st_mode & 0777) == 0700,
+	    "... made every folder, mode 0700");
+	snprintf(path, sizeof(path), "%s/a/b/c/f", dir);
+	ok(write_file_atomic(path, "x", 1, 0600) == 0, "a file inside");
+	snprintf(path, sizeof(path), "%s/a/b/c/f/g/h", dir);
+	ok(mkdir_p(path, 0700) == -1 && errno == ENOTDIR, "a file in the way: ENOTDIR");
+	{
+		char deep[4096];
+		int n = snprintf(deep, sizeof(deep), "%s/d", dir);
+
+		for (int i = 0; i < 300; i++)	/* deeper than the upward walk keeps */
+			n += snprintf(deep + n, sizeof(deep) - (size_t)n, "/%d", i % 10);
+		ok(mkdir_p(deep, 0700) == 0 && stat(deep, &st) == 0 && S_ISDIR(st.st_mode),
+		    "mkdir_p 300 folders deep");
+	}
 	snprintf(path, sizeof(path), "%s/x/y/f", dir);
 	ok(write_file_atomic(path, "hello", 5, 0600) == 0, "atomic write");
 	data = read_file(path, &len, 0);
