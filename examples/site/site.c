@@ -8,8 +8,6 @@
  */
 #include "config.h"
 
-#include <brotli/decode.h>
-#include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
@@ -31,6 +29,7 @@
 #include "common/store.h"
 #include "common/store_keys.h"
 #include "common/util.h"
+#include "examples/site/site_doc.h"
 
 #define MAX_BODY	(64u << 20)	/* default --max-body */
 #define MAX_CONNS	1000		/* default --max-connections */
@@ -100,161 +99,6 @@ on_signal(int sig)
 	errno = saved;
 }
 
-/* read_ts - the leading integer of a timestamp file; -1 if absent or bad */
-static int64_t
-read_ts(const char *path)
-{
-	char *text, *end;
-	long long v;
-
-	if (path == NULL || (text = read_file(path, NULL, 64)) == NULL)
-		return -1;
-	errno = 0;
-	v = strtoll(text, &end, 10);
-	if (end == text || errno != 0 || v < 0)
-		v = -1;
-	free(text);
-	return v;
-}
-
-/* brotli_b64_decode - decofile.bin (base64 of brotli) to JSON; NULL if bad */
-static char *
-brotli_b64_decode(const char *b64, size_t b64len, size_t *outlen)
-{
-	BrotliDecoderState *st;
-	BrotliDecoderResult r;
-	unsigned char *raw, chunk[65536];
-	const uint8_t *in;
-	size_t rawlen, avail_in, avail_out;
-	struct buf out;
-
-	if ((raw = base64_decode(b64, b64len, &rawlen)) == NULL)
-		return NULL;
-	if ((st = BrotliDecoderCreateInstance(NULL, NULL, NULL)) == NULL)
-		abort();
-	buf_init(&out);
-	in = raw;
-	avail_in = rawlen;
-	do {
-		uint8_t *next = chunk;
-
-		avail_out = sizeof(chunk);
-		r = BrotliDecoderDecompressStream(st, &avail_in, &in, &avail_out,
-		    &next, NULL);
-		buf_add(&out, chunk, sizeof(chunk) - avail_out);
-	} while (r == BROTLI_DECODER_RESULT_NEEDS_MORE_OUTPUT);
-	BrotliDecoderDestroyInstance(st);
-	free(raw);
-	if (r != BROTLI_DECODER_RESULT_SUCCESS) {
-		buf_free(&out);
-		return NULL;
-	}
-	return buf_steal(&out, outlen);
-}
-
-static int
-cmp_names(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/*
- * load_dir - the decofile held by dir: decofile.json, decofile.bin, or else
- * the *.json block files merged (key = file name without .json, ascending
- * bytes).  Returns a new compact JSON text or NULL with err set.
- */
-static char *
-load_dir(const char *dir, size_t *len, char *err, size_t errlen)
-{
-	struct json_error je;
-	struct buf out;
-	char *path, *text, **names = NULL;
-	size_t n = 0, cap = 0, tlen;
-	struct dirent *de;
-	DIR *d;
-
-	path = xasprintf("%s/decofile.json", dir);
-	text = read_file(path, &tlen, 0);
-	free(path);
-	if (text == NULL) {
-		path = xasprintf("%s/decofile.bin", dir);
-		if ((text = read_file(path, &tlen, 0)) != NULL) {
-			char *json = brotli_b64_decode(text, tlen, &tlen);
-
-			free(text);
-			if ((text = json) == NULL) {
-				snprintf(err, errlen, "%s: not base64 brotli", path);
-				free(path);
-				return NULL;
-			}
-		}
-		free(path);
-	}
-	if (text != NULL) {
-		if (json_validate(text, tlen, &je) < 0) {
-			snprintf(err, errlen, "%s/decofile: %d:%d: %s", dir, je.line,
-			    je.column, je.msg);
-			free(text);
-			return NULL;
-		}
-		buf_init(&out);
-		json_compact(&out, text, tlen);
-		free(text);
-		return buf_steal(&out, len);
-	}
-
-	if ((d = opendir(dir)) == NULL) {
-		snprintf(err, errlen, "%s: %s", dir, strerror(errno));
-		return NULL;
-	}
-	while ((de = readdir(d)) != NULL) {
-		size_t nl = strlen(de->d_name);
-
-		if (de->d_name[0] == '.' || nl <= 5 ||
-		    strcmp(de->d_name + nl - 5, ".json") != 0)
-			continue;
-		if (n == cap) {
-			cap = cap ? cap * 2 : 16;
-			names = xrealloc(names, cap * sizeof(*names));
-		}
-		names[n++] = xstrdup(de->d_name);
-	}
-	closedir(d);
-	if (n > 1)
-		qsort(names, n, sizeof(*names), cmp_names);
-	buf_init(&out);
-	buf_addc(&out, '{');
-	for (size_t i = 0; i < n; i++) {
-		path = xasprintf("%s/%s", dir, names[i]);
-		text = read_file(path, &tlen, 0);
-		if (text == NULL || json_validate(text, tlen, &je) < 0) {
-			if (text == NULL)
-				snprintf(err, errlen, "%s: %s", path, strerror(errno));
-			else
-				snprintf(err, errlen, "%s:%d:%d: %s", path, je.line,
-				    je.column, je.msg);
-			free(text);
-			free(path);
-			for (size_t k = i; k < n; k++)
-				free(names[k]);
-			free(names);
-			buf_free(&out);
-			return NULL;
-		}
-		if (i > 0)
-			buf_addc(&out, ',');
-		json_escape(&out, names[i], strlen(names[i]) - 5);
-		buf_addc(&out, ':');
-		json_compact(&out, text, tlen);
-		free(text);
-		free(path);
-		free(names[i]);
-	}
-	free(names);
-	buf_addc(&out, '}');
-	return buf_steal(&out, len);
-}
-
 /* set_doc - install a new current document (takes text); caller holds mu */
 static void
 set_doc(char *text, size_t len, const char *ts, const char *source)
@@ -278,7 +122,7 @@ reload_from_dir(int64_t ts)
 
 	if (site.decofile_dir == NULL)
 		return 0;
-	if ((text = load_dir(site.decofile_dir, &len, err, sizeof(err))) == NULL) {
+	if ((text = site_load_dir(site.decofile_dir, &len, err, sizeof(err))) == NULL) {
 		log_kv(LOG_WARN, "cannot load decofile", "error", err, NULL);
 		return -1;
 	}
@@ -287,87 +131,6 @@ reload_from_dir(int64_t ts)
 	log_kv(LOG_INFO, "decofile loaded", "dir", site.decofile_dir, "sha256",
 	    site.sha, "timestamp", site.ts, NULL);
 	return 0;
-}
-
-/*
- * json_skip - end of the JSON value starting at p (whitespace skipped by the
- * caller); the text was validated, so only nesting and strings matter.
- */
-static const char *
-json_skip(const char *p, const char *end)
-{
-	int depth = 0, in_str = 0;
-
-	for (; p < end; p++) {
-		char c = *p;
-
-		if (in_str) {
-			if (c == '\\')
-				p++;
-			else if (c == '"') {
-				in_str = 0;
-				if (depth == 0)
-					return p + 1;
-			}
-			continue;
-		}
-		if (c == '"')
-			in_str = 1;
-		else if (c == '{' || c == '[')
-			depth++;
-		else if (c == '}' || c == ']') {
-			if (--depth <= 0)
-				return p + 1;
-		} else if (depth == 0 && (c == ',' || c == ' ' || c == '\t' ||
-		    c == '\n' || c == '\r'))
-			return p;
-	}
-	return end;
-}
-
-static const char *
-skip_ws(const char *p, const char *end)
-{
-	while (p < end && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r'))
-		p++;
-	return p;
-}
-
-/*
- * member_raw - the raw bytes of top-level member key of a validated JSON
- * object text; 0 with *vp and *vlen set, -1 absent or not an object.
- */
-static int
-member_raw(const char *text, size_t len, const char *key, const char **vp, size_t *vlen)
-{
-	const char *p = text, *end = text + len, *k, *kend, *v;
-	size_t klen = strlen(key);
-
-	p = skip_ws(p, end);
-	if (p >= end || *p != '{')
-		return -1;
-	p++;
-	for (;;) {
-		p = skip_ws(p, end);
-		if (p >= end || *p != '"')
-			return -1;
-		k = p;
-		kend = p = json_skip(p, end);
-		p = skip_ws(p, end);
-		if (p >= end || *p != ':')
-			return -1;
-		v = skip_ws(p + 1, end);
-		p = json_skip(v, end);
-		if ((size_t)(kend - k) == klen + 2 && memcmp(k + 1, key, klen) == 0) {
-			*vp = v;
-			*vlen = (size_t)(p - v);
-			return 0;
-		}
-		p = skip_ws(p, end);
-		if (p >= end || *p != ',')
-			return -1;
-		p++;
-	}
 }
 
 /* token_ok - the Authorization header carries the configured token */
@@ -444,7 +207,7 @@ handle_push(struct MHD_Connection *conn, struct req *r)
 		return;
 	}
 	if (!YAJL_IS_OBJECT(tree) || !YAJL_IS_OBJECT(json_get(tree, "decofile", NULL)) ||
-	    member_raw(r->body.data, r->body.len, "decofile", &v, &vlen) < 0) {
+	    site_member_raw(r->body.data, r->body.len, "decofile", &v, &vlen) < 0) {
 		yajl_tree_free(tree);
 		decide_json(r, MHD_HTTP_BAD_REQUEST, "missing decofile object");
 		return;
@@ -519,10 +282,10 @@ handle_poll(struct MHD_Connection *conn, struct req *r)
 		decide_json(r, MHD_HTTP_BAD_REQUEST, "no tsFile given and none configured");
 		return;
 	}
-	if (site.delay_ms == 0 && read_ts(file) >= want) {
+	if (site.delay_ms == 0 && site_read_ts(file) >= want) {
 		pthread_mutex_lock(&site.mu);
 		if (site.decofile_dir != NULL && want > site.file_ts) {
-			site.file_ts = read_ts(file);
+			site.file_ts = site_read_ts(file);
 			reload_from_dir(site.file_ts);
 		}
 		pthread_mutex_unlock(&site.mu);
@@ -532,54 +295,16 @@ handle_poll(struct MHD_Connection *conn, struct req *r)
 	suspend(conn, r, W_POLL, want, file);
 }
 
-static void
-html_escape(struct buf *b, const char *s)
-{
-	for (; *s; s++) {
-		switch (*s) {
-		case '<': buf_adds(b, "&lt;"); break;
-		case '>': buf_adds(b, "&gt;"); break;
-		case '&': buf_adds(b, "&amp;"); break;
-		case '"': buf_adds(b, "&quot;"); break;
-		default: buf_addc(b, *s);
-		}
-	}
-}
-
 /* render_home - the small HTML page of GET / */
 static char *
 render_home(void)
 {
-	struct buf b;
-	yajl_val tree;
-	const char *title = NULL;
+	char *page;
 
-	buf_init(&b);
 	pthread_mutex_lock(&site.mu);
-	tree = json_parse(site.doc, site.doclen, NULL);
-	/* a top-level "title", else the first block that has one */
-	if (tree != NULL && (title = json_get_str(tree, "title", NULL)) == NULL &&
-	    YAJL_IS_OBJECT(tree)) {
-		for (size_t i = 0; i < tree->u.object.len && title == NULL; i++)
-			title = json_get_str(tree->u.object.values[i], "title", NULL);
-	}
-	buf_adds(&b, "<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>");
-	html_escape(&b, title ? title : "decod-site");
-	buf_adds(&b, "</title></head><body>\n<h1>");
-	html_escape(&b, title ? title : "decod-site");
-	buf_printf(&b, "</h1>\n<p>decofile %s, timestamp %s, from %s</p>\n<ul>\n",
-	    site.sha, site.ts[0] ? site.ts : "-", site.source);
-	if (tree != NULL && YAJL_IS_OBJECT(tree)) {
-		for (size_t i = 0; i < tree->u.object.len; i++) {
-			buf_adds(&b, "<li>");
-			html_escape(&b, tree->u.object.keys[i]);
-			buf_adds(&b, "</li>\n");
-		}
-	}
+	page = site_doc_page(site.doc, site.doclen, site.sha, site.ts, site.source);
 	pthread_mutex_unlock(&site.mu);
-	yajl_tree_free(tree);
-	buf_adds(&b, "</ul>\n</body></html>\n");
-	return buf_steal(&b, NULL);
+	return page;
 }
 
 static char *
@@ -730,7 +455,7 @@ tick(int stopping)
 	int64_t now = now_ms(), fts;
 
 	pthread_mutex_lock(&site.mu);
-	if (site.ts_file != NULL && (fts = read_ts(site.ts_file)) > site.file_ts) {
+	if (site.ts_file != NULL && (fts = site_read_ts(site.ts_file)) > site.file_ts) {
 		site.file_ts = fts;
 		reload_from_dir(fts);
 	}
@@ -742,7 +467,7 @@ tick(int stopping)
 		else if (w->kind == W_DELAY)
 			answer = now >= w->not_before;
 		else if (w->kind == W_POLL && now >= w->not_before) {
-			int64_t have = read_ts(w->ts_file);
+			int64_t have = site_read_ts(w->ts_file);
 
 			if (have >= w->want_ts) {
 				if (site.decofile_dir != NULL && have > site.file_ts) {
@@ -947,7 +672,7 @@ main(int argc, char **argv)
 	if (site.ts_file == NULL && site.decofile_dir != NULL)
 		site.ts_file = ts_default = xasprintf("%s/timestamp.txt", site.decofile_dir);
 
-	site.file_ts = read_ts(site.ts_file);
+	site.file_ts = site_read_ts(site.ts_file);
 	site.source = "empty";
 	set_doc(xstrdup("{}"), 2, "", "empty");
 	site.reloads = 0;

@@ -17,12 +17,13 @@ CFLAGS="-g -O1 $SAN -I$src -I$bld -I$src/include $FUZZ_DEFS $FUZZ_CFLAGS -w"
 # everything the layers hold (common/*/ and proto/, by folder, so files
 # split later are picked up), the renderer's rules, decoctl's YAML reader, the webhook's
 # admission code and the JSONPatch checker its harness applies patches with,
-# the fetcher's archive reader and the name rule it applies
+# the fetcher's archive reader and the name rule it applies, and the
+# reference replica's document code
 lib_src=$(cd "$src" && ls common/*/*.c proto/*.c daemons/renderer/render_*.c cli/cli_print.c \
     daemons/webhook/webhook_admit.c daemons/webhook/webhook_mutate.c \
     daemons/webhook/webhook_index.c t/unit/jsonpatch.c \
     daemons/fetcher/fetch_archive.c daemons/fetcher/archive_lazy.c daemons/fetcher/fetch_tree.c \
-    daemons/fetcher/fetch_keys.c 2>/dev/null)
+    daemons/fetcher/fetch_keys.c examples/site/site_doc.c 2>/dev/null)
 objs=""
 for f in $lib_src; do
 	[ -f "$src/$f" ] || continue

@@ -26,7 +26,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if ((tree = json_parse(body, size, NULL)) == NULL)
 		return 0;
 	if (YAJL_IS_OBJECT(tree) && YAJL_IS_OBJECT(json_get(tree, "decofile", NULL)) &&
-	    member_raw(body, size, "decofile", &v, &vlen) == 0) {
+	    site_member_raw(body, size, "decofile", &v, &vlen) == 0) {
 		fuzz_check(v >= body && v + vlen <= body + size, "the member lies in the body");
 		fuzz_check(json_validate(v, vlen, NULL) == 0, "the member is the object");
 		buf_init(&doc);
