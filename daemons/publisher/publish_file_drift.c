@@ -294,7 +294,7 @@ pft_adopt(struct ft *t, const struct journal_item *it, struct fobj *o, yajl_val 
 	pft_took(t, o, it, format, blob, &res);
 	log_kv(LOG_INFO, "already published by another instance; adopted", "ns", o->ns,
 	    "name", o->name, "location", res.location, "hash", it->hash, NULL);
-	pft_write_status(t, o);
+	pft_write_status(t, o, 0);
 	return STAGE_DONE;
 }
 

@@ -63,8 +63,11 @@ void pft_obj_free(struct ft *t, struct fobj *o);
 void pft_obj_watch(struct ft *t, struct fobj *o);
 /* pft_wd_lost - the kernel dropped watch wd (IN_IGNORED) */
 void pft_wd_lost(struct ft *t, struct fobj *o);
-/* pft_write_status - Ready and the published fields into the store; 0 or -1 */
-int pft_write_status(struct ft *t, struct fobj *o);
+/*
+ * pft_write_status - Ready and the published fields into the store, with
+ * Drifted=False InSync too when insync (one write of the fragment); 0 or -1
+ */
+int pft_write_status(struct ft *t, struct fobj *o, int insync);
 /*
  * pft_record - inside the open stage transaction of item it: o at
  * res->location in the inventory with its deletion policy, the audit row

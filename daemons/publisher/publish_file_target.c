@@ -112,15 +112,19 @@ pft_obj_watch(struct ft *t, struct fobj *o)
 /* ---- status ---- */
 
 int
-pft_write_status(struct ft *t, struct fobj *o)
+pft_write_status(struct ft *t, struct fobj *o, int insync)
 {
 	char msg[4400];
-	struct status_cond ready = { "Ready", "True", "Published", msg };
+	struct status_cond conds[] = {
+		{ "Ready", "True", "Published", msg },
+		{ "Drifted", "False", "InSync", "The target holds the published version" },
+	};
 	struct publish_status ps = { .hash = o->content_hash, .timestamp = o->timestamp,
 		.location = o->where.location, .format = o->format };
 
 	snprintf(msg, sizeof(msg), "Decofile published to %s", o->where.location);
-	o->status_dirty = publish_status_write(t->st, o->ns, o->name, &ps, &ready, 1) < 0;
+	o->status_dirty = publish_status_write(t->st, o->ns, o->name, &ps, conds,
+	    insync ? 2 : 1) < 0;
 	return o->status_dirty ? -1 : 0;
 }
 
@@ -281,9 +285,11 @@ say_published(struct stage *st, void *arg)
 
 	if (o == NULL || o->gone || !o->status_dirty)
 		return;
-	pft_write_status(n->t, o);
-	status_set_condition(stage_store(st), stage_journal(st), "decofiles", o->ns, o->name,
-	    STAGE, "Drifted", "False", "InSync", "The target holds the published version");
+	/* one write of the fragment for both; the tick retries Ready alone */
+	if (pft_write_status(n->t, o, 1) < 0)
+		status_set_condition(stage_store(st), stage_journal(st), "decofiles", o->ns,
+		    o->name, STAGE, "Drifted", "False", "InSync",
+		    "The target holds the published version");
 }
 
 /* record - a new content hash is on the target at res: journal it, then say so */
@@ -535,7 +541,7 @@ file_tick(struct stage *st, void *arg)
 		if (o->gone)
 			forget(t, o, "(retried)");
 		else if (o->status_dirty)
-			pft_write_status(t, o);
+			pft_write_status(t, o, 0);
 	}
 	if (now_ms() < t->next_recheck)
 		return;
