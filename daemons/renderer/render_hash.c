@@ -2,12 +2,16 @@
  * render_hash - see render_hash.h.  The writer publishes how far the
  * buffer is final (under the mutex, which also orders the bytes before
  * it) in steps of RENDER_HASH_STEP, so the thread wakes a few dozen times
- * for a 3 MB document, not once per block.  The thread hashes at most
- * RENDER_HASH_PIECE bytes at a time outside the lock.  At the end the
- * writer takes the sha256 context back as soon as the thread is between
- * two pieces and hashes the rest itself: it never waits for a thread the
- * scheduler has not run yet (a busy machine), and the thread, detached,
- * frees the shared state if it is the last to let go of it.
+ * for a 3 MB document, not once per block.  The thread hashes pieces of
+ * at most RENDER_HASH_PIECE bytes outside the lock into its own context,
+ * and after each piece leaves a copy of it (the state after `done` bytes)
+ * where the writer can take it.  At the end the writer takes that copy
+ * and hashes the rest itself, so a thread that was never run (a busy
+ * machine) costs nothing; the worst case is one piece hashed twice.  Only
+ * then does it wait, if the thread is still reading a piece, since the
+ * caller may free the buffer once render_hash_final returns.  The thread
+ * is detached; whichever of the two lets go of the shared state last
+ * frees it.
  */
 #include "config.h"
 
@@ -21,23 +25,25 @@
 
 /* what the writer lets pile up before it wakes the thread */
 #define RENDER_HASH_STEP	(128 * 1024)
-/* the most the writer may have to wait for when it takes the context back */
+/* the most the writer may hash again when it takes over */
 #define RENDER_HASH_PIECE	(32 * 1024)
 
 struct render_hash {
 	const char *base;
-	struct sha256_ctx *sc;
 	int threaded;
 	size_t published;	/* the writer's last publish (writer only) */
+	struct sha256_ctx *own;	/* no thread: the writer's context */
+	struct sha256_ctx *work, *spare;	/* the thread's */
 	pthread_mutex_t mu;
-	pthread_cond_t work;	/* the thread waits for bytes */
-	pthread_cond_t idle;	/* the writer waits for the thread's piece */
+	pthread_cond_t cv;	/* the thread waits for bytes */
+	pthread_cond_t idle;	/* the writer waits for the thread out of base */
 	/* under mu when threaded: */
+	struct sha256_ctx *committed;	/* the state after done bytes */
 	size_t avail;		/* final bytes */
-	size_t done;		/* bytes hashed */
-	int closing;		/* the writer took the context back */
-	int busy;		/* the thread is hashing a piece */
-	int waiting;		/* the thread sleeps on work */
+	size_t done;
+	int closing;		/* the writer took committed: stop */
+	int busy;		/* the thread reads base (a piece) */
+	int waiting;		/* the thread sleeps on cv */
 	int refs;		/* writer and thread: the last one frees */
 };
 
@@ -60,7 +66,17 @@ cpus(void)
 	return CPU_COUNT(&set);
 }
 
-/* unref - drop one hold on h (mu held, released here); the last frees it */
+/* drop - a context the hash is not taken from: free it */
+static void
+drop(struct sha256_ctx *c)
+{
+	char unused[SHA256_HEX_LEN + 1];
+
+	if (c != NULL)
+		sha256_final(c, unused);
+}
+
+/* unref - let go of h (mu held, released here); the last one out frees it */
 static void
 unref(struct render_hash *h)
 {
@@ -69,7 +85,8 @@ unref(struct render_hash *h)
 	pthread_mutex_unlock(&h->mu);
 	if (!last)
 		return;
-	pthread_cond_destroy(&h->work);
+	drop(h->committed);
+	pthread_cond_destroy(&h->cv);
 	pthread_cond_destroy(&h->idle);
 	pthread_mutex_destroy(&h->mu);
 	free(h);
@@ -80,6 +97,7 @@ static void *
 hash_follow(void *arg)
 {
 	struct render_hash *h = arg;
+	struct sha256_ctx *work = h->work, *spare = h->spare, *t;
 
 	pthread_mutex_lock(&h->mu);
 	while (!h->closing) {
@@ -87,7 +105,7 @@ hash_follow(void *arg)
 
 		if (n == 0) {
 			h->waiting = 1;
-			pthread_cond_wait(&h->work, &h->mu);
+			pthread_cond_wait(&h->cv, &h->mu);
 			h->waiting = 0;
 			continue;
 		}
@@ -95,14 +113,23 @@ hash_follow(void *arg)
 			n = RENDER_HASH_PIECE;
 		h->busy = 1;
 		pthread_mutex_unlock(&h->mu);
-		sha256_update(h->sc, h->base + from, n);
+		sha256_update(work, h->base + from, n);
+		sha256_copy(spare, work);
 		pthread_mutex_lock(&h->mu);
 		h->busy = 0;
-		h->done = from + n;
-		if (h->closing)
+		if (h->closing) {
+			/* too late: the writer has the state before this piece */
 			pthread_cond_signal(&h->idle);
+			break;
+		}
+		t = h->committed;
+		h->committed = spare;
+		spare = t;
+		h->done = from + n;
 	}
 	unref(h);
+	drop(work);
+	drop(spare);
 	return NULL;
 }
 
@@ -113,22 +140,29 @@ render_hash_new(const char *base, size_t size)
 	pthread_t t;
 
 	h->base = base;
-	h->sc = sha256_new();
 	if (hash_threads && size >= RENDER_HASH_THREAD_MIN && cpus() > 1) {
 		pthread_mutex_init(&h->mu, NULL);
-		pthread_cond_init(&h->work, NULL);
+		pthread_cond_init(&h->cv, NULL);
 		pthread_cond_init(&h->idle, NULL);
+		h->committed = sha256_new();
+		h->work = sha256_new();
+		h->spare = sha256_new();
 		h->refs = 2;
-		/* no thread (out of resources): hash here, nothing lost */
 		if (pthread_create(&t, NULL, hash_follow, h) == 0) {
 			pthread_detach(t);
 			h->threaded = 1;
-		} else {
-			pthread_cond_destroy(&h->work);
-			pthread_cond_destroy(&h->idle);
-			pthread_mutex_destroy(&h->mu);
+			return h;
 		}
-	}
+		/* no thread (out of resources): hash here, nothing lost */
+		drop(h->work);
+		drop(h->spare);
+		h->own = h->committed;
+		h->committed = NULL;
+		pthread_cond_destroy(&h->cv);
+		pthread_cond_destroy(&h->idle);
+		pthread_mutex_destroy(&h->mu);
+	} else
+		h->own = sha256_new();
 	return h;
 }
 
@@ -136,13 +170,13 @@ void
 render_hash_upto(struct render_hash *h, size_t len)
 {
 	if (!h->threaded) {
-		sha256_update(h->sc, h->base + h->published, len - h->published);
+		sha256_update(h->own, h->base + h->published, len - h->published);
 		h->published = len;
 	} else if (len - h->published >= RENDER_HASH_STEP) {
 		pthread_mutex_lock(&h->mu);
 		h->avail = len;
 		if (h->waiting)
-			pthread_cond_signal(&h->work);
+			pthread_cond_signal(&h->cv);
 		pthread_mutex_unlock(&h->mu);
 		h->published = len;
 	}
@@ -151,27 +185,35 @@ render_hash_upto(struct render_hash *h, size_t len)
 void
 render_hash_final(struct render_hash *h, size_t len, char hex[SHA256_HEX_LEN + 1])
 {
-	struct sha256_ctx *sc = h->sc;
-	const char *base = h->base;
-	char unused[SHA256_HEX_LEN + 1];
-	size_t done = h->published;
+	struct sha256_ctx *sc;
+	size_t done;
 
-	if (h->threaded) {
-		/* take the context back between two pieces; the thread stops */
-		pthread_mutex_lock(&h->mu);
-		h->closing = 1;
-		while (h->busy)
-			pthread_cond_wait(&h->idle, &h->mu);
-		done = h->done;
-		if (h->waiting)
-			pthread_cond_signal(&h->work);
-		unref(h);	/* h may be gone from here on */
-	} else
+	if (!h->threaded) {
+		if (hex != NULL) {
+			render_hash_upto(h, len);
+			sha256_final(h->own, hex);
+		} else
+			drop(h->own);	/* after an error */
 		free(h);
-	if (hex == NULL) {
-		sha256_final(sc, unused);	/* after an error: frees it */
 		return;
 	}
-	sha256_update(sc, base + done, len - done);
-	sha256_final(sc, hex);
+	/* take the last state the thread left; it stops at its next look */
+	pthread_mutex_lock(&h->mu);
+	h->closing = 1;
+	sc = h->committed;
+	h->committed = NULL;
+	done = h->done;
+	if (h->waiting)
+		pthread_cond_signal(&h->cv);
+	pthread_mutex_unlock(&h->mu);
+	if (hex != NULL) {
+		sha256_update(sc, h->base + done, len - done);
+		sha256_final(sc, hex);
+	} else
+		drop(sc);
+	/* the caller may reuse base once this returns: the thread out of it */
+	pthread_mutex_lock(&h->mu);
+	while (h->busy)
+		pthread_cond_wait(&h->idle, &h->mu);
+	unref(h);
 }
