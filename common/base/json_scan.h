@@ -76,9 +76,10 @@ utf8_block_ok(__m128i x, unsigned hi)
  * non-ASCII only as whole UTF-8 characters the 16-byte scan could check.
  * 16 at a time where there is SSE2 (every x86-64): most of a document is
  * such bytes.  Stops at the first byte it is not sure of: a caller takes a
- * non-ASCII byte there to utf8_run.
+ * non-ASCII byte there to utf8_run.  Always in line: string_scan gets it
+ * as a pointer, which gcc would otherwise leave a call.
  */
-static inline const unsigned char *
+static inline __attribute__((always_inline)) const unsigned char *
 plain_run(const unsigned char *p, const unsigned char *end)
 {
 #ifdef __SSE2__
@@ -160,45 +161,69 @@ utf8_run(const unsigned char *p, const unsigned char *end)
 }
 
 /*
- * fast_string - p at the opening quote: past the closing one, *escaped set
- * when the string has an escape; NULL when not sure (an error, or a \u of a
- * surrogate, whose decoding the full check owns)
+ * escape_len - p at a backslash inside a string: the length of the escape
+ * (2, or 6 for \uXXXX), 0 when not sure (not an escape, the end of the
+ * input, or a \u of a surrogate, whose decoding the full check owns)
+ */
+static inline size_t
+escape_len(const unsigned char *p, const unsigned char *end)
+{
+	if (end - p < 2)
+		return 0;
+	switch (p[1]) {
+	case '"': case '\\': case '/': case 'b': case 'f': case 'n': case 'r': case 't':
+		return 2;
+	case 'u':
+		if (end - p < 6 || !hexdig(p[2]) || !hexdig(p[3]) || !hexdig(p[4]) ||
+		    !hexdig(p[5]) || ((p[2] | 0x20) == 'd' && p[3] >= '8'))
+			return 0;
+		return 6;
+	default:
+		return 0;
+	}
+}
+
+/* a scanner of plain string bytes: plain_run, or a test's byte loop */
+typedef const unsigned char *(*json_plain_fn)(const unsigned char *, const unsigned char *);
+
+/*
+ * string_scan - p at the opening quote: past the closing one, *escaped set
+ * when the string has an escape; NULL when not sure (an error, or a \u of
+ * a surrogate, whose decoding the full check owns).  plain skips the bytes
+ * that need no second look.
  */
 static inline const unsigned char *
-fast_string(const unsigned char *p, const unsigned char *end, int *escaped)
+string_scan(const unsigned char *p, const unsigned char *end, int *escaped,
+    json_plain_fn plain)
 {
 	*escaped = 0;
 	for (p++;;) {
-		p = plain_run(p, end);
+		p = plain(p, end);
 		if (p >= end)
 			return NULL;
 		if (*p == '"')
 			return p + 1;
 		if (*p == '\\') {
+			size_t l = escape_len(p, end);
+
 			*escaped = 1;
-			if (end - p < 2)
+			if (l == 0)
 				return NULL;
-			switch (p[1]) {
-			case '"': case '\\': case '/': case 'b': case 'f': case 'n': case 'r':
-			case 't':
-				p += 2;
-				continue;
-			case 'u':
-				if (end - p < 6 || !hexdig(p[2]) || !hexdig(p[3]) ||
-				    !hexdig(p[4]) || !hexdig(p[5]) ||
-				    ((p[2] | 0x20) == 'd' && p[3] >= '8'))
-					return NULL;
-				p += 6;
-				continue;
-			default:
-				return NULL;
-			}
+			p += l;
+			continue;
 		}
 		if (*p < 0x80)
 			return NULL;	/* a raw control character */
 		if ((p = utf8_run(p, end)) == NULL)
 			return NULL;
 	}
+}
+
+/* fast_string - string_scan with the 16-byte plain_run */
+static inline const unsigned char *
+fast_string(const unsigned char *p, const unsigned char *end, int *escaped)
+{
+	return string_scan(p, end, escaped, plain_run);
 }
 
 /* fast_number - past a number at p (RFC 8259's grammar), NULL when there is none */

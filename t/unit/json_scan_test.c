@@ -1,8 +1,9 @@
 /*
  * json_scan_test - the 16-byte scans of common/base/json_scan.h held to a
- * byte-at-a-time reference (the scanners as they were before the wide
- * UTF-8 check): the same end of every string, the same refusals, at every
- * offset from a 16-byte boundary; then whole documents with such strings
+ * byte-at-a-time reference (a byte loop that stops at every non-ASCII byte
+ * and leaves it to utf8_run, as before the wide UTF-8 check): the same end
+ * of every string, the same refusals, at every offset from a 16-byte
+ * boundary; then whole documents with such strings
  * through json_validate_compact against the full check and json_compact,
  * and the file:line:col of refusals inside long strings.
  */
@@ -24,42 +25,11 @@ ref_plain(const unsigned char *p, const unsigned char *end)
 	return p;
 }
 
-/* ref_string - fast_string with ref_plain and utf8_seq alone: the reference */
+/* ref_string - the string scan with ref_plain: the reference */
 static const unsigned char *
 ref_string(const unsigned char *p, const unsigned char *end, int *escaped)
 {
-	*escaped = 0;
-	for (p++;;) {
-		p = ref_plain(p, end);
-		if (p >= end)
-			return NULL;
-		if (*p == '"')
-			return p + 1;
-		if (*p == '\\') {
-			*escaped = 1;
-			if (end - p < 2)
-				return NULL;
-			if (strchr("\"\\/bfnrt", p[1]) != NULL && p[1] != '\0') {
-				p += 2;
-				continue;
-			}
-			if (p[1] != 'u' || end - p < 6 || !hexdig(p[2]) || !hexdig(p[3]) ||
-			    !hexdig(p[4]) || !hexdig(p[5]) ||
-			    ((p[2] | 0x20) == 'd' && p[3] >= '8'))
-				return NULL;
-			p += 6;
-			continue;
-		}
-		if (*p < 0x80)
-			return NULL;
-		while (p < end && *p >= 0x80) {
-			size_t l = utf8_seq(p, (size_t)(end - p));
-
-			if (l == 0)
-				return NULL;
-			p += l;
-		}
-	}
+	return string_scan(p, end, escaped, ref_plain);
 }
 
 /* same_string - fast_string and the reference agree on s (n bytes, s[0] the quote) */
