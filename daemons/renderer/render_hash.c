@@ -17,6 +17,7 @@
 
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -137,7 +138,9 @@ struct render_hash *
 render_hash_new(const char *base, size_t size)
 {
 	struct render_hash *h = xcalloc(1, sizeof(*h));
+	sigset_t all, old;
 	pthread_t t;
+	int rv;
 
 	h->base = base;
 	if (hash_threads && size >= RENDER_HASH_THREAD_MIN && cpus() > 1) {
@@ -148,7 +151,12 @@ render_hash_new(const char *base, size_t size)
 		h->work = sha256_new();
 		h->spare = sha256_new();
 		h->refs = 2;
-		if (pthread_create(&t, NULL, hash_follow, h) == 0) {
+		/* the thread takes no signal: the loop's handlers and EINTRs stay the loop's */
+		sigfillset(&all);
+		pthread_sigmask(SIG_SETMASK, &all, &old);
+		rv = pthread_create(&t, NULL, hash_follow, h);
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+		if (rv == 0) {
 			pthread_detach(t);
 			h->threaded = 1;
 			return h;
