@@ -4,7 +4,9 @@
  * window, a sweep of qualities, or the peak RSS of one whole render.  The
  * folder is read once before timing, so only the renderer's work counts.
  *
- *   bench_render [-n ITER] [-q Q -w W] [-o MERGED.json] [-S] [-R] DIR
+ *   bench_render [-n ITER] [-q Q -w W] [-o MERGED.json] [-S] [-R] [-1] DIR
+ *
+ * -1 hashes on the calling thread, as on a machine with one CPU.
  */
 #include "config.h"
 
@@ -19,6 +21,7 @@
 
 #include "common/util.h"
 #include "daemons/renderer/render_brotli.h"
+#include "daemons/renderer/render_hash.h"
 #include "daemons/fetcher/fetch_keys.h"
 #include "daemons/renderer/render_merge.h"
 
@@ -123,7 +126,7 @@ bin_once(const struct buf *json, int q, int w, size_t *brlen, size_t *binlen)
 static void
 usage(void)
 {
-	fprintf(stderr, "usage: bench_render [-n ITER] [-q Q] [-w W] [-o OUT] [-S] [-R] DIR\n");
+	fprintf(stderr, "usage: bench_render [-n ITER] [-q Q] [-w W] [-o OUT] [-S] [-R] [-1] DIR\n");
 	exit(2);
 }
 
@@ -137,7 +140,7 @@ main(int argc, char **argv)
 	struct buf json;
 	double *t;
 
-	while ((c = getopt(argc, argv, "n:q:w:o:SR")) != -1) {
+	while ((c = getopt(argc, argv, "n:q:w:o:SR1")) != -1) {
 		switch (c) {
 		case 'n': iters = atoi(optarg); break;
 		case 'q': q = atoi(optarg); break;
@@ -145,6 +148,7 @@ main(int argc, char **argv)
 		case 'o': outpath = optarg; break;
 		case 'S': sweep = 1; break;
 		case 'R': rss = 1; break;
+		case '1': render_hash_threads(0); break;
 		default: usage();
 		}
 	}

@@ -5,7 +5,7 @@
 noinst_PROGRAMS += bench/gen bench/bench_render
 bench_gen_LDADD = $(DECOD_LIBS) -lm
 bench_bench_render_LDADD = $(RENDER_LIBS) $(FETCH_LIBS) $(DECOD_LIBS)
-EXTRA_DIST += bench/bench_render.sh
+EXTRA_DIST += bench/bench_render.sh bench/render_vs_jq.sh
 bench-render: bench/gen bench/bench_render
 	$(SHELL) $(srcdir)/bench/bench_render.sh $(abs_top_builddir)
 .PHONY: bench-render

@@ -16,6 +16,10 @@ t_unit_log_test_LDADD = $(TEST_LIBS)
 t_unit_hash_test_LDADD = $(TEST_LIBS)
 t_unit_json_test_LDADD = $(TEST_LIBS)
 TESTS += t/unit/util_test t/unit/log_test t/unit/hash_test t/unit/json_test
+# the one-pass check's 16-byte scans against a byte loop
+check_PROGRAMS += t/unit/json_scan_test
+t_unit_json_scan_test_LDADD = $(TEST_LIBS)
+TESTS += t/unit/json_scan_test
 
 # the test stage and a control-socket client, for the supervisor tests
 check_PROGRAMS += t/stage/teststage t/stage/ctlreq

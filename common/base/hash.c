@@ -62,6 +62,13 @@ sha256_final(struct sha256_ctx *c, char out[SHA256_HEX_LEN + 1])
 }
 
 void
+sha256_copy(struct sha256_ctx *dst, const struct sha256_ctx *src)
+{
+	if (EVP_MD_CTX_copy_ex(dst->md, src->md) != 1)
+		abort();
+}
+
+void
 sha256_hex(const void *data, size_t len, char out[SHA256_HEX_LEN + 1])
 {
 	unsigned char md[32];

@@ -18,6 +18,8 @@ struct sha256_ctx;
 struct sha256_ctx *sha256_new(void);
 void sha256_update(struct sha256_ctx *c, const void *data, size_t len);
 void sha256_final(struct sha256_ctx *c, char out[SHA256_HEX_LEN + 1]);
+/* sha256_copy - make dst (from sha256_new) hash on from where src is */
+void sha256_copy(struct sha256_ctx *dst, const struct sha256_ctx *src);
 
 /* hmac_sha256 - raw 32-byte MAC */
 void hmac_sha256(const void *key, size_t klen, const void *msg, size_t mlen,

@@ -17,6 +17,7 @@ libdecod_base_a_SOURCES = \
 	common/base/hash.h \
 	common/base/json.c \
 	common/base/json.h \
+	common/base/json_scan.h \
 	common/base/json_validate.c \
 	common/base/lazy_lib.c \
 	common/base/lazy_lib.h \

@@ -5,6 +5,7 @@
 noinst_LIBRARIES += daemons/renderer/librender.a
 daemons_renderer_librender_a_SOURCES = \
 	daemons/renderer/render_merge.c daemons/renderer/render_merge.h \
+	daemons/renderer/render_hash.c daemons/renderer/render_hash.h \
 	daemons/renderer/render_brotli.c daemons/renderer/render_brotli.h \
 	daemons/renderer/render_tree.c daemons/renderer/render_tree.h \
 	daemons/renderer/render_policy.c daemons/renderer/render_policy.h \
@@ -16,6 +17,10 @@ RENDER_LIBS = daemons/renderer/librender.a
 check_PROGRAMS += t/unit/render_merge_test
 t_unit_render_merge_test_LDADD = $(RENDER_LIBS) $(DECOD_LIBS)
 TESTS += t/unit/render_merge_test
+# the hash of a document behind its writer, on a second thread
+check_PROGRAMS += t/unit/render_hash_test
+t_unit_render_hash_test_LDADD = $(RENDER_LIBS) $(DECOD_LIBS)
+TESTS += t/unit/render_hash_test
 
 decodlibexec_PROGRAMS += daemons/renderer/renderer
 daemons_renderer_renderer_SOURCES = daemons/renderer/renderer.c \

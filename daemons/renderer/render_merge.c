@@ -3,8 +3,10 @@
  * Inputs are sorted (by key, then layer, then path) through an index array;
  * each is validated and, if it is the one written, compacted into the output
  * in the same pass (json_validate_compact), and what was written is hashed
- * block by block while it is still in cache: a 4 MB decofile costs one read
- * of its bytes.  Owns nothing beyond the call.
+ * (render_hash) block by block while it is still in cache, by a second
+ * thread for a big document: a 4 MB decofile costs one read of its bytes.
+ * The output buffer is grown once, before the first byte, so it never
+ * moves under the hashing thread.  Owns nothing beyond the call.
  */
 #include "config.h"
 
@@ -13,6 +15,7 @@
 #include <string.h>
 
 #include "common/json.h"
+#include "daemons/renderer/render_hash.h"
 #include "daemons/renderer/render_merge.h"
 
 /* input_cmp - order by key bytes, then layer, then path */
@@ -94,8 +97,9 @@ render_merge(const struct render_input *in, size_t n, struct buf *out,
 {
 	struct json_error je;
 	const struct render_input **idx;
-	struct sha256_ctx *sc = hash != NULL ? sha256_new() : NULL;
-	size_t i, base = out->len, hashed = out->len, room = 2;
+	struct render_hash *rh = NULL;
+	const char *data0;
+	size_t i, base = out->len, room = 2;
 	int first = 1, depth = json_get_max_depth() - 1;
 
 	memset(e, 0, sizeof(*e));
@@ -116,6 +120,9 @@ render_merge(const struct render_input *in, size_t n, struct buf *out,
 	 * nothing has been refused yet
 	 */
 	buf_grow(out, room);
+	data0 = out->data;
+	if (hash != NULL)
+		rh = render_hash_new(out->data + base, room);
 	buf_addc(out, '{');
 	for (i = 0; i < n; i++) {
 		const struct render_input *r = idx[i];
@@ -128,10 +135,10 @@ render_merge(const struct render_input *in, size_t n, struct buf *out,
 			render_key_escape(out, r->key, strlen(r->key));
 			buf_addc(out, ':');
 			rc = json_validate_compact(out, r->data, r->len, depth, &je);
-			if (rc == 0 && sc != NULL) {
-				sha256_update(sc, out->data + hashed, out->len - hashed);
-				hashed = out->len;
-			}
+			if (out->data != data0)
+				abort();	/* room was short: the hash would read freed memory */
+			if (rc == 0 && rh != NULL)
+				render_hash_upto(rh, out->len - base);
 		} else
 			rc = json_validate_depth(r->data, r->len, depth, &je);
 		if (rc == 0)
@@ -165,19 +172,18 @@ render_merge(const struct render_input *in, size_t n, struct buf *out,
 	}
 	free(idx);
 	if (e->count > 0) {
-		char unused[SHA256_HEX_LEN + 1];
-
+		/* the thread first: it may still read what is cut here */
+		if (rh != NULL)
+			render_hash_final(rh, 0, NULL);
 		out->len = base;
 		out->data[base] = '\0';
-		if (sc != NULL)
-			sha256_final(sc, unused);	/* frees it */
 		return -1;
 	}
 	buf_addc(out, '}');
-	if (sc != NULL) {
-		sha256_update(sc, out->data + hashed, out->len - hashed);
-		sha256_final(sc, hash);
-	}
+	if (out->data != data0)
+		abort();
+	if (rh != NULL)
+		render_hash_final(rh, out->len - base, hash);
 	return 0;
 }
 
