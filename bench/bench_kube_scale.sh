@@ -25,7 +25,8 @@
 #   (PLAIN=0: no plain client at all, for a quick look at decod alone;
 #   PERF2_OUT=FILE: perf record -a -g of the restart in step 2;
 #   PERF2_STAGE=fetcher PERF2_STAGE_OUT=FILE: perf record --call-graph dwarf
-#   of that stage from its start to caught up, FILE.<restart>;
+#   of that stage from its start to caught up, FILE.<restart>, from restart
+#   PERF2_FROM on (1: every one);
 #   RESTARTS=n: step 2's restart n times; HANG_OUT=PREFIX keeps the logs of
 #   one that took over 15 s).
 top_builddir=$(cd "${1:-.}" && pwd)
@@ -238,7 +239,7 @@ if step 2; then
 	fi
 	t0=$(now_ms)
 	start_decod
-	if [ -n "${PERF2_STAGE:-}" ]; then	# PERF2_STAGE=fetcher: perf record (DWARF call graphs) of that stage from its start to caught up
+	if [ -n "${PERF2_STAGE:-}" ] && [ $r -ge "${PERF2_FROM:-1}" ]; then	# PERF2_STAGE=fetcher: perf record (DWARF call graphs) of that stage from its start to caught up
 		wait_for 10 sh -c "ps -o comm= --ppid $DECOD_PID | grep -qx $PERF2_STAGE"
 		perf record --call-graph dwarf,32768 -F 499 -o "${PERF2_STAGE_OUT:-/tmp/perf2.data}.$r" \
 		    -p "$(ps -o pid= --ppid "$DECOD_PID" -o comm= | awk -v s="$PERF2_STAGE" '$2 == s {print $1}')" \
