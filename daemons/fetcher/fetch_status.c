@@ -57,6 +57,8 @@ fetch_status_flush(struct stage *st, int rounds)
 			f->npend = 0;
 			break;
 		}
+		/* our own write: the front door's preload is not the store from here on */
+		kube_front_preload_drop(f->kube);
 		rc = store_put_many_volatile(stage_store(st), (const char *const *)keys, vals,
 		    lens, n);
 		for (size_t i = 0; i < n; i++)

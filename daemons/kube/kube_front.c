@@ -211,6 +211,13 @@ kf_preload_merged(struct kube_front *fk, const char *plural, const char *ns,
 }
 
 void
+kube_front_preload_drop(struct kube_front *fk)
+{
+	if (fk != NULL)
+		kf_preload_drop(fk);
+}
+
+void
 kf_preload_drop(struct kube_front *fk)
 {
 	if (!fk->preloaded)

@@ -37,6 +37,8 @@ void kube_front_free(struct kube_front *fk);
  * 10,000 CRs), until any fragment changes or every CR has been compared
  */
 void kube_front_preload(struct kube_front *fk, struct store_list *l);
+/* kube_front_preload_drop - the preload no longer the store (fk may be NULL) */
+void kube_front_preload_drop(struct kube_front *fk);
 
 /*
  * kube_front_patch - a JSON merge patch (body) of Decofile CR ns/name,
