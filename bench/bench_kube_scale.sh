@@ -26,7 +26,8 @@
 #   PERF2_OUT=FILE: perf record -a -g of the restart in step 2;
 #   PERF2_STAGE=fetcher PERF2_STAGE_OUT=FILE: perf record --call-graph dwarf
 #   of that stage from its start to caught up, FILE.<restart>, from restart
-#   PERF2_FROM on (1: every one);
+#   PERF2_FROM on (1: every one); PERF4=fetcher PERF4_OUT=FILE [PERF4_HZ=99]:
+#   the same of step 4's cold start, from the stages ready to all Ready;
 #   RESTARTS=n: step 2's restart n times; HANG_OUT=PREFIX keeps the logs of
 #   one that took over 15 s).
 top_builddir=$(cd "${1:-.}" && pwd)
@@ -166,8 +167,15 @@ if step 4; then
 	start_decod
 	wait_for 60 grep -q 'all stages ready' "$T/decod.log" || bail "decod did not start"
 	t1=$(now_ms)
+	if [ -n "${PERF4:-}" ]; then	# PERF4=fetcher: perf record (DWARF) of that stage, ready to all Ready
+		perf record --call-graph dwarf,16384 -F "${PERF4_HZ:-99}" -o "${PERF4_OUT:-/tmp/perf4.data}" \
+		    -p "$(ps -o pid= --ppid "$DECOD_PID" -o comm= | awk -v s="$PERF4" '$2 == s {print $1}')" \
+		    >/dev/null 2>&1 &
+		PERF4_PID=$!
+	fi
 	wait "$READY_PID" || { cat "$T/cold.out"; tail -20 "$T/decod.log"; bail "cold: not all Ready"; }
 	after=$(cpu $(decod_pids) "$KUBE_APISERVER_PID" "$KUBE_ETCD_PID")
+	if [ -n "${PERF4_PID:-}" ]; then kill -INT "$PERF4_PID"; wait "$PERF4_PID"; fi
 	last=$(sed -n 's/.*"last_at": \([0-9.]*\).*/\1/p' "$T/cold.out")
 	first=$(sed -n 's/.*"first_at": \([0-9.]*\).*/\1/p' "$T/cold.out")
 	d=$(awk -v l="$last" -v t="$t0" 'BEGIN { printf "%.1f", l - t / 1000 }')
