@@ -7,7 +7,9 @@ what decod says.
       Lists the Decofiles of NS (for a resourceVersion), starts a watch, runs
       CMD (the fast creation of the CRs), and waits until N Decofiles show
       Ready=True with a contentHash.  Prints the seconds from the start of
-      CMD to its end ("created"), to the first and to the last CR Ready.
+      CMD to its end ("created"), to the first and to the last CR Ready,
+      and the wall clock (epoch seconds) of the first and last Ready
+      ("first_at", "last_at": step 4 times them from decod's start).
   writes KUBECONFIG / requests KUBECONFIG
       apiserver_request_total summed by verb and resource (writes only), as
       JSON on one line, from the API server's /metrics (requests: every verb).
@@ -43,7 +45,7 @@ def ready(cfg, ns, n, timeout, cmd):
     rv = client.CustomObjectsApi(api).list_namespaced_custom_object(G, V, ns, P, limit=1)[
         "metadata"]["resourceVersion"]
     done = set()
-    times = {}
+    times, epochs = {}, {}
     t0 = time.monotonic()
     proc = subprocess.Popen(cmd)
 
@@ -81,17 +83,20 @@ def ready(cfg, ns, n, timeout, cmd):
                         done.add(name)
                         if len(done) == 1:
                             times["first"] = time.monotonic() - t0
+                            epochs["first_at"] = time.time()
                         if len(done) % 1000 == 0:
                             print("# %d Ready at %.1f s" % (len(done), time.monotonic() - t0),
                                   file=sys.stderr)
                         if len(done) == n:
                             times["last"] = time.monotonic() - t0
+                            epochs["last_at"] = time.time()
                             break
             if len(done) == n:
                 break
         r.close()
     th.join()
-    print(json.dumps({"n": n, "ready": len(done), **{k: round(v, 3) for k, v in times.items()}}))
+    print(json.dumps({"n": n, "ready": len(done), **{k: round(v, 3) for k, v in times.items()},
+                      **epochs}))
     return 0 if len(done) == n else 1
 
 

@@ -10,13 +10,24 @@
 #   2. decod restarted with all N reconciled: time to ready and caught up,
 #      and the writes the API server counted meanwhile (apiserver_request_total);
 #   3. PODS pods of one site (Running through pods/status, one bench/replica
-#      listening on every 127.0.X.Y) -> CR change to Ready and to PodsNotified.
+#      listening on every 127.0.X.Y) -> CR change to Ready and to PodsNotified;
+#   4. cold start: N Decofile CRs created in namespace cold while decod is not
+#      running (untimed, as the plain client's CRs are), then decod started
+#      with an empty state and timed from its start to all N Ready: the very
+#      2N writes the plain client makes from the same starting state, beside
+#      the plain client's figure of the same run (which step 4 runs too),
+#      with the CPU of each process and the API server's counts.  Run before
+#      step 1's creation when both are asked for (decod then goes on running
+#      into step 1 with the N of cold reconciled); step 2 alone after step 4
+#      restarts with cold's N reconciled.
 #   sh bench/bench_kube_scale.sh BUILD_DIR        (or `make bench-kube-scale`)
-#   N=10000 PODS=1000 ROUNDS=5 STEPS="1 2 3" are the defaults
+#   N=10000 PODS=1000 ROUNDS=5 STEPS="1 2 3" are the defaults (4: on demand)
 #   (PLAIN=0: no plain client at all, for a quick look at decod alone;
 #   PERF2_OUT=FILE: perf record -a -g of the restart in step 2;
 #   PERF2_STAGE=fetcher PERF2_STAGE_OUT=FILE: perf record --call-graph dwarf
-#   of that stage from its start to caught up, FILE.<restart>;
+#   of that stage from its start to caught up, FILE.<restart>, from restart
+#   PERF2_FROM on (1: every one); PERF4=fetcher PERF4_OUT=FILE [PERF4_HZ=99]:
+#   the same of step 4's cold start, from the stages ready to all Ready;
 #   RESTARTS=n: step 2's restart n times; HANG_OUT=PREFIX keeps the logs of
 #   one that took over 15 s).
 top_builddir=$(cd "${1:-.}" && pwd)
@@ -70,7 +81,7 @@ cpu_delta() {	# BEFORE AFTER: per-process difference
 CM_BODY='{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"decofile-d@N@","namespace":"plain","labels":{"app.kubernetes.io/managed-by":"decod"}},"data":{"decofile.bin":"G7cAAIwKJmGSRmRw0Uq1dXm4jHa7GDkQ8xyxA0CMoGWqyHEL/9JC6MQyP+NlgCcW5V9cRj8kLqIBBBPAZy@N@=","timestamp.txt":"1764800000"}}'
 ST_BODY='{"apiVersion":"plain.bench/v1alpha1","kind":"Decofile","metadata":{"name":"d@N@","namespace":"plain"},"status":{"observedGeneration":1,"sourceType":"inline","resolvedTemplates":[],"configMapName":"decofile-d@N@","contentHash":"3f1a0c9ef0b2a4d1c5e6f7a8b9c0d1e2f3a4b5c6d7e8f9a0b1c2d3e4f5a6b7c8","timestamp":1796404529,"lastUpdated":"2026-12-04T10:00:00Z","location":"configmap/plain/decofile-d@N@","format":"bin","notifiedHash":"3f1a0c9ef0b2a4d1c5e6f7a8b9c0d1e2f3a4b5c6d7e8f9a0b1c2d3e4f5a6b7c8","notifiedReplicas":0,"totalReplicas":0,"conditions":[{"type":"Syncing","status":"True","reason":"Fetched","message":"Fetched from the source","lastTransitionTime":"2026-12-04T10:00:00Z"},{"type":"Ready","status":"True","reason":"ConfigMapCreated","message":"ConfigMap decofile-d@N@ created successfully from inline source","lastTransitionTime":"2026-12-04T10:00:00Z"},{"type":"Drifted","status":"False","reason":"InSync","message":"The ConfigMap holds the published version","lastTransitionTime":"2026-12-04T10:00:00Z"},{"type":"PodsNotified","status":"True","reason":"NotificationSucceeded","message":"Successfully notified all pods for timestamp:1796404529","lastTransitionTime":"2026-12-04T10:00:00Z"}]}}'
 CR_BODY='{"apiVersion":"@G@/v1alpha1","kind":"Decofile","metadata":{"name":"d@N@","namespace":"@NS@"},"spec":{"source":"inline","inline":{"value":{"Header":{"title":"site @N@"},"Footer":{"n":"@N@"}}}}}'
-if step 1 && [ "${PLAIN:-1}" = 1 ]; then
+if { step 1 || step 4; } && [ "${PLAIN:-1}" = 1 ]; then
 	echo "$CR_BODY" | sed -e 's/@G@/plain.bench/' -e 's/@NS@/plain/' >"$T/plain-cr.json"
 	"$SSA" $ADM -n "$N" -w PATCH "/apis/plain.bench/v1alpha1/namespaces/plain/decofiles/d@N@?fieldManager=bench" \
 	    $AP @"$T/plain-cr.json" >"$T/plain-create.out" || bail "plain CRs: $(cat "$T/plain-create.out")"
@@ -126,9 +137,65 @@ d = {k: b[k] - a.get(k, 0) for k in b if b[k] - a.get(k, 0)}
 print(json.dumps(d, sort_keys=True) if d else "none")' "$1" "$2"
 }
 
-if step 1 || step 2; then
+# ratio DECOD_SECONDS: decod's time beside the plain client's of this run
+ratio() {
+	[ -s "$T/plain.out" ] || return 0
+	awk -v p="$(sed -n 's/.*seconds \([0-9.]*\).*/\1/p' "$T/plain.out")" -v d="$1" \
+	    'BEGIN { if (p > 0 && d > 0) printf "#   ratio to the plain client: %.2fx (%.1f s / %.1f s)\n", d / p, d, p }'
+}
+# status_per_cr REQUESTS: the API server's APPLY decofiles/status per CR
+status_per_cr() {
+	echo "$1" | sed -n 's/.*"APPLY decofiles\/status": \([0-9]*\).*/\1/p' |
+	    awk -v n="$N" '{ printf "#   APPLY decofiles/status per CR: %.4f (%d for %d CRs)\n", $1 / n, $1, n }'
+}
+
+if step 4; then
+	kubectl_admin create namespace cold >/dev/null
+	echo "$CR_BODY" | sed -e 's/@G@/deco.sites/' -e 's/@NS@/cold/' >"$T/cold-cr.json"
+	"$SSA" $ADM -n "$N" -w PATCH "/apis/deco.sites/v1alpha1/namespaces/cold/decofiles/d@N@?fieldManager=bench" \
+	    $AP @"$T/cold-cr.json" >"$T/cold-create.out" || bail "cold CRs: $(cat "$T/cold-create.out")"
+	echo "# cold start, creating $N CRs while decod is not running (untimed setup): $(cat "$T/cold-create.out")"
+	r0=$($PY requests "$KUBE_ADMIN")
+	before=$(cpu "$KUBE_APISERVER_PID" "$KUBE_ETCD_PID")
+	# the watch is on before decod starts; the times are taken from decod's start
+	rm -f "$T/watching"
+	$PY ready "$KUBE_ADMIN" cold "$N" 900 -- touch "$T/watching" >"$T/cold.out" &
+	READY_PID=$!
+	track_pid $READY_PID
+	wait_for 60 test -e "$T/watching" || bail "no watch on cold"
+	t0=$(now_ms)
 	start_decod
 	wait_for 60 grep -q 'all stages ready' "$T/decod.log" || bail "decod did not start"
+	t1=$(now_ms)
+	if [ -n "${PERF4:-}" ]; then	# PERF4=fetcher: perf record (DWARF) of that stage, ready to all Ready
+		perf record --call-graph dwarf,16384 -F "${PERF4_HZ:-99}" -o "${PERF4_OUT:-/tmp/perf4.data}" \
+		    -p "$(ps -o pid= --ppid "$DECOD_PID" -o comm= | awk -v s="$PERF4" '$2 == s {print $1}')" \
+		    >/dev/null 2>&1 &
+		PERF4_PID=$!
+	fi
+	wait "$READY_PID" || { cat "$T/cold.out"; tail -20 "$T/decod.log"; bail "cold: not all Ready"; }
+	after=$(cpu $(decod_pids) "$KUBE_APISERVER_PID" "$KUBE_ETCD_PID")
+	if [ -n "${PERF4_PID:-}" ]; then kill -INT "$PERF4_PID"; wait "$PERF4_PID"; fi
+	last=$(sed -n 's/.*"last_at": \([0-9.]*\).*/\1/p' "$T/cold.out")
+	first=$(sed -n 's/.*"first_at": \([0-9.]*\).*/\1/p' "$T/cold.out")
+	d=$(awk -v l="$last" -v t="$t0" 'BEGIN { printf "%.1f", l - t / 1000 }')
+	echo "# cold start: decod started with $N CRs waiting -> all Ready: $d s (first Ready $(awk -v f="$first" -v t="$t0" 'BEGIN { printf "%.1f", f - t / 1000 }') s, stages ready $((t1 - t0)) ms)"
+	ratio "$d"
+	echo "#   CPU from decod's start to all Ready: $(cpu_delta "$before" "$after")"
+	$PY settled "$KUBE_ADMIN" cold "$N" 300 && $PY quiet "$KUBE_ADMIN" 2 120
+	echo "#   CPU from decod's start to settled: $(cpu_delta "$before" "$(cpu $(decod_pids) "$KUBE_APISERVER_PID" "$KUBE_ETCD_PID")")"
+	r1=$($PY requests "$KUBE_ADMIN")
+	echo "#   requests the API server counted from decod's start to settled (by verb resource): $(delta "$r0" "$r1")"
+	status_per_cr "$(delta "$r0" "$r1")"
+	cms=$(kubectl_admin -n cold get configmaps -o name --chunk-size=500 | grep -c decofile-)
+	echo "#   ConfigMaps decofile-* in cold: $cms"
+fi
+
+if step 1 || { step 2 && ! step 4; }; then
+	if [ -z "$DECOD_PID" ]; then
+		start_decod
+		wait_for 60 grep -q 'all stages ready' "$T/decod.log" || bail "decod did not start"
+	fi
 	before=$(cpu $(decod_pids) "$KUBE_APISERVER_PID" "$KUBE_ETCD_PID")
 	r0=$($PY requests "$KUBE_ADMIN")
 	if [ -n "${PERF:-}" ]; then	# PERF=fetcher: perf record -g of that stage during step 1
@@ -148,11 +215,7 @@ if step 1 || step 2; then
 	after=$(cpu $(decod_pids) "$KUBE_APISERVER_PID" "$KUBE_ETCD_PID")
 	if [ -n "${PERF_PID:-}" ]; then kill -INT "$PERF_PID"; wait "$PERF_PID"; fi
 	echo "# decod, $N CRs created at once -> all Ready (seconds from the start of the creation): $(cat "$T/ready.out")"
-	if [ -s "$T/plain.out" ]; then	# the ratio to the plain client's 2N writes, same run
-		awk -v p="$(sed -n 's/.*seconds \([0-9.]*\).*/\1/p' "$T/plain.out")" \
-		    -v d="$(sed -n 's/.*"last": \([0-9.]*\).*/\1/p' "$T/ready.out")" \
-		    'BEGIN { if (p > 0 && d > 0) printf "#   ratio to the plain client: %.2fx (%.1f s / %.1f s)\n", d / p, d, p }'
-	fi
+	ratio "$(sed -n 's/.*"last": \([0-9.]*\).*/\1/p' "$T/ready.out")"	# the plain client's 2N writes, same run
 	echo "#   CPU: $(cpu_delta "$before" "$after")"
 	# requests counted once every stage's write has landed (PodsNotified
 	# and the Syncing recheck land after Ready)
@@ -165,7 +228,8 @@ fi
 
 if step 2; then
 	# reconciled: every stage's status on every CR (the notifier's lands last)
-	$PY settled "$KUBE_ADMIN" bench "$N" 300 || bail "not every CR settled"
+	if step 1; then $PY settled "$KUBE_ADMIN" bench "$N" 300 || bail "not every CR settled"; fi
+	if step 4; then $PY settled "$KUBE_ADMIN" cold "$N" 300 || bail "not every CR of cold settled"; fi
 	# and done: no journal item waits for any stage, and no write to a
 	# Decofile, its status or a ConfigMap has landed for 2 s (a status write
 	# still in flight, or the recheck it brings, daemons/kube/kube_front_status.c)
@@ -183,7 +247,7 @@ if step 2; then
 	fi
 	t0=$(now_ms)
 	start_decod
-	if [ -n "${PERF2_STAGE:-}" ]; then	# PERF2_STAGE=fetcher: perf record (DWARF call graphs) of that stage from its start to caught up
+	if [ -n "${PERF2_STAGE:-}" ] && [ $r -ge "${PERF2_FROM:-1}" ]; then	# PERF2_STAGE=fetcher: perf record (DWARF call graphs) of that stage from its start to caught up
 		wait_for 10 sh -c "ps -o comm= --ppid $DECOD_PID | grep -qx $PERF2_STAGE"
 		perf record --call-graph dwarf,32768 -F 499 -o "${PERF2_STAGE_OUT:-/tmp/perf2.data}.$r" \
 		    -p "$(ps -o pid= --ppid "$DECOD_PID" -o comm= | awk -v s="$PERF2_STAGE" '$2 == s {print $1}')" \

@@ -19,6 +19,7 @@
 #include "common/store.h"
 #include "common/store_keys.h"
 #include "common/util.h"
+#include "daemons/kube/kube_front.h"
 #include "daemons/fetcher/fetcher.h"
 
 #define FLUSH_MS 100		/* a status change waits at most this long for its batch */
@@ -56,6 +57,8 @@ fetch_status_flush(struct stage *st, int rounds)
 			f->npend = 0;
 			break;
 		}
+		/* our own write: the front door's preload is not the store from here on */
+		kube_front_preload_drop(f->kube);
 		rc = store_put_many_volatile(stage_store(st), (const char *const *)keys, vals,
 		    lens, n);
 		for (size_t i = 0; i < n; i++)
@@ -197,7 +200,9 @@ fetch_status_update(struct stage *st, struct src *s, const char *fields, const c
 
 /*
  * fetch_status_load - every "fetcher" fragment under the status prefix with one
- * list, so the first pass builds on what is there without a get each
+ * list, so the first pass builds on what is there without a get each; the
+ * list, every stage's fragments, then goes to the front door, whose first
+ * comparison of each CR reads it instead of listing the store once per CR
  */
 void
 fetch_status_load(struct stage *st)
@@ -232,7 +237,10 @@ fetch_status_load(struct stage *st)
 	}
 	snprintf(c, sizeof(c), "%zu", n);
 	log_kv(LOG_INFO, "status fragments read", "fetcher", c, NULL);
-	store_list_free(&l);
+	if (f->kube != NULL)
+		kube_front_preload(f->kube, &l);	/* takes l */
+	else
+		store_list_free(&l);
 	free(prefix);
 }
 

@@ -373,6 +373,35 @@ on_wake(struct stage *st, void *arg)
 
 /* ---- job locks (fetch_lock.c calls these) ---- */
 
+/*
+ * handed_already - an inline Decofile whose generation the journal's
+ * newest renderer item already carries: its tree is a function of its spec,
+ * and the spec of that generation was fetched and handed on, so there is
+ * nothing to fetch (a restart takes 10,000 locks at once, and fetching each
+ * again cost a job, a worker's pass over the spool and a journal read
+ * only to find it unchanged).  Its status fragment is settled as that
+ * unchanged fetch would settle it (written only where it differs).
+ * 1 settled, 0 a fetch is needed.
+ */
+static int
+handed_already(struct stage *st, struct src *s)
+{
+	char hash[65], commit[96];
+	int64_t generation;
+
+	if (s->tpl || s->busy || s->sync_req > s->sync_done ||
+	    strcmp(s->source, "inline") != 0 ||
+	    fetcher_last_handed(st, s->ns, s->name, hash, commit, &generation) != 0 ||
+	    generation != s->generation || commit[0] != '\0')
+		return 0;
+	s->again = 0;
+	s->again_force = 0;
+	fetch_status_fields(st, s, "", s->generation);
+	fetch_status_syncing(st, s, "True", "Fetched", "Fetched from the source");
+	fetch_status_failures(st, s);
+	return 1;
+}
+
 static void
 lock_gained(struct stage *st, const char *ns, const char *name)
 {
@@ -383,7 +412,7 @@ lock_gained(struct stage *st, const char *ns, const char *name)
 	log_kv(LOG_INFO, "job lock taken; working the decofile", "ns", ns, "name", name,
 	    NULL);
 	s->failures = 0;
-	if (!fetch_hold_gained(st, s))
+	if (!fetch_hold_gained(st, s) && !handed_already(st, s))
 		fetcher_schedule(st, s, 0, 1);
 }
 
@@ -489,7 +518,6 @@ fetcher_init(struct stage *st)
 		return -1;
 	if (fetch_watch_relist(st) < 0 || fetch_tpl_start(st) < 0)
 		return -1;
-	fetch_status_load(st);
 	{
 		char kerr[512];
 
@@ -498,6 +526,8 @@ fetcher_init(struct stage *st)
 			return -1;
 		}
 	}
+	/* after the front door's watch of the fragments: it may read this list */
+	fetch_status_load(st);
 	fetch_lock_start(f->locks);
 	{
 		char n[32];

@@ -167,6 +167,66 @@ sweep(struct kube_front *fk, const struct kind_info *ki, struct kube_informer *i
 	free(prefix);
 }
 
+/* ---- the status fragments listed at start-up ---- */
+
+void
+kube_front_preload(struct kube_front *fk, struct store_list *l)
+{
+	if (fk == NULL) {
+		store_list_free(l);
+		return;
+	}
+	kf_preload_drop(fk);
+	fk->preload = *l;
+	fk->preloaded = 1;
+	memset(l, 0, sizeof(*l));
+}
+
+int
+kf_preload_merged(struct kube_front *fk, const char *plural, const char *ns,
+    const char *name, struct buf *out)
+{
+	char *prefix;
+	size_t lo = 0, hi = fk->preload.n, first, plen;
+
+	if (!fk->preloaded || strcmp(plural, kf_kinds[0].plural) != 0)
+		return -1;
+	prefix = key_status_prefix(plural, ns, name);
+	plen = strlen(prefix);
+	while (lo < hi) {	/* the first key not below the prefix (the list is sorted) */
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (strcmp(fk->preload.kvs[mid].key, prefix) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	first = lo;
+	while (lo < fk->preload.n && strncmp(fk->preload.kvs[lo].key, prefix, plen) == 0)
+		lo++;
+	free(prefix);
+	resource_status_merge_kvs(fk->preload.kvs + first, lo - first, out);
+	fk->preload_used++;
+	return 0;
+}
+
+void
+kube_front_preload_drop(struct kube_front *fk)
+{
+	if (fk != NULL)
+		kf_preload_drop(fk);
+}
+
+void
+kf_preload_drop(struct kube_front *fk)
+{
+	if (!fk->preloaded)
+		return;
+	store_list_free(&fk->preload);
+	memset(&fk->preload, 0, sizeof(fk->preload));
+	fk->preloaded = 0;
+}
+
 /*
  * caught_up - logged once, when both kinds are listed, every CR mirrored
  * and compared with its fragments, and the status writes that asked for
@@ -175,19 +235,21 @@ sweep(struct kube_front *fk, const struct kind_info *ki, struct kube_informer *i
 void
 kf_caught_up(struct kube_front *fk)
 {
-	char crs[32], mirrored[32], writes[32];
+	char crs[32], mirrored[32], writes[32], pre[32];
 
 	if (fk->caught_up || fk->inflight > 0 || fk->qhead != NULL || fk->dhead != NULL ||
 	    !kube_informer_synced(fk->dfs) ||
 	    !kube_informer_synced(fk->tpls))
 		return;
 	fk->caught_up = 1;
+	kf_preload_drop(fk);	/* every CR compared: its fragments are watched now */
 	snprintf(crs, sizeof(crs), "%zu", kube_informer_count(fk->dfs) +
 	    kube_informer_count(fk->tpls));
 	snprintf(mirrored, sizeof(mirrored), "%" PRIu64, fk->mirrored);
 	snprintf(writes, sizeof(writes), "%" PRIu64, fk->status_writes);
+	snprintf(pre, sizeof(pre), "%" PRIu64, fk->preload_used);
 	log_kv(LOG_INFO, "Kubernetes front door caught up", "crs", crs, "mirrored", mirrored,
-	    "status_writes", writes, NULL);
+	    "status_writes", writes, "compared_from_preload", pre, NULL);
 }
 
 static void
@@ -296,6 +358,7 @@ kube_front_free(struct kube_front *fk)
 	kube_lease_free(fk->lease);
 	kube_free(fk->k);	/* cancels the writes in flight */
 	kf_status_free(fk);	/* the store watch, the writes waiting, their records */
+	kf_preload_drop(fk);
 	kf_events_free(fk);
 	free(fk);
 }

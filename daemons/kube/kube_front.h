@@ -11,6 +11,7 @@
 #include <yajl/yajl_tree.h>
 
 #include "common/resource.h"
+#include "common/store.h"
 #include "common/util.h"
 
 struct stage;
@@ -27,6 +28,17 @@ struct kube_resp;
  */
 struct kube_front *kube_front_new(struct stage *st, char *err, size_t errlen);
 void kube_front_free(struct kube_front *fk);
+
+/*
+ * kube_front_preload - l (taken; freed here) holds every Decofile status
+ * fragment, listed after kube_front_new opened the front door's watch of
+ * them: the first comparison of each CR with its merged status reads its
+ * fragments from l instead of listing the store again (a restart compares
+ * 10,000 CRs), until any fragment changes or every CR has been compared
+ */
+void kube_front_preload(struct kube_front *fk, struct store_list *l);
+/* kube_front_preload_drop - the preload no longer the store (fk may be NULL) */
+void kube_front_preload_drop(struct kube_front *fk);
 
 /*
  * kube_front_patch - a JSON merge patch (body) of Decofile CR ns/name,

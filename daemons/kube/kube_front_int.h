@@ -11,6 +11,7 @@
 #include <yajl/yajl_tree.h>
 
 #include "common/kube.h"
+#include "common/store.h"
 
 #define API_VERSION "deco.sites/v1alpha1"
 #define NFLIGHT 4096	/* buckets of the per-CR table */
@@ -44,6 +45,15 @@ struct kube_front {
 	 */
 	struct kube_lease *lease;	/* NULL: no election here (always leads) */
 	struct kube_front_events *events;	/* Kubernetes Events (kube_front_events.c) */
+	/*
+	 * Every Decofile's status fragments as listed at start-up (after the
+	 * watch was opened): each CR's first comparison reads them here, not
+	 * with a list of its own, until a fragment changes or the front door
+	 * has caught up (kube_front_preload)
+	 */
+	struct store_list preload;
+	int preloaded;
+	uint64_t preload_used;	/* comparisons that read the preload */
 };
 
 struct kind_info {
@@ -62,6 +72,15 @@ kf_leading(const struct kube_front *fk)
 
 /* kf_caught_up - log "caught up" once everything listed has been compared and written */
 void kf_caught_up(struct kube_front *fk);
+
+/*
+ * kf_preload_merged - the merged status of plural/ns/name from the preload
+ * into out (as resource_status_merged); -1 when there is none to use
+ */
+int kf_preload_merged(struct kube_front *fk, const char *plural, const char *ns,
+    const char *name, struct buf *out);
+/* kf_preload_drop - forget the preload (a fragment changed, or caught up) */
+void kf_preload_drop(struct kube_front *fk);
 
 /* kf_status_start - watch the store's status fragments; -1 with err */
 int kf_status_start(struct kube_front *fk, char *err, size_t errlen);

@@ -430,8 +430,9 @@ write_cr(struct kube_front *fk, struct crw *c, yajl_val cur, enum kf_why via)
 		return;
 	}
 	buf_init(&m);
-	if (resource_status_merged(stage_store(fk->st), c->ki->plural, c->ns, c->name,
-	    &m) < 0 || (merged = json_parse(m.data, m.len, NULL)) == NULL) {
+	if ((kf_preload_merged(fk, c->ki->plural, c->ns, c->name, &m) < 0 &&
+	    resource_status_merged(stage_store(fk->st), c->ki->plural, c->ns, c->name,
+	    &m) < 0) || (merged = json_parse(m.data, m.len, NULL)) == NULL) {
 		buf_free(&m);
 		return;
 	}
@@ -687,6 +688,7 @@ on_status(void *arg, const struct store_event *ev)
 	const struct kind_info *ki;
 	const char *rest;
 
+	kf_preload_drop(fk);	/* a fragment changed: the preload is no longer the store */
 	if (ev->type == STORE_EV_RELIST || strncmp(ev->key, fk->status_prefix,
 	    strlen(fk->status_prefix)) != 0)
 		return;

@@ -2,7 +2,9 @@
  * fetch_kube_test - the front door's pure parts: a CR's store form (name,
  * namespace, labels, annotations with the uid mark, spec; status and
  * kubectl's last-applied copy left out) and the status apply body, with
- * "the CR already shows it" so a restart writes nothing.
+ * "the CR already shows it" so a restart writes nothing; and the merged
+ * status read from the fragments listed at start-up (the preload) the
+ * same as from the store, one CR's fragments only.
  */
 #include "config.h"
 
@@ -10,14 +12,77 @@
 #include <string.h>
 
 #include "common/json.h"
+#include "common/store_keys.h"
 #include "common/util.h"
 #include "daemons/kube/kube_front.h"
+#include "daemons/kube/kube_front_int.h"
 #include "t/tap.h"
 
 static yajl_val
 parse(const char *s)
 {
 	return json_parse(s, strlen(s), NULL);
+}
+
+/* preload_rows - four fragments of three CRs, as a store list holds them (sorted by key) */
+static void
+preload_rows(struct store_list *l)
+{
+	static const char *rows[][4] = {
+		{ "d1", "fetcher", "{\"sourceType\":\"inline\",\"conditions\":[{\"type\":"
+		    "\"Syncing\",\"status\":\"True\",\"reason\":\"Fetched\"}]}" },
+		{ "d1", "publisher", "{\"contentHash\":\"h1\",\"conditions\":[{\"type\":"
+		    "\"Ready\",\"status\":\"True\",\"reason\":\"ConfigMapCreated\"}]}" },
+		{ "d10", "fetcher", "{\"sourceType\":\"git\"}" },
+		{ "d2", "renderer", "{\"format\":\"bin\"}" },
+	};
+
+	l->n = sizeof(rows) / sizeof(rows[0]);
+	l->kvs = xcalloc(l->n, sizeof(*l->kvs));
+	for (size_t i = 0; i < l->n; i++) {
+		l->kvs[i].key = key_status("decofiles", "a", rows[i][0], rows[i][1]);
+		l->kvs[i].value = xstrdup(rows[i][2]);
+		l->kvs[i].vlen = strlen(rows[i][2]);
+	}
+}
+
+/* preload - the merge read from the preload is the store's merge of the CR's own rows */
+static void
+preload(void)
+{
+	struct kube_front *fk = xcalloc(1, sizeof(*fk));
+	struct store_list l;
+	struct buf a, b;
+
+	preload_rows(&l);
+	buf_init(&b);
+	resource_status_merge_kvs(l.kvs, 2, &b);	/* d1's two rows */
+	kube_front_preload(fk, &l);
+	ok(l.kvs == NULL && l.n == 0, "the preload takes the list");
+	buf_init(&a);
+	ok(kf_preload_merged(fk, "decofiles", "a", "d1", &a) == 0, "d1 read from the preload");
+	is_str(a.data, b.data, "... merged as from the store");
+	ok(strstr(a.data, "git") == NULL && strstr(a.data, "\"h1\"") != NULL,
+	    "... d1's rows only (not d10's, which shares the name's start)");
+	buf_reset(&a);
+	ok(kf_preload_merged(fk, "decofiles", "a", "d10", &a) == 0 &&
+	    strstr(a.data, "\"git\"") != NULL && strstr(a.data, "h1") == NULL, "d10: its one row");
+	buf_reset(&a);
+	buf_reset(&b);
+	resource_status_merge_kvs(NULL, 0, &b);
+	ok(kf_preload_merged(fk, "decofiles", "a", "d3", &a) == 0, "a CR without rows");
+	is_str(a.data, b.data, "... merges to nothing, as from the store");
+	buf_reset(&a);
+	ok(kf_preload_merged(fk, "templates", "a", "d1", &a) < 0,
+	    "templates are not preloaded: read from the store");
+	ok(fk->preload_used == 3, "three comparisons counted");
+	kube_front_preload_drop(fk);
+	ok(kf_preload_merged(fk, "decofiles", "a", "d1", &a) < 0, "dropped: read from the store");
+	kube_front_preload_drop(fk);	/* twice is harmless */
+	kube_front_preload_drop(NULL);
+	buf_free(&a);
+	buf_free(&b);
+	free(fk);
 }
 
 int
@@ -199,5 +264,6 @@ main(void)
 		is_int(kube_front_failing(cur), 1, "PodsNotified=False: a failure, never held");
 		yajl_tree_free(cur);
 	}
+	preload();
 	return done_testing();
 }
