@@ -203,7 +203,7 @@ source_tree(struct diff *d, yajl_val doc, const char *name, int line,
     struct spool **psp, struct render_tree *t)
 {
 	const char *source = decofile_source(doc);
-	struct fetch_limits lim;
+	struct fetch_limits lim = { 0 };	/* defer_sync 0: the blobs synced as written */
 	struct fetch_result res;
 	char *dir = xasprintf("%s/spool", d->tmp), why[1200];
 	int missing, rv;

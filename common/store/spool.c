@@ -17,6 +17,7 @@
 
 #include "common/hash.h"
 #include "common/spool.h"
+#include "common/sync_group.h"
 #include "common/util.h"
 
 struct spool {
@@ -204,6 +205,25 @@ spool_commit(struct spool *sp, char **tmps, size_t n)
 		}
 	}
 	return rv;
+}
+
+int
+spool_group(char **tmps, size_t n)
+{
+	char path[4096];
+
+	if (!sync_group_active()) {
+		errno = EINVAL;
+		return -1;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (tmps[i] == NULL)
+			continue;
+		if (staged_name(tmps[i], path, sizeof(path)) < 0)
+			return -1;
+		sync_group_add(tmps[i], path, 0);	/* 0: the group's byte cap is the renderer's */
+	}
+	return 0;
 }
 
 char *

@@ -29,6 +29,16 @@ int spool_put(struct spool *sp, const void *data, size_t len, char *hash);
  */
 int spool_stage(struct spool *sp, const void *data, size_t len, char *hash, char **tmp);
 int spool_commit(struct spool *sp, char **tmps, size_t n);
+/*
+ * spool_group - hand n staged files (spool_stage's names; NULL ones are
+ * skipped) to the sync group open on this thread (sync_group.h) instead of
+ * spool_commit: sync_group_flush makes their bytes durable, renames each to
+ * its hash and makes the names durable, so a blob still never shows under
+ * its hash before its bytes are on disk.  The group copies the names (the
+ * caller still frees its own).  0, or -1 with errno (EINVAL: not a staged
+ * name; the files handed over before it stay in the group).
+ */
+int spool_group(char **tmps, size_t n);
 
 /*
  * spool_get - read the blob named hash; returns a new NUL-terminated

@@ -120,6 +120,58 @@ entry_cmp(const void *a, const void *b)
 	return c != 0 ? c : strcmp(x->path, y->path);
 }
 
+/*
+ * stage_manifest - spool_stage the manifest in b and move it and the
+ * tree's staged blobs into res->staged (defer_sync); 0 or -1 with errno
+ */
+static int
+stage_manifest(struct fetch_tree *t, const struct buf *b, struct fetch_result *res)
+{
+	char *tmp;
+
+	if (spool_stage(t->sp, b->data, b->len, res->tree_hash, &tmp) < 0)
+		return -1;
+	res->staged = xrealloc(res->staged, (res->nstaged + t->pt.n + 1) *
+	    sizeof(*res->staged));
+	for (size_t i = 0; i < t->pt.n; i++) {
+		if (t->tmps[i] != NULL)
+			res->staged[res->nstaged++] = t->tmps[i];
+		t->tmps[i] = NULL;
+	}
+	if (tmp != NULL)
+		res->staged[res->nstaged++] = tmp;
+	return 0;
+}
+
+int
+fetch_result_group(struct fetch_result *res)
+{
+	int rc = 0;
+
+	if (res->nstaged > 0 && (rc = spool_group(res->staged, res->nstaged)) < 0) {
+		fetch_result_unstage(res);
+		return -1;
+	}
+	for (size_t i = 0; i < res->nstaged; i++)
+		free(res->staged[i]);
+	free(res->staged);
+	res->staged = NULL;
+	res->nstaged = 0;
+	return rc;
+}
+
+void
+fetch_result_unstage(struct fetch_result *res)
+{
+	for (size_t i = 0; i < res->nstaged; i++) {
+		unlink(res->staged[i]);
+		free(res->staged[i]);
+	}
+	free(res->staged);
+	res->staged = NULL;
+	res->nstaged = 0;
+}
+
 int
 fetch_tree_finish(struct fetch_tree *t, const char *source, const char *commit,
     struct fetch_result *res)
@@ -128,8 +180,12 @@ fetch_tree_finish(struct fetch_tree *t, const char *source, const char *commit,
 	char err[512];
 	int rc = 0;
 
-	/* the blobs on disk under their names before the manifest names them */
-	{
+	/*
+	 * the blobs on disk under their names before the manifest names them;
+	 * deferred: the blobs and the manifest all wait for the caller's one
+	 * sync group, which the journal row naming the tree waits for
+	 */
+	if (!t->lim.defer_sync) {
 		rc = spool_commit(t->sp, t->tmps, t->pt.n);
 		for (size_t i = 0; i < t->pt.n; i++) {
 			free(t->tmps[i]);
@@ -148,7 +204,8 @@ fetch_tree_finish(struct fetch_tree *t, const char *source, const char *commit,
 		buf_free(&b);
 		return fetch_result_error(res, "FetchError", "tree manifest: %s", err);
 	}
-	if (spool_put(t->sp, b.data, b.len, res->tree_hash) < 0) {
+	if ((t->lim.defer_sync ? stage_manifest(t, &b, res) :
+	    spool_put(t->sp, b.data, b.len, res->tree_hash)) < 0) {
 		rc = fetch_result_error(res, "FetchError",
 		    "cannot write the tree manifest to the spool: %s", strerror(errno));
 	} else {

@@ -17,6 +17,13 @@ struct fetch_tree;
 struct fetch_limits {
 	uint64_t max_file;
 	uint64_t max_tree;
+	/*
+	 * nonzero: fetch_tree_finish leaves the tree's new blobs and its
+	 * manifest staged (written, not synced, not under their hashes) in
+	 * res->staged for the caller to make durable with others in one
+	 * sync group (fetch_result_group) before anything names the tree
+	 */
+	int defer_sync;
 };
 
 /* what one fetch produced: a tree (and commit), or an error with a reason */
@@ -28,6 +35,9 @@ struct fetch_result {
 	const char *reason;	/* static: "FetchError", "TooLarge"; NULL when ok */
 	char error[1024];	/* message naming the file or remote */
 	int64_t retry_after_ms;	/* > 0: the remote asked us to wait this long (rate limit) */
+	/* defer_sync: the files spool_stage wrote for this tree, not yet durable */
+	char **staged;
+	size_t nstaged;
 };
 
 /* fetch_tree_new - an empty tree writing blobs into sp (borrowed) */
@@ -57,6 +67,15 @@ int fetch_tree_check_size(struct fetch_tree *t, const char *path, uint64_t len,
  */
 int fetch_tree_finish(struct fetch_tree *t, const char *source, const char *commit,
     struct fetch_result *res);
+
+/*
+ * fetch_result_group - hand res->staged to the sync group open on this
+ * thread (spool_group); res->staged is emptied either way.  0 or -1 (the
+ * files are then removed: the tree is not on disk).
+ */
+int fetch_result_group(struct fetch_result *res);
+/* fetch_result_unstage - remove and forget res->staged (a tree never synced) */
+void fetch_result_unstage(struct fetch_result *res);
 
 /* fetch_result_error - set reason and a printf message; returns -1 */
 int fetch_result_error(struct fetch_result *res, const char *reason, const char *fmt, ...)

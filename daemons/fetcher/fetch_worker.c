@@ -38,6 +38,7 @@ fetch_job_free(struct job *j)
 	free(j->org);
 	free(j->repo);
 	free(j->image);
+	fetch_result_unstage(&j->res);	/* a tree never synced (shutdown) */
 	free(j);
 }
 

@@ -36,6 +36,7 @@
 #include "common/stage_watch.h"
 #include "common/store.h"
 #include "common/store_keys.h"
+#include "common/sync_group.h"
 #include "common/util.h"
 #include "daemons/fetcher/fetch_dir.h"
 #include "daemons/fetcher/fetch_git.h"
@@ -318,9 +319,44 @@ finish_second(struct stage *st, struct job *j, int committed)
 }
 
 /*
+ * sync_chunk - the files the workers left staged for a chunk of jobs
+ * (fetch_limits.defer_sync: blobs and manifests written without fsync)
+ * made durable under their hashes by one sync group: bytes synced, names
+ * given, names synced (two syncfs), where each tree used to cost an fsync
+ * per file.  When that fails every job that had files becomes a failed
+ * fetch (retried with backoff), so nothing names a tree not on disk.
+ */
+static void
+sync_chunk(struct job *chunk)
+{
+	struct job *j;
+	int rc, saved, any = 0;
+
+	sync_group_begin();
+	for (j = chunk; j != NULL; j = j->next) {
+		j->synced = j->res.nstaged > 0;
+		any |= j->synced;
+		(void)fetch_result_group(&j->res);	/* a bad one fails the flush */
+	}
+	rc = sync_group_flush();
+	saved = errno;
+	if (rc == 0 || !any)
+		return;
+	log_kv(LOG_ERROR, "cannot make the fetched trees durable", "error",
+	    strerror(saved), NULL);
+	for (j = chunk; j != NULL; j = j->next)
+		if (j->synced && j->res.reason == NULL)
+			fetch_result_error(&j->res, "FetchError",
+			    "cannot sync the spool: %s", strerror(saved));
+}
+
+/*
  * on_wake - finish what the worker did, HAND_BATCH jobs per journal
  * transaction (one commit, one fsync, for many decofiles at start-up);
- * status writes and scheduling come after the commit.
+ * status writes and scheduling come after the commit.  The order is the
+ * durability rule: a chunk's spool files are durable under their hashes
+ * (sync_chunk) before its transaction opens, so a committed journal row
+ * never names a blob a crash can take away.
  */
 static void
 on_wake(struct stage *st, void *arg)
@@ -344,6 +380,7 @@ on_wake(struct stage *st, void *arg)
 		}
 		list = *tail;
 		*tail = NULL;
+		sync_chunk(chunk);	/* before the commit that names the trees */
 		in_txn = stage_begin(st) == 0;
 		for (j = chunk; j != NULL; j = j->next) {
 			stage_yield(st);	/* a supervisor gone: noticed within one job */
@@ -468,6 +505,7 @@ fetcher_init(struct stage *st)
 	f->sp = stage_spool(st);
 	f->lim.max_tree = max_tree;
 	f->lim.max_file = max_tree > 0 && max_tree < MAX_FILE ? max_tree : MAX_FILE;
+	f->lim.defer_sync = 1;	/* on_wake syncs each chunk's trees at once (sync_chunk) */
 	f->timeout_ms = conf_get_ms(cf, "fetch_timeout");
 	f->poll_ms = conf_get_ms(cf, "poll_period");
 	f->alim.max_entries = (uint64_t)conf_get_int(cf, "max_archive_entries");

@@ -126,6 +126,7 @@ struct job {
 	/* finishing (loop thread) */
 	int skip;		/* finished in the first phase */
 	int handed;		/* 1: record + item written in the open transaction, -1 failed */
+	int synced;		/* 1: its staged files went into its chunk's sync group */
 	struct job *next;
 };
 

@@ -394,7 +394,7 @@ main(void)
 			{ 'd', "acme-loja-abc1234/", NULL, 0 },
 			{ 'f', "other-root/x.json", "{}", 0 }, { 0, NULL, NULL, 0 } };
 		const char *sha = "0123456789abcdef0123456789abcdef01234567";
-		struct fetch_limits fl = { 1 << 20, 4 << 20 };
+		struct fetch_limits fl = { 1 << 20, 4 << 20, 0 };
 		yajl_val doc, e;
 		char *man;
 		size_t len;

@@ -44,7 +44,7 @@ link_to(const char *target, const char *rel)
 int
 main(void)
 {
-	struct fetch_limits lim = { 1024, 4096 };
+	struct fetch_limits lim = { 1024, 4096, 0 };
 	struct fetch_result res, again;
 	struct spool *sp;
 	char *root, *man, *blob;

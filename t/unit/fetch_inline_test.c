@@ -10,6 +10,7 @@
 
 #include "common/json.h"
 #include "common/spool.h"
+#include "common/sync_group.h"
 #include "common/util.h"
 #include "daemons/fetcher/fetch_inline.h"
 #include "t/tap.h"
@@ -23,10 +24,10 @@ parse(const char *s)
 int
 main(void)
 {
-	struct fetch_limits lim = { 1024, 4096 };
+	struct fetch_limits lim = { 1024, 4096, 0 };
 	struct fetch_result res, again;
 	struct spool *sp;
-	char top[256], *man, *blob;
+	char top[256], path[4096], *man, *blob;
 	yajl_val v, doc, e;
 	size_t len;
 
@@ -101,6 +102,50 @@ main(void)
 	is_int(fetch_inline(sp, &lim, v, &res), -1, "caps apply to inline values");
 	is_str(res.reason, "TooLarge", "TooLarge");
 	ok(strstr(res.error, "inline:A") != NULL, "names the key (%s)", res.error);
+	yajl_tree_free(v);
+
+	/*
+	 * defer_sync (the fetcher's workers): the tree is written but nothing
+	 * shows under its hash until the sync group it is handed to is
+	 * flushed, so the journal row naming the tree, committed after the
+	 * flush, never names a blob that is not durable
+	 */
+	lim.max_file = 1024;
+	lim.defer_sync = 1;
+	v = parse("{\"Deferred\": {\"a\": 1}, \"Later\": [2]}");
+	is_int(fetch_inline(sp, &lim, v, &res), 0, "a deferred fetch");
+	is_int((long long)res.nstaged, 3, "two blobs and the manifest wait, staged");
+	ok(res.tree_hash[0] != '\0' && !spool_has(sp, res.tree_hash),
+	    "the manifest is not under its hash before the sync");
+	sync_group_begin();
+	is_int(fetch_result_group(&res), 0, "handed to a sync group");
+	ok(res.nstaged == 0 && res.staged == NULL, "the result lets go of them");
+	ok(!spool_has(sp, res.tree_hash), "still not under its hash before the flush");
+	is_int(sync_group_flush(), 0, "the group's flush");
+	man = spool_get(sp, res.tree_hash, &len);
+	doc = man ? json_parse(man, len, NULL) : NULL;
+	e = json_get(doc, "entries", NULL);
+	if (ok(e && YAJL_IS_ARRAY(e) && e->u.array.len == 2, "the manifest, after the flush")) {
+		for (size_t i = 0; i < 2; i++) {
+			blob = spool_get(sp, json_get_str(e->u.array.values[i], "blob", NULL),
+			    &len);
+			ok(blob != NULL, "and blob %zu it names", i);
+			free(blob);
+		}
+	}
+	yajl_tree_free(doc);
+	free(man);
+	is_int(fetch_inline(sp, &lim, v, &again), 0, "the same value deferred again");
+	ok(again.nstaged == 0 && strcmp(again.tree_hash, res.tree_hash) == 0,
+	    "nothing staged when the tree is there");
+	yajl_tree_free(v);
+	v = parse("{\"Dropped\": \"never synced\"}");
+	is_int(fetch_inline(sp, &lim, v, &res), 0, "a deferred fetch never synced");
+	ok(res.nstaged == 2 && access(res.staged[0], F_OK) == 0, "its files are staged");
+	snprintf(path, sizeof(path), "%s", res.staged[0]);
+	fetch_result_unstage(&res);
+	ok(res.nstaged == 0 && access(path, F_OK) < 0 && !spool_has(sp, res.tree_hash),
+	    "unstaged: removed, nothing under a hash");
 	yajl_tree_free(v);
 
 	spool_close(sp);

@@ -73,6 +73,24 @@ main(void)
 		free(tmps[1]);
 		free(tmps[2]);
 	}
+	/* staged blobs handed to a sync group (the fetcher's batches) */
+	{
+		char h[65], *tmp;
+
+		ok(spool_stage(sp, "staged for a group", 18, h, &tmp) == 0 && tmp != NULL,
+		    "stage a blob");
+		is_int(spool_group(&tmp, 1), -1, "no group open: refused");
+		sync_group_begin();
+		is_int(spool_group(&tmp, 1), 0, "handed to the group");
+		is_int(sync_group_files(), 1, "one file waits");
+		ok(!spool_has(sp, h), "not under its hash before the flush");
+		is_int(sync_group_flush(), 0, "flush");
+		data = spool_get(sp, h, &len);
+		ok(data != NULL && len == 18 && access(tmp, F_OK) < 0,
+		    "under its hash after it, no temporary left");
+		free(data);
+		free(tmp);
+	}
 	/* a sync group: nothing under its name before the flush, all after */
 	{
 		char g1[65], g2[65], f[4096];
