@@ -31,6 +31,11 @@ EXTRA_DIST += bench/bench_batch.sh
 bench-batch: decod decoctl daemons/fetcher/fetcher daemons/renderer/renderer daemons/publisher/publisher
 	$(SHELL) $(srcdir)/bench/bench_batch.sh $(abs_top_builddir) 1000
 .PHONY: bench-batch
+# the fetcher alone on 1,000 Decofiles at a cold start: sync calls per item
+EXTRA_DIST += bench/bench_fetch_batch.sh
+bench-fetch-batch: decod decoctl daemons/fetcher/fetcher
+	$(SHELL) $(srcdir)/bench/bench_fetch_batch.sh $(abs_top_builddir) 1000
+.PHONY: bench-fetch-batch
 # dir sources watched with inotify vs polled: `make bench-dir-watch`
 EXTRA_DIST += bench/bench_dir_watch.sh
 bench-dir-watch: decod decoctl
