@@ -7,6 +7,12 @@
 # SOURCE=dir|inline (dir).  COLD=1 (default): every Decofile is in the store
 # before the fetcher starts (a cold start: many fetches finish at once);
 # COLD=0: applied one by one while it runs, as bench_batch.sh does.
+# ORDER=1: trace renames and the journal's WAL writes too (-y: fd paths) and
+# count the WAL writes made while a rename into the spool was not yet
+# covered by a syncfs (or an fsync of its folder): with the fetch batches
+# the workers rename nothing and that count must be 0.  (Before them, the
+# workers' own renames race the loop's commits of other Decofiles, so the
+# count is not meaningful there.)
 set -eu
 build=$(cd "${1:?usage: bench_fetch_batch.sh BUILD_DIR [N]}" && pwd)
 n=${2:-1000}
@@ -17,9 +23,12 @@ PIDS=""
 trap 'for p in $PIDS; do kill $p 2>/dev/null; done; wait 2>/dev/null; [ -n "${KEEP:-}" ] || rm -rf "$T"' EXIT
 now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
 
+trace=fsync,fdatasync,syncfs
+[ "${ORDER:-0}" = 1 ] && trace="-y -e trace=$trace,rename,renameat,renameat2,pwrite64,pwritev"
+[ "${ORDER:-0}" = 1 ] || trace="-e trace=$trace"
 mkdir -p "$T/libexec"
-printf '#!/bin/sh\nexec strace -f -qq -e trace=fsync,fdatasync,syncfs -o %s/strace-fetcher "%s" "$@"\n' \
-    "$T" "$build/daemons/fetcher/fetcher" >"$T/libexec/fetcher"
+printf '#!/bin/sh\nexec strace -f -qq %s -o %s/strace-fetcher "%s" "$@"\n' \
+    "$trace" "$T" "$build/daemons/fetcher/fetcher" >"$T/libexec/fetcher"
 chmod +x "$T/libexec/fetcher"
 cat >"$T/decod.conf" <<CONF
 state_dir = $T/state
@@ -77,3 +86,12 @@ for call in fsync fdatasync syncfs; do
 done
 sync=$(grep -cE '(fsync|fdatasync|syncfs)\(' "$T/strace-fetcher" || true)
 echo "fetcher ($source, cold=$cold): $sync sync calls for $n items: $(echo "$sync $n" | awk '{printf "%.2f", $1 / $2}') per item; $n render items waiting after $((t1 - t0)) ms (stage start included)"
+if [ "${ORDER:-0}" = 1 ]; then
+	awk '
+	/rename/ && /\/spool\/[0-9a-f][0-9a-f]\// { renames++; pending++ }
+	/syncfs/ && / = 0$/ { pending = 0 }
+	/fsync\([0-9]+<[^>]*\/spool\/[0-9a-f][0-9a-f]>\)/ && / = 0$/ { pending = 0 }
+	/pwrite(64|v)\([0-9]+<[^>]*journal\.db-wal>/ { wal++; if (pending > 0) bad++ }
+	END { printf "order: %d spool renames, %d journal WAL writes, %d WAL writes with a spool rename not yet synced\n", renames, wal, bad }
+	' "$T/strace-fetcher"
+fi
