@@ -13,6 +13,8 @@
 # the workers rename nothing and that count must be 0.  (Before them, the
 # workers' own renames race the loop's commits of other Decofiles, so the
 # count is not meaningful there.)
+# CPU=1: no strace; the fetcher's CPU seconds (user + system, all threads,
+# from /proc when the N items wait) and the wall time instead.
 set -eu
 build=$(cd "${1:?usage: bench_fetch_batch.sh BUILD_DIR [N]}" && pwd)
 n=${2:-1000}
@@ -29,6 +31,8 @@ trace=fsync,fdatasync,syncfs
 mkdir -p "$T/libexec"
 printf '#!/bin/sh\nexec strace -f -qq %s -o %s/strace-fetcher "%s" "$@"\n' \
     "$trace" "$T" "$build/daemons/fetcher/fetcher" >"$T/libexec/fetcher"
+[ "${CPU:-0}" = 1 ] && printf '#!/bin/sh\nexec "%s" "$@"\n' \
+    "$build/daemons/fetcher/fetcher" >"$T/libexec/fetcher"
 chmod +x "$T/libexec/fetcher"
 cat >"$T/decod.conf" <<CONF
 state_dir = $T/state
@@ -77,6 +81,17 @@ until [ "$(sqlite3 "$T/state/journal.db" "SELECT count(*) FROM items WHERE stage
 	sleep 0.1
 done
 t1=$(now_ms)
+if [ "${CPU:-0}" = 1 ]; then
+	fpid=$(pgrep -P "$dpid" -f "$build/daemons/fetcher/fetcher" | head -1)
+	tck=$(getconf CLK_TCK)
+	# utime and stime: fields 14 and 15 of /proc/PID/stat (12 and 13 after comm)
+	cpu=$(sed 's/.*) //' "/proc/$fpid/stat" | awk -v t="$tck" '{printf "%.2f", ($12 + $13) / t}')
+	kill "$dpid"
+	wait "$dpid" 2>/dev/null || true
+	cat /proc/loadavg
+	echo "fetcher ($source, cold=$cold): $cpu s of CPU for $n items; $n render items waiting after $((t1 - t0)) ms (stage start included)"
+	exit 0
+fi
 kill "$dpid"
 wait "$dpid" 2>/dev/null || true
 cat /proc/loadavg
