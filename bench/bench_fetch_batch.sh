@@ -22,7 +22,7 @@ source=${SOURCE:-dir}
 cold=${COLD:-1}
 T=$(mktemp -d "${TMPDIR:-/tmp}/decod-bench.XXXXXX")
 PIDS=""
-trap 'for p in $PIDS; do kill $p 2>/dev/null; done; wait 2>/dev/null; [ -n "${KEEP:-}" ] || rm -rf "$T"' EXIT
+trap 'for p in $PIDS; do kill $p 2>/dev/null || true; done; wait 2>/dev/null || true; [ -n "${KEEP:-}" ] || rm -rf "$T"' EXIT
 now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
 
 trace=fsync,fdatasync,syncfs
