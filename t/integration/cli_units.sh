@@ -36,7 +36,15 @@ track_pid $FET_PID
 REN_PID=$!
 track_pid $REN_PID
 wait_for "$(scaled 20)" ready_n 2
-ok $? "decoctl stages lists both stages READY, each from its own socket"
+st=$?
+ok $st "decoctl stages lists both stages READY, each from its own socket"
+if [ $st -ne 0 ]; then	# seen once in CI: say which stage, and what it logged
+	dc stages 2>&1 | sed 's/^/# stages: /'
+	for p in "$FET_PID:fetcher" "$REN_PID:renderer"; do
+		kill -0 "${p%%:*}" 2>/dev/null || diag "${p#*:} (pid ${p%%:*}) is not running"
+		tail -15 "$T/${p#*:}.log" | sed "s/^/# ${p#*:}.log: /"
+	done
+fi
 dc stages >"$T/out" 2>"$T/err"
 is "$?" 0 "stages exits 0 while some stages answer"
 check "... says there is no supervisor" grep -q "^no supervisor: each stage answered on its own control socket" "$T/out"
