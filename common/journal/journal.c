@@ -159,14 +159,28 @@ journal_open(const char *path, char *err, size_t errlen)
 		goto fail;
 	}
 	sqlite3_busy_timeout(j->db, 10000);
-	if (sqlite3_exec(j->db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"
-	    "PRAGMA foreign_keys=ON;", NULL, NULL, &msg) != SQLITE_OK) {
-		snprintf(err, errlen, "journal %s: %s", path, msg ? msg : sqlite3_errmsg(j->db));
+	/*
+	 * Two stages started at once on a new journal (systemd units): the
+	 * switch to WAL and its first recovery answer SQLITE_BUSY at once,
+	 * without the busy handler, while the other process holds the lock.
+	 * Try again for as long as the busy timeout would have waited.
+	 */
+	for (int64_t until = now_ms() + 10000;; ) {
+		int rc = sqlite3_exec(j->db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"
+		    "PRAGMA foreign_keys=ON;", NULL, NULL, &msg);
+
+		if (rc == SQLITE_OK && journal_migrate(j) == 0)
+			break;
+		if ((sqlite3_errcode(j->db) & 0xff) == SQLITE_BUSY && now_ms() < until) {
+			sqlite3_free(msg);
+			msg = NULL;
+			(void)sqlite3_exec(j->db, "ROLLBACK", NULL, NULL, NULL);
+			usleep(20000);
+			continue;
+		}
+		snprintf(err, errlen, "journal %s: %s", path, rc != SQLITE_OK ?
+		    (msg ? msg : sqlite3_errmsg(j->db)) : j->err);
 		sqlite3_free(msg);
-		goto fail;
-	}
-	if (journal_migrate(j) < 0) {
-		snprintf(err, errlen, "journal %s: %s", path, j->err);
 		goto fail;
 	}
 	return j;

@@ -2,6 +2,8 @@
 #include "config.h"
 
 #include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <sqlite3.h>
 
@@ -241,6 +243,51 @@ test_v1(const char *dir)
 	journal_close(j);
 }
 
+/*
+ * test_open_race - stages started at once as their own units each open the
+ * same new journal: every one must get it (the WAL switch answers BUSY at
+ * once, without the busy handler, while another process holds the lock)
+ */
+static void
+test_open_race(const char *dir)
+{
+	enum { KIDS = 8, ROUNDS = 20 };
+	int failed = 0;
+
+	for (int r = 0; r < ROUNDS; r++) {
+		char path[256];
+		int go[2];
+		pid_t kids[KIDS];
+
+		snprintf(path, sizeof(path), "%s/race%d.db", dir, r);
+		if (pipe(go) < 0)
+			break;
+		for (int k = 0; k < KIDS; k++) {
+			if ((kids[k] = fork()) == 0) {
+				char err[512], c;
+				struct journal *jk;
+
+				close(go[1]);
+				(void)read(go[0], &c, 1);	/* all start together */
+				jk = journal_open(path, err, sizeof(err));
+				if (jk == NULL)
+					fprintf(stderr, "# %s\n", err);
+				_exit(jk == NULL);
+			}
+		}
+		close(go[0]);
+		close(go[1]);	/* EOF: go */
+		for (int k = 0; k < KIDS; k++) {
+			int ws;
+
+			if (kids[k] > 0 && (waitpid(kids[k], &ws, 0) < 0 || !WIFEXITED(ws) ||
+			    WEXITSTATUS(ws) != 0))
+				failed++;
+		}
+	}
+	is_int(failed, 0, "8 processes opening one new journal at once, 20 times: all get it");
+}
+
 int
 main(void)
 {
@@ -252,6 +299,7 @@ main(void)
 
 	if (mkdtemp(dir) == NULL)
 		return 1;
+	test_open_race(dir);
 	snprintf(path, sizeof(path), "%s/journal.db", dir);
 	j = journal_open(path, err, sizeof(err));
 	ok(j != NULL, "open creates the schema");
