@@ -162,8 +162,8 @@ utf8_run(const unsigned char *p, const unsigned char *end)
 
 /*
  * escape_len - p at a backslash inside a string: the length of the escape
- * (2, or 6 for \uXXXX), 0 when not sure (not an escape, the end of the
- * input, or a \u of a surrogate, whose decoding the full check owns)
+ * (2, or 6 for \uXXXX); 0 hands it to the full check, which owns the
+ * rest: not an escape, the end of the input, or a \u of a surrogate
  */
 static inline size_t
 escape_len(const unsigned char *p, const unsigned char *end)
@@ -188,8 +188,8 @@ typedef const unsigned char *(*json_plain_fn)(const unsigned char *, const unsig
 
 /*
  * string_scan - p at the opening quote: past the closing one, *escaped set
- * when the string has an escape; NULL when not sure (an error, or a \u of
- * a surrogate, whose decoding the full check owns).  plain skips the bytes
+ * when the string has an escape; NULL hands the string to the full check
+ * (an error, or a \u of a surrogate, whose decoding that check owns).  plain skips the bytes
  * that need no second look.
  */
 static inline const unsigned char *
