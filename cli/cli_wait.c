@@ -33,7 +33,7 @@ struct want {
 	enum want_kind kind;
 	char sha[65];
 	int64_t ts;
-	int64_t sync_req;	/* synced: the nonce of the newest `decoctl sync` */
+	int64_t sync_req;	/* synced, timestamp: the nonce of the newest `decoctl sync` */
 };
 
 struct cond {
@@ -281,10 +281,12 @@ evaluate(const struct want *w, yajl_val doc, yajl_val st, const char *newest, in
 				return V_FAILED;
 			}
 			/*
-			 * a sync requested at or after N found nothing new to publish:
-			 * the source as of N is what is live
+			 * the newest sync, requested at or after N, found nothing new
+			 * to publish: the source as of N is what is live.  Only the
+			 * newest: N has whole seconds, so an earlier sync in N's second
+			 * may have come before the change (edit, sync, wait).
 			 */
-			return handled >= w->ts * 1000 && !busy && live &&
+			return handled >= w->ts * 1000 && handled >= w->sync_req && !busy && live &&
 			    strcmp(sync.status, "False") != 0 ? V_DONE : V_PENDING;
 		}
 		if (pods_failed) {
@@ -362,6 +364,11 @@ cli_wait(struct cli *c)
 	if (w.kind == WANT_SYNCED && (got = sync_requested(c, name, &w.sync_req)) != 0)
 		return got < 0 ? CLI_FAIL : cli_error("no sync was requested for decofile/%s "
 		    "(run `decoctl sync %s` first)", name, name);
+	if (w.kind == WANT_TIMESTAMP && (got = sync_requested(c, name, &w.sync_req)) != 0) {
+		if (got < 0)
+			return CLI_FAIL;
+		w.sync_req = 0;		/* no sync: only status.timestamp can meet N */
+	}
 	deadline = now_ms() + (c->timeout_ms >= 0 ? c->timeout_ms : WAIT_DEFAULT_MS);
 	/* watch first, read second: nothing can slip between the two */
 	key = key_status_prefix("decofiles", c->ns, name);

@@ -60,9 +60,20 @@ check "the fetcher recorded the handled sync" sh -c \
 
 # --- a broken block: failures where people look ----------------------------
 TMO=$(scaled 60)
-N=$(date +%s)
+# N is the second of the no-op sync above: that sync, requested at or after
+# N, came before this change, so only the newest sync may speak for N
+HANDLED=$(ctl get df loja -o json | python3 -c \
+    'import json,sys; print(json.load(sys.stdin)["status"]["lastHandledSyncAt"])')
+N=$(( HANDLED / 1000 ))
+# the fetcher held still: the newest sync is not handled yet, and the no-op
+# sync of N's second must not complete the wait
+FPID=$(cat "$T/run/fetcher.alive")
+kill -STOP "$FPID"
 printf '{"links": [\n  "/ajuda" "/trocas"]}\n' >"$BLOCKS/Footer.json"
 ctl sync loja >/dev/null
+ctl wait loja --for "timestamp:$N" --timeout 2s >/dev/null 2>&1
+is "$?" 3 "wait: an earlier sync within N's second does not speak for a later change"
+kill -CONT "$FPID"
 T0=$(date +%s)
 ctl wait loja --for "timestamp:$N" --timeout "${TMO}s" >"$T/w3.out" 2>"$T/w3.err"
 is "$?" 1 "wait for a change with a broken block exits 1"
