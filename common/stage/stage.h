@@ -97,6 +97,16 @@ void stage_rollback(struct stage *st);
  */
 void stage_after_commit(struct stage *st, void (*fn)(struct stage *, void *), void *arg);
 
+/*
+ * stage_hold_doorbells - outside a batch, the commits from here on ring
+ * nobody until stage_ring_doorbells, which rings them all: for a stage
+ * that states what its commits did outside the journal (its status in the
+ * store) after them, so the next stage, woken, never speaks first.  What
+ * a rollback or failed commit undid is not rung.
+ */
+void stage_hold_doorbells(struct stage *st);
+void stage_ring_doorbells(struct stage *st);
+
 /* stage_enqueue - one item for stage `to` in its own transaction, rung; id or -1 */
 int64_t stage_enqueue(struct stage *st, const char *to, const char *kind,
     const char *ns, const char *name, const char *hash, const char *detail);

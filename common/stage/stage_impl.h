@@ -66,6 +66,7 @@ struct stage {
 	size_t nafter, cap_after;
 	int in_txn;
 	int batching;		/* on_item runs inside a batch (ops->batch) */
+	int held;		/* stage_hold_doorbells: commits queue their rings */
 	int64_t cur_id;		/* item being handled by on_item, 0 if none */
 	int cur_closed;		/* on_item committed it itself */
 	char cur_error[512];	/* stage_item_error() for the current item */

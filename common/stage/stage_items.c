@@ -100,6 +100,27 @@ stage_after_commit(struct stage *st, void (*fn)(struct stage *, void *), void *a
 	st->after[st->nafter++].arg = arg;
 }
 
+void
+stage_hold_doorbells(struct stage *st)
+{
+	if (!st->held && !st->batching) {
+		st->held = 1;
+		st->nrings = 0;
+		st->ring_mark = 0;
+	}
+}
+
+static void ring_all(struct stage *st);
+
+void
+stage_ring_doorbells(struct stage *st)
+{
+	if (!st->held)
+		return;
+	st->held = 0;
+	ring_all(st);
+}
+
 /* ring_all - what waited for the commit, then the doorbells of what committed */
 static void
 ring_all(struct stage *st)
@@ -123,7 +144,7 @@ stage_begin(struct stage *st)
 		return -1;
 	}
 	st->in_txn = 1;
-	if (!st->batching)
+	if (!st->batching && !st->held)
 		st->nrings = 0;
 	st->ring_mark = st->nrings;
 	return 0;
@@ -171,13 +192,13 @@ stage_commit(struct stage *st, const struct journal_item *it, const char *result
 	if (journal_commit(st->j) < 0) {
 		log_kv(LOG_ERROR, "journal commit failed", "error", journal_error(st->j), NULL);
 		st->in_txn = 0;
-		st->nrings = st->batching ? st->ring_mark : 0;
+		st->nrings = st->batching || st->held ? st->ring_mark : 0;
 		return -1;
 	}
 	st->in_txn = 0;
 	if (it != NULL && it->id == st->cur_id)
 		st->cur_closed = 1;
-	if (!st->batching)
+	if (!st->batching && !st->held)
 		ring_all(st);	/* in a batch: once the batch commits */
 	return 0;
 }
@@ -189,7 +210,7 @@ stage_rollback(struct stage *st)
 		return;		/* already undone (a failed commit rolls back itself) */
 	journal_rollback(st->j);
 	st->in_txn = 0;
-	st->nrings = st->batching ? st->ring_mark : 0;
+	st->nrings = st->batching || st->held ? st->ring_mark : 0;
 }
 
 int64_t

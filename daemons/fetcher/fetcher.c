@@ -381,6 +381,7 @@ on_wake(struct stage *st, void *arg)
 		list = *tail;
 		*tail = NULL;
 		sync_chunk(chunk);	/* before the commit that names the trees */
+		stage_hold_doorbells(st);
 		in_txn = stage_begin(st) == 0;
 		for (j = chunk; j != NULL; j = j->next) {
 			stage_yield(st);	/* a supervisor gone: noticed within one job */
@@ -402,9 +403,15 @@ on_wake(struct stage *st, void *arg)
 			finish_second(st, j, committed);
 			fetch_job_free(j);
 		}
-		/* what was handed on is in the store before a later stage can speak */
+		/*
+		 * what was handed on is in the store before a later stage can
+		 * speak: the renderer is woken only now (else, on a busy machine,
+		 * the publisher's word could land first and the CR be written
+		 * once for it and again for this fetch)
+		 */
 		if (committed)
 			fetch_status_now(st);
+		stage_ring_doorbells(st);
 	}
 }
 
