@@ -12,7 +12,8 @@ build=$(cd "${1:?usage: bench_batch.sh BUILD_DIR [N]}" && pwd)
 n=${2:-1000}
 T=$(mktemp -d "${TMPDIR:-/tmp}/decod-bench.XXXXXX")
 PIDS=""
-trap 'for p in $PIDS; do kill $p 2>/dev/null; done; wait 2>/dev/null; [ -n "${KEEP:-}" ] || rm -rf "$T"' EXIT
+# (set -e holds in the trap too: a process already gone must not keep $T)
+trap 'for p in $PIDS; do kill $p 2>/dev/null || true; done; wait 2>/dev/null || true; [ -n "${KEEP:-}" ] || rm -rf "$T"' EXIT
 now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
 
 mkdir -p "$T/libexec"
