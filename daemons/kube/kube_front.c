@@ -131,6 +131,8 @@ mirror(struct kube_front *fk, const struct kind_info *ki, enum kube_event ev, ya
 	yajl_tree_free(doc);
 	if (ev == KUBE_ADDED)
 		kf_push_all(fk, ki, kube_obj_ns(obj), kube_obj_name(obj));
+	else
+		kf_cr_seen(fk, ki, kube_obj_ns(obj), kube_obj_name(obj));
 }
 
 /* sweep - after a complete list: mirrors whose CR is gone are deleted */

@@ -140,6 +140,24 @@ last_busy(const struct kube_front *fk, size_t i, const char *ns, const char *nam
 	return journal_pending_unlike(stage_journal(fk->st), pipe_order[i], ns, name, hash) != 0;
 }
 
+/*
+ * word_behind - the publisher finished an item of ns/name (the journal
+ * says so first) whose content hash its word in merged does not carry
+ * yet: its status write follows its commit, and the older Ready=True
+ * beside the new fetch would be written as if settled
+ */
+static int
+word_behind(const struct kube_front *fk, const char *ns, const char *name, yajl_val merged)
+{
+	const char *hash = json_get_str(merged, "contentHash", NULL);
+	struct journal_item it;
+
+	if (journal_last_item(stage_journal(fk->st), "publisher", "decofile", ns, name, &it) != 0)
+		return 0;
+	return it.state == ITEM_DONE && it.hash[0] != '\0' &&
+	    (hash == NULL || strcmp(it.hash, hash) != 0);
+}
+
 enum kf_why
 kf_hold(const struct kube_front *fk, const char *ns, const char *name, yajl_val merged,
     int expired)
@@ -162,7 +180,8 @@ kf_hold(const struct kube_front *fk, const char *ns, const char *name, yajl_val 
 	    (last != 0 && last_busy(fk, lasti, ns, name, merged)))
 		return KF_HELD;
 	/* the last stage's word on it is not in yet (a rollout under way) */
-	if (kube_front_settling(merged, (bits & (1u << 2)) != 0, (bits & (1u << 3)) != 0))
+	if (kube_front_settling(merged, (bits & (1u << 2)) != 0, (bits & (1u << 3)) != 0) ||
+	    (lasti == 2 && word_behind(fk, ns, name, merged)))
 		return expired ? KF_EXPIRED : KF_HELD;
 	return KF_SETTLED;
 }
@@ -180,7 +199,7 @@ static const char *const why_name[] = {
 };
 
 void
-kf_count_apply(struct kube_front *fk, enum kf_why why, const char *what)
+kf_count_apply(struct kube_front *fk, enum kf_why why, const char *what, const char *detail)
 {
 	static int defined;
 	char l[64];
@@ -193,7 +212,8 @@ kf_count_apply(struct kube_front *fk, enum kf_why why, const char *what)
 	fk->applies[why]++;
 	metrics_add(metrics_proc(), M_APPLIES, metrics_labels(l, sizeof(l), "reason",
 	    why_name[why], NULL), 1);
-	log_kv(LOG_DEBUG, "status apply", "object", what, "reason", why_name[why], NULL);
+	log_kv(LOG_DEBUG, "status apply", "object", what, "reason", why_name[why], "detail",
+	    detail, NULL);
 }
 
 void

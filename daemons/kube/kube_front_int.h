@@ -86,6 +86,9 @@ void kf_preload_drop(struct kube_front *fk);
 int kf_status_start(struct kube_front *fk, char *err, size_t errlen);
 /* kf_status_free - stop the watch, drop the writes waiting and their records */
 void kf_status_free(struct kube_front *fk);
+/* kf_cr_seen - the watch brought ns/name: its idle write record may go */
+void kf_cr_seen(struct kube_front *fk, const struct kind_info *ki, const char *ns,
+    const char *name);
 /* kf_push_all - the merged status of ns/name onto the CR (when it differs) */
 void kf_push_all(struct kube_front *fk, const struct kind_info *ki, const char *ns,
     const char *name);
@@ -114,8 +117,12 @@ enum kf_why kf_hold(const struct kube_front *fk, const char *ns, const char *nam
     yajl_val merged, int expired);
 /* kf_pending - the journal holds an item of ns/name for any pipeline stage */
 int kf_pending(const struct kube_front *fk, const char *ns, const char *name);
-/* kf_count_apply - one status apply of what, made for why: counted (metric, debug log) */
-void kf_count_apply(struct kube_front *fk, enum kf_why why, const char *what);
+/*
+ * kf_count_apply - one status apply of what, made for why: counted (metric,
+ * debug log with detail: what differed from the CR as seen)
+ */
+void kf_count_apply(struct kube_front *fk, enum kf_why why, const char *what,
+    const char *detail);
 /* kf_applies_text - "settled=N,failure=N,..." for the log */
 void kf_applies_text(const struct kube_front *fk, char *out, size_t len);
 

@@ -149,55 +149,71 @@ cond_same(yajl_val curconds, yajl_val c)
 	return 0;
 }
 
+/*
+ * first_diff - does curst (the CR's status; may be NULL) show every field
+ * and condition of frag as it is?  0 yes; 1 no, out naming the first that
+ * differs ("contentHash", "conditions/Ready"; the why of an apply)
+ */
+static int
+first_diff(yajl_val frag, yajl_val curst, char *out, size_t outlen)
+{
+	struct buf x, y;
+	int differs = 0;
+
+	snprintf(out, outlen, "status");
+	if (frag == NULL || !YAJL_IS_OBJECT(frag) || curst == NULL)
+		return 1;
+	buf_init(&x);
+	buf_init(&y);
+	for (size_t i = 0; i < frag->u.object.len && !differs; i++) {
+		const char *key = frag->u.object.keys[i];
+		yajl_val v = frag->u.object.values[i];
+
+		if (strcmp(key, "conditions") == 0 && YAJL_IS_ARRAY(v)) {
+			for (size_t c = 0; c < v->u.array.len && !differs; c++)
+				if (!cond_same(json_get(curst, "conditions", NULL),
+				    v->u.array.values[c])) {
+					snprintf(out, outlen, "conditions/%s",
+					    json_get_str(v->u.array.values[c], "type", NULL) ?
+					    json_get_str(v->u.array.values[c], "type", NULL) : "?");
+					differs = 1;
+				}
+			continue;
+		}
+		value_text(v, &x);
+		value_text(json_get(curst, key, NULL), &y);
+		if (strcmp(x.data, y.data) != 0) {
+			snprintf(out, outlen, "%s", key);
+			differs = 1;
+		}
+	}
+	buf_free(&x);
+	buf_free(&y);
+	return differs;
+}
+
 char *
 kube_front_status_body(const char *kind, const char *ns, const char *name,
     yajl_val frag, yajl_val cur, int *same, size_t *len)
 {
 	yajl_val curst = cur != NULL ? json_get(cur, "status", NULL) : NULL;
-	struct buf b, x, y;
+	char diff[80];
+	struct buf b;
 	struct jw w;
 
-	*same = frag != NULL && YAJL_IS_OBJECT(frag) && curst != NULL;
+	*same = !first_diff(frag, curst, diff, sizeof(diff));
 	buf_init(&b);
-	buf_init(&x);
-	buf_init(&y);
 	jw_init(&w, &b);
 	jw_object_head(&w, API_VERSION, kind, ns, name);
 	jw_end_obj(&w);
 	jw_key(&w, "status");
-	jw_obj(&w);
-	if (frag != NULL && YAJL_IS_OBJECT(frag)) {
-		for (size_t i = 0; i < frag->u.object.len; i++) {
-			const char *key = frag->u.object.keys[i];
-			yajl_val v = frag->u.object.values[i];
-
-			jw_key(&w, key);
-			if (strcmp(key, "conditions") == 0 && YAJL_IS_ARRAY(v)) {
-				jw_arr(&w);
-				for (size_t c = 0; c < v->u.array.len; c++) {
-					yajl_val cv = v->u.array.values[c];
-
-					jw_value(&w, cv);
-					if (*same && !cond_same(json_get(curst, "conditions", NULL), cv))
-						*same = 0;
-				}
-				jw_end_arr(&w);
-				continue;
-			}
-			jw_value(&w, v);
-			if (*same) {
-				value_text(v, &x);
-				value_text(json_get(curst, key, NULL), &y);
-				if (strcmp(x.data, y.data) != 0)
-					*same = 0;
-			}
-		}
-	} else
-		*same = 0;
+	if (frag != NULL && YAJL_IS_OBJECT(frag))
+		jw_value(&w, frag);
+	else {
+		jw_obj(&w);
+		jw_end_obj(&w);
+	}
 	jw_end_obj(&w);
-	jw_end_obj(&w);
-	buf_free(&x);
-	buf_free(&y);
 	return buf_steal(&b, len);
 }
 
@@ -314,13 +330,24 @@ crw_free(struct crw *c)
 	free(c);
 }
 
-/* crw_gc - drop c's record once nothing of it is pending */
+static int rv_newer(yajl_val a, yajl_val b);
+static struct kube_informer *informer_of(struct kube_front *fk, const struct crw *c);
+
+/*
+ * crw_gc - drop c's record once nothing of it is pending and the cache
+ * holds the CR its last answer did (until then that answer is the newest
+ * word on the CR: kf_cr_seen looks again when the watch brings it)
+ */
 static void
 crw_gc(struct kube_front *fk, struct crw *c)
 {
 	struct crw **cs;
+	yajl_val cached;
 
 	if (c->state != CRW_IDLE || c->again)
+		return;
+	if (c->newest != NULL && (cached = kube_informer_get(informer_of(fk, c), c->ns,
+	    c->name)) != NULL && rv_newer(c->newest, cached))
 		return;
 	cs = crw_slot(fk, c->ki->plural, c->ns, c->name);
 	if (*cs == c) {
@@ -407,14 +434,21 @@ write_cr(struct kube_front *fk, struct crw *c, yajl_val cur, enum kf_why via)
 {
 	yajl_val merged;
 	struct buf m;
-	char *body, *path;
+	char *body, *path, diff[80], detail[200];
+	const char *rv;
 	size_t len;
 	int same;
 	enum kf_why why = KF_UNHELD;
 
 	c->state = CRW_IDLE;
-	if (cur == NULL)
-		cur = kube_informer_get(informer_of(fk, c), c->ns, c->name);
+	/*
+	 * the cache, unless an answer of ours is newer: the watch may not
+	 * have brought the CR our last write made yet, and the older status
+	 * would look unwritten
+	 */
+	if (cur == NULL && (cur = kube_informer_get(informer_of(fk, c), c->ns, c->name)) != NULL &&
+	    c->newest != NULL && rv_newer(c->newest, cur))
+		cur = c->newest;
 	if (cur == NULL || !kf_leading(fk))
 		return;		/* no CR (decoctl's own resource), not yet seen, or standby */
 	if (!c->adopt_tried && (body = kube_front_adopt_patch(cur, &len)) != NULL) {
@@ -462,13 +496,18 @@ write_cr(struct kube_front *fk, struct crw *c, yajl_val cur, enum kf_why via)
 	c->held_since = 0;
 	c->hold_step = 0;
 	kf_events_observe(fk, c->ki->kd->kind, cur, merged);
-	yajl_tree_free(merged);
 	if (same && !c->force) {
+		yajl_tree_free(merged);
 		free(body);
 		return;
 	}
+	(void)first_diff(merged, json_get(cur, "status", NULL), diff, sizeof(diff));
+	yajl_tree_free(merged);
+	rv = json_get_str(cur, "metadata", "resourceVersion", NULL);
+	snprintf(detail, sizeof(detail), "%s differs from resourceVersion %s", diff,
+	    rv != NULL ? rv : "?");
 	kf_count_apply(fk, c->force ? KF_ADOPTED : via == KF_RECHECK ? KF_RECHECK : why,
-	    c->what);
+	    c->what, detail);
 	c->force = 0;
 	c->state = CRW_FLIGHT;
 	fk->inflight++;
@@ -578,6 +617,15 @@ void
 kf_push_all(struct kube_front *fk, const struct kind_info *ki, const char *ns, const char *name)
 {
 	mark(fk, ki, ns, name);
+}
+
+void
+kf_cr_seen(struct kube_front *fk, const struct kind_info *ki, const char *ns, const char *name)
+{
+	struct crw *c = *crw_slot(fk, ki->plural, ns, name);
+
+	if (c != NULL)
+		crw_gc(fk, c);
 }
 
 static void

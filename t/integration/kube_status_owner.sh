@@ -160,7 +160,8 @@ if grep -q "$TOKEN" "$T/decod.log"; then ok 1 "token never logged"; else ok 0 "t
 # a pipeline that ends at the publisher (stages without notifier): Ready and
 # its fields are the change's last word, so a change is one apply, and Ready
 # shows without waiting for the hold's cap
-echo "stages = fetcher renderer publisher" >>"$T/decod.conf"
+# (debug: each apply's log line names its reason and what differed, shown on a failure)
+printf 'stages = fetcher renderer publisher\nlog_level = debug\n' >>"$T/decod.conf"
 kube_decod_start
 a0=$(applies)
 mkdf solo 1
@@ -182,6 +183,10 @@ rolled() { published "$@"; }
 edits solo 2 3
 diag "status applies per change without a notifier (two edits):$per"
 is "$per" " 1 1" "each change without a notifier: exactly one status apply"
+if [ "$per" != " 1 1" ]; then
+	grep -E 'name=solo|decofiles/sites-own/solo' "$T/decod.log" | grep -v 'msg=doorbell' |
+	    cut -c1-300 | sed 's/^/# /'
+fi
 kube_decod_stop
 grep 'Kubernetes front door stopping' "$T/decod.log" | sed 's/^/# /'
 check "decod's own count: every apply of this run made when a change had passed its last stage" \
