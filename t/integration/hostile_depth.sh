@@ -63,8 +63,11 @@ wait_for 30 sh -c "[ \"\$(curl -s http://127.0.0.1:$PORT/.decofile | grep -o $wa
 ok $? "the good version reaches the replica"
 pushes=$(grep -c 'decofile reloaded' "$T/r1.err")
 
-# 1,000,000 levels: valid JSON, refused by the depth limit
-deep 1000000 '[' ']' > "$T/blocks/Deep.json"
+# 1,000,000 levels: valid JSON, refused by the depth limit.  Written
+# beside the folder and moved in (one rename, as a deploy does), so the
+# fetcher never reads it half-written: a half-written block is its own
+# error (premature EOF), not the one this checks
+deep 1000000 '[' ']' > "$T/Deep.json.tmp" && mv "$T/Deep.json.tmp" "$T/blocks/Deep.json"
 ctl sync deep >/dev/null
 wait_for 30 cond_is Syncing reason ValidationError
 ok $? "a 1,000,000-deep block: Syncing=False ValidationError"
@@ -85,7 +88,7 @@ check "the replica is alive" alive $SITEPID
 rm -f "$T/blocks/Deep.json"
 
 # 511 levels fit (the rendered decofile adds one: 512)
-deep 511 '[' ']' > "$T/blocks/Deep.json"
+deep 511 '[' ']' > "$T/Deep.json.tmp" && mv "$T/Deep.json.tmp" "$T/blocks/Deep.json"
 ctl sync deep >/dev/null
 wait_for 30 cond_is Syncing status True
 ok $? "a 511-deep block renders (Syncing=True)"
