@@ -26,6 +26,7 @@ decodlibexec_PROGRAMS += daemons/renderer/renderer
 daemons_renderer_renderer_SOURCES = daemons/renderer/renderer.c \
 	daemons/renderer/render_rollout.c daemons/renderer/render_rollout.h \
 	daemons/renderer/render_pin.c daemons/renderer/render_pin.h \
+	daemons/renderer/render_rearm.c daemons/renderer/render_rearm.h \
 	daemons/renderer/render_recompress.c daemons/renderer/render_recompress.h
 daemons_renderer_renderer_LDADD = $(RENDER_LIBS) $(DECOD_LIBS)
 

@@ -41,6 +41,7 @@
 #include "daemons/renderer/render_pin.h"
 #include "daemons/renderer/render_policy.h"
 #include "daemons/renderer/render_rollout.h"
+#include "daemons/renderer/render_rearm.h"
 #include "daemons/renderer/render_recompress.h"
 #include "daemons/renderer/render_tree.h"
 #include "proto/proto.h"
@@ -89,8 +90,6 @@ read_settings(struct stage *st)
 	    r->window, conf_get_ms(cf, "brotli_recompress_delay"), 19);
 }
 
-static void rearm_windows(struct stage *st, void *arg);
-
 static int
 renderer_init(struct stage *st)
 {
@@ -104,45 +103,9 @@ renderer_init(struct stage *st)
 	snprintf(t, sizeof(t), "%llu", (unsigned long long)R(st)->threshold);
 	log_kv(LOG_INFO, "renderer settings", "brotli_quality", q, "brotli_window", w,
 	    "compress_threshold", t, NULL);
-	stage_add_timer(st, 0, rearm_windows, NULL);
+	stage_add_timer(st, 0, render_rearm_windows, NULL);
 	render_rollout_start(st);
 	return 0;
-}
-
-/* rearm_one - a render for a decofile waiting for its window (its last item's detail) */
-static void
-rearm_one(void *arg, const char *ns, const char *name)
-{
-	struct stage *st = arg;
-	struct journal_item it;
-
-	if (journal_last_item(stage_journal(st), STAGE, "decofile", ns, name, &it) != 0)
-		return;
-	if (stage_enqueue(st, STAGE, "decofile", ns, name, "", it.detail) < 0)
-		log_kv(LOG_WARN, "cannot re-arm an update window", "ns", ns, "name", name, NULL);
-}
-
-/*
- * rearm_windows - window timers live in this process: after a start, the
- * decofiles the journal says wait for a window are rendered once more,
- * which arms their timers again (or takes the change, if it opened)
- */
-static void
-rearm_windows(struct stage *st, void *arg)
-{
-	int n;
-	char c[16];
-
-	(void)arg;
-	if ((n = journal_template_waiting(stage_journal(st), rearm_one, st)) < 0) {
-		log_kv(LOG_WARN, "cannot read the decofiles waiting for a window", "error",
-		    journal_error(stage_journal(st)), NULL);
-		return;
-	}
-	if (n > 0) {
-		snprintf(c, sizeof(c), "%d", n);
-		log_kv(LOG_INFO, "update windows re-armed", "decofiles", c, NULL);
-	}
 }
 
 static int
@@ -156,6 +119,7 @@ static void
 renderer_shutdown(struct stage *st)
 {
 	render_rollout_stop(st);
+	render_rearm_stop(st);
 	for (struct window_wake *w = R(st)->wakes, *next; w != NULL; w = next) {
 		next = w->next;
 		stage_cancel_timer(st, w->timer);
