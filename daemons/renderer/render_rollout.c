@@ -458,10 +458,27 @@ enqueue(struct stage *st, const struct journal_rollout *r, int wave, const char 
 	return q.n;
 }
 
+/* the active rollouts, read first (collect), driven after */
+struct active {
+	struct journal_rollout *r;
+	size_t n, cap;
+};
+
 static void
-drive(void *arg, const struct journal_rollout *cur)
+collect(void *arg, const struct journal_rollout *r)
 {
-	struct stage *st = arg;
+	struct active *a = arg;
+
+	if (a->n == a->cap) {
+		a->cap = a->cap ? a->cap * 2 : 8;
+		a->r = xrealloc(a->r, a->cap * sizeof(*a->r));
+	}
+	a->r[a->n++] = *r;
+}
+
+static void
+drive(struct stage *st, const struct journal_rollout *cur)
+{
 	struct journal *j = stage_journal(st);
 	struct journal_rollout r = *cur;
 	struct wave_scan w;
@@ -481,8 +498,18 @@ drive(void *arg, const struct journal_rollout *cur)
 		w.st = st;
 		w.r = &r;
 		w.now = now;
-		if (journal_rollout_sites(j, r.id, r.wave, NULL, 0, scan_site, &w) < 0)
+		/*
+		 * the write lock first: scan_site writes as it reads, and a write
+		 * begun inside an open read fails at once (SQLITE_BUSY_SNAPSHOT)
+		 * when another process committed since the read began
+		 */
+		if (stage_begin(st) < 0)
 			return;
+		if (journal_rollout_sites(j, r.id, r.wave, NULL, 0, scan_site, &w) < 0 ||
+		    stage_commit(st, NULL, NULL) < 0) {
+			stage_rollback(st);
+			return;
+		}
 		allowed = render_rollout_allowed(r.max_failed, r.max_failed_pct, w.total);
 		if (w.failed > allowed) {
 			snprintf(r.state, sizeof(r.state), "halted");
@@ -532,6 +559,7 @@ static void
 tick(struct stage *st, void *arg)
 {
 	int64_t now = now_ms();
+	struct active act = { NULL, 0, 0 };
 
 	(void)arg;
 	drv.timer = 0;
@@ -543,9 +571,14 @@ tick(struct stage *st, void *arg)
 	if (drv.tokens > drv.rate * TICK_MS / 1000.0 + 1)
 		drv.tokens = drv.rate * TICK_MS / 1000.0 + 1;
 	drv.last_ms = now;
-	if (journal_rollout_active(stage_journal(st), drive, st) < 0)
+	/* read, then drive: drive writes, and no write is begun inside a read */
+	if (journal_rollout_active(stage_journal(st), collect, &act) < 0)
 		log_kv(LOG_WARN, "journal: cannot read the template rollouts", "error",
 		    journal_error(stage_journal(st)), NULL);
+	else
+		for (size_t i = 0; i < act.n; i++)
+			drive(st, &act.r[i]);
+	free(act.r);
 	if (!stage_stopping(st))
 		drv.timer = stage_add_timer(st, TICK_MS, tick, NULL);
 }
