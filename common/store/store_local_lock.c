@@ -58,8 +58,11 @@ local_try_lock(void *be, const char *key, char **holder)
 	dir = xstrdup(path);
 	slash = strrchr(dir, '/');
 	*slash = '\0';
-	if (mkdir_p(dir, 0700) < 0 ||
-	    (fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600)) < 0) {
+	/* the lock's folder nearly always exists (a restart: the file too) */
+	if ((fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600)) < 0 && errno == ENOENT &&
+	    mkdir_p(dir, 0700) == 0)
+		fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (fd < 0) {
 		store_set_error(l->s, "lock %s: %s: %s", key, path, strerror(errno));
 		free(dir);
 		free(path);
