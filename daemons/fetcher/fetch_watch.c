@@ -115,18 +115,14 @@ drop(struct stage *st, const char *ns, const char *name)
 		fetcher_src_free(st, s);
 }
 
-int
-fetch_watch_relist(struct stage *st)
+void
+fetch_watch_load(struct stage *st, struct store_list *l0)
 {
 	struct fetcher *f = F(st);
-	struct store_list l;
+	struct store_list l = *l0;
 	char kind[254], ns[254], name[254];
 
-	if (store_list(stage_store(st), f->df_prefix, &l) < 0) {
-		log_kv(LOG_ERROR, "cannot list Decofiles", "error", store_error(stage_store(st)),
-		    NULL);
-		return -1;
-	}
+	memset(l0, 0, sizeof(*l0));
 	for (struct src *s = f->srcs; s != NULL; s = s->next)
 		s->listed = 0;
 	for (size_t i = 0; i < l.n; i++) {
@@ -146,6 +142,20 @@ fetch_watch_relist(struct stage *st)
 			drop(st, s->ns, s->name);
 	}
 	store_list_free(&l);
+}
+
+int
+fetch_watch_relist(struct stage *st)
+{
+	struct fetcher *f = F(st);
+	struct store_list l;
+
+	if (store_list(stage_store(st), f->df_prefix, &l) < 0) {
+		log_kv(LOG_ERROR, "cannot list Decofiles", "error", store_error(stage_store(st)),
+		    NULL);
+		return -1;
+	}
+	fetch_watch_load(st, &l);
 	return 0;
 }
 
@@ -198,14 +208,16 @@ on_sync_event(void *arg, const struct store_event *ev)
 }
 
 int
-fetch_watch_start(struct stage *st)
+fetch_watch_start(struct stage *st, struct store_list *first)
 {
 	struct fetcher *f = F(st);
 
-	if ((f->watch = store_watch_open(st, f->df_prefix, on_df_event, st, 1000,
-	    &f->watch_sw)) == NULL ||
+	if ((f->watch = store_watch_open_list(st, f->df_prefix, on_df_event, st, 1000,
+	    &f->watch_sw, first)) == NULL ||
 	    (f->sync_watch = store_watch_open(st, f->sync_prefix, on_sync_event, st, 1000,
-	    &f->sync_sw)) == NULL)
+	    &f->sync_sw)) == NULL) {
+		store_list_free(first);
 		return -1;
+	}
 	return 0;
 }

@@ -506,6 +506,7 @@ fetcher_init(struct stage *st)
 	struct fetcher *f = xcalloc(1, sizeof(*f));
 	struct conf *cf = stage_conf(st);
 	uint64_t max_tree = conf_get_size(cf, "max_tree_size");
+	struct store_list first;
 
 	stage_set_data(st, f);
 	f->st = st;
@@ -554,14 +555,17 @@ fetcher_init(struct stage *st)
 	/* the workers start on demand (fetch_schedule.c, enqueue) */
 	f->threads = xcalloc((size_t)f->nthreads, sizeof(*f->threads));
 
-	/* watch first, then list: nothing put in between is missed */
+	/* the watch and its opening's list: nothing put after is missed */
 	f->df_prefix = key_resource_prefix("decofiles", NULL);
 	f->sync_prefix = xasprintf("%s/sync/", keys_prefix());
-	if (fetch_watch_start(st) < 0)
+	if (fetch_watch_start(st, &first) < 0)
 		return -1;
-	if ((f->locks = fetch_lock_new(st, &lock_ops)) == NULL)
+	if ((f->locks = fetch_lock_new(st, &lock_ops)) == NULL) {
+		store_list_free(&first);
 		return -1;
-	if (fetch_watch_relist(st) < 0 || fetch_tpl_start(st) < 0)
+	}
+	fetch_watch_load(st, &first);
+	if (fetch_tpl_start(st) < 0)
 		return -1;
 	{
 		char kerr[512];
@@ -571,7 +575,7 @@ fetcher_init(struct stage *st)
 			return -1;
 		}
 	}
-	/* after the front door's watch of the fragments: it may read this list */
+	/* after the front door's watch of the fragments: its opening read them */
 	fetch_status_load(st);
 	fetch_lock_start(f->locks);
 	{

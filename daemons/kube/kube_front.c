@@ -212,6 +212,12 @@ kf_preload_merged(struct kube_front *fk, const char *plural, const char *ns,
 	return 0;
 }
 
+const struct store_list *
+kube_front_preloaded(const struct kube_front *fk)
+{
+	return fk != NULL && fk->preloaded ? &fk->preload : NULL;
+}
+
 void
 kube_front_preload_drop(struct kube_front *fk)
 {

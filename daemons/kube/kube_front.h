@@ -31,12 +31,20 @@ void kube_front_free(struct kube_front *fk);
 
 /*
  * kube_front_preload - l (taken; freed here) holds every Decofile status
- * fragment, listed after kube_front_new opened the front door's watch of
- * them: the first comparison of each CR with its merged status reads its
- * fragments from l instead of listing the store again (a restart compares
- * 10,000 CRs), until any fragment changes or every CR has been compared
+ * fragment as the front door's watch of them saw it at its opening
+ * (kube_front_new does this itself): the first comparison of each CR with
+ * its merged status reads its fragments from l instead of listing the
+ * store again (a restart compares 10,000 CRs), until any fragment changes
+ * or every CR has been compared
  */
 void kube_front_preload(struct kube_front *fk, struct store_list *l);
+/*
+ * kube_front_preloaded - the preload while it is the store (every status
+ * fragment, sorted by key: the fetcher's start-up reads its own from it
+ * instead of listing them again), else NULL; fk may be NULL.  Borrowed:
+ * valid until the next loop turn or store write of the caller.
+ */
+const struct store_list *kube_front_preloaded(const struct kube_front *fk);
 /* kube_front_preload_drop - the preload no longer the store (fk may be NULL) */
 void kube_front_preload_drop(struct kube_front *fk);
 
