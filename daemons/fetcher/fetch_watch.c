@@ -22,6 +22,7 @@
 #include "common/util.h"
 #include "daemons/fetcher/fetch_lock.h"
 #include "daemons/fetcher/fetcher.h"
+#include "daemons/kube/kube_front.h"
 
 static int64_t
 period_of(struct fetcher *f, yajl_val doc, const char *source)
@@ -116,13 +117,12 @@ drop(struct stage *st, const char *ns, const char *name)
 }
 
 void
-fetch_watch_load(struct stage *st, struct store_list *l0)
+fetch_watch_load(struct stage *st, const struct store_list *lp)
 {
 	struct fetcher *f = F(st);
-	struct store_list l = *l0;
+	const struct store_list l = *lp;
 	char kind[254], ns[254], name[254];
 
-	memset(l0, 0, sizeof(*l0));
 	for (struct src *s = f->srcs; s != NULL; s = s->next)
 		s->listed = 0;
 	for (size_t i = 0; i < l.n; i++) {
@@ -141,7 +141,6 @@ fetch_watch_load(struct stage *st, struct store_list *l0)
 		if (!s->listed)
 			drop(st, s->ns, s->name);
 	}
-	store_list_free(&l);
 }
 
 int
@@ -156,6 +155,7 @@ fetch_watch_relist(struct stage *st)
 		return -1;
 	}
 	fetch_watch_load(st, &l);
+	store_list_free(&l);
 	return 0;
 }
 
@@ -165,6 +165,8 @@ on_df_event(void *arg, const struct store_event *ev)
 	struct stage *st = arg;
 	char kind[254], ns[254], name[254];
 
+	/* the store is no longer what the front door's mirrors' preload says */
+	kube_front_mirrors_drop(F(st)->kube);
 	if (ev->type == STORE_EV_RELIST) {
 		fetch_watch_relist(st);
 		return;

@@ -565,16 +565,21 @@ fetcher_init(struct stage *st)
 		return -1;
 	}
 	fetch_watch_load(st, &first);
-	if (fetch_tpl_start(st) < 0)
+	if (fetch_tpl_start(st) < 0) {
+		store_list_free(&first);
 		return -1;
+	}
 	{
 		char kerr[512];
 
 		if ((f->kube = kube_front_new(st, kerr, sizeof(kerr))) == NULL && kerr[0] != '\0') {
 			log_kv(LOG_ERROR, "Kubernetes configuration", "error", kerr, NULL);
+			store_list_free(&first);
 			return -1;
 		}
 	}
+	/* the front door's first mirror of each CR compares with these (takes first) */
+	kube_front_mirrors(f->kube, &first);
 	/* after the front door's watch of the fragments: its opening read them */
 	fetch_status_load(st);
 	fetch_lock_start(f->locks);

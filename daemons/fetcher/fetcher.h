@@ -180,8 +180,8 @@ void *fetch_worker(void *arg);
  * of each, where a watch and a relist read them twice); 0 or -1
  */
 int fetch_watch_start(struct stage *st, struct store_list *first);
-/* fetch_watch_load - upsert every Decofile of l, drop the rest; takes l */
-void fetch_watch_load(struct stage *st, struct store_list *l);
+/* fetch_watch_load - upsert every Decofile of l, drop the rest (l stays the caller's) */
+void fetch_watch_load(struct stage *st, const struct store_list *l);
 /* fetch_watch_relist - list every Decofile and fetch_watch_load them; 0 or -1 */
 int fetch_watch_relist(struct stage *st);
 

@@ -47,6 +47,18 @@ void kube_front_preload(struct kube_front *fk, struct store_list *l);
 const struct store_list *kube_front_preloaded(const struct kube_front *fk);
 /* kube_front_preload_drop - the preload no longer the store (fk may be NULL) */
 void kube_front_preload_drop(struct kube_front *fk);
+/*
+ * kube_front_mirrors - l (taken; freed here) holds every Decofile in the
+ * store as the fetcher's watch of them read it at its opening: each CR's
+ * first mirror compares with its entry, and the sweep after the first list
+ * takes its keys from l, instead of reading each again from the store (a
+ * restart mirrors 10,000 CRs, all unchanged), until the caller says a
+ * Decofile changed in the store (kube_front_mirrors_drop) or every CR has
+ * been compared.  fk may be NULL.
+ */
+void kube_front_mirrors(struct kube_front *fk, struct store_list *l);
+/* kube_front_mirrors_drop - the mirrors' preload no longer the store (fk may be NULL) */
+void kube_front_mirrors_drop(struct kube_front *fk);
 
 /*
  * kube_front_patch - a JSON merge patch (body) of Decofile CR ns/name,
