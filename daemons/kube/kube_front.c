@@ -266,6 +266,13 @@ kf_preload_merged(struct kube_front *fk, const char *plural, const char *ns,
 	return 0;
 }
 
+void
+kube_front_progress(struct kube_front *fk)
+{
+	if (fk != NULL)
+		kube_progress(fk->k);
+}
+
 const struct store_list *
 kube_front_preloaded(const struct kube_front *fk)
 {
@@ -430,15 +437,21 @@ kube_front_new(struct stage *st, char *err, size_t errlen)
 	fk->k = k;
 	kube_attach(fk->k, st);
 	(void)kf_events_start(fk);
-	if (kf_status_start(fk, err, errlen) < 0) {
-		kube_front_free(fk);
-		return NULL;
-	}
+	/*
+	 * the lists first, on their way (kube_front_progress) while the
+	 * stage's start-up reads the store: their CRs are delivered by the loop
+	 */
 	fk->dfs = kube_informer_new(fk->k, &kube_decofiles, NULL, NULL, on_df, fk);
 	fk->tpls = kube_informer_new(fk->k, &kube_decofiletemplates, NULL, NULL, on_tpl, fk);
 	/* under the supervisor, the supervisor holds the Lease */
 	if (!stage_supervised(st) && kube_lease_wanted(cf))
 		fk->lease = kube_lease_from_conf(fk->k, cf, on_lease, fk);
+	kube_progress(fk->k);
+	if (kf_status_start(fk, err, errlen) < 0) {
+		kube_front_free(fk);
+		return NULL;
+	}
+	kube_progress(fk->k);
 	log_kv(LOG_INFO, "Kubernetes front door on", "server", kube_server(fk->k), NULL);
 	return fk;
 }

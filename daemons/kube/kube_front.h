@@ -30,6 +30,14 @@ struct kube_front *kube_front_new(struct stage *st, char *err, size_t errlen);
 void kube_front_free(struct kube_front *fk);
 
 /*
+ * kube_front_progress - move the front door's requests on (its first
+ * lists) without running a callback, between the blocking steps of a
+ * stage's start-up, so the API server prepares the first pages meanwhile;
+ * fk may be NULL
+ */
+void kube_front_progress(struct kube_front *fk);
+
+/*
  * kube_front_preload - l (taken; freed here) holds every Decofile status
  * fragment as the front door's watch of them saw it at its opening
  * (kube_front_new does this itself): the first comparison of each CR with
