@@ -579,6 +579,13 @@ progress(struct kube *k)
 }
 
 void
+kube_progress(struct kube *k)
+{
+	progress(k);
+	kube_rearm(k);
+}
+
+void
 kube_dispatch(struct kube *k)
 {
 	struct kube_call *c, *next;

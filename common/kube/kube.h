@@ -183,6 +183,13 @@ int kube_fd(const struct kube *k);
 int64_t kube_timeout(const struct kube *k);
 void kube_dispatch(struct kube *k);
 void kube_run(struct kube *k, int64_t max_ms, const volatile int *stop);
+/*
+ * kube_progress - kube_dispatch's transfers (sockets, timers, retries due)
+ * without running any callback, never blocking: for a caller whose loop is
+ * not running yet (a stage's start-up), so the requests it queued are on
+ * the wire meanwhile; kube_dispatch delivers what finished
+ */
+void kube_progress(struct kube *k);
 void kube_attach(struct kube *k, struct stage *st);
 
 /*

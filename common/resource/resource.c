@@ -258,14 +258,14 @@ resource_validate(yajl_val doc, const char *plural, const char *name, const char
 }
 
 static int put(struct store *s, yajl_val doc, int64_t generation, int dry,
-    const char *default_ns, int *changed, char *out_plural, char *out_ns,
-    char *out_name, char *err, size_t errlen);
+    const struct store_kv *known, const char *default_ns, int *changed, char *out_plural,
+    char *out_ns, char *out_name, char *err, size_t errlen);
 
 int
 resource_put(struct store *s, yajl_val doc, const char *default_ns, int *changed,
     char *out_plural, char *out_ns, char *out_name, char *err, size_t errlen)
 {
-	return put(s, doc, 0, 0, default_ns, changed, out_plural, out_ns, out_name, err,
+	return put(s, doc, 0, 0, NULL, default_ns, changed, out_plural, out_ns, out_name, err,
 	    errlen);
 }
 
@@ -273,7 +273,7 @@ int
 resource_put_check(struct store *s, yajl_val doc, const char *default_ns, int *changed,
     char *out_plural, char *out_ns, char *out_name, char *err, size_t errlen)
 {
-	return put(s, doc, 0, 1, default_ns, changed, out_plural, out_ns, out_name, err,
+	return put(s, doc, 0, 1, NULL, default_ns, changed, out_plural, out_ns, out_name, err,
 	    errlen);
 }
 
@@ -282,15 +282,28 @@ resource_put_gen(struct store *s, yajl_val doc, int64_t generation,
     const char *default_ns, int *changed, char *out_plural, char *out_ns,
     char *out_name, char *err, size_t errlen)
 {
-	return put(s, doc, generation, 0, default_ns, changed, out_plural, out_ns,
+	return put(s, doc, generation, 0, NULL, default_ns, changed, out_plural, out_ns,
 	    out_name, err, errlen);
 }
 
-/* put - resource_put_gen; dry: every check and the verdict, nothing written */
+int
+resource_put_gen_known(struct store *s, yajl_val doc, int64_t generation,
+    const struct store_kv *known, int *changed, char *out_plural, char *out_ns,
+    char *out_name, char *err, size_t errlen)
+{
+	return put(s, doc, generation, 0, known, NULL, changed, out_plural, out_ns,
+	    out_name, err, errlen);
+}
+
+/*
+ * put - resource_put_gen; dry: every check and the verdict, nothing written;
+ * known: the stored record as the caller holds it (used when its key is the
+ * resource's), else it is read from the store
+ */
 static int
 put(struct store *s, yajl_val doc, int64_t generation, int dry,
-    const char *default_ns, int *changed, char *out_plural, char *out_ns,
-    char *out_name, char *err, size_t errlen)
+    const struct store_kv *known, const char *default_ns, int *changed, char *out_plural,
+    char *out_ns, char *out_name, char *err, size_t errlen)
 {
 	const char *api = json_get_str(doc, "apiVersion", NULL);
 	const char *kind = json_get_str(doc, "kind", NULL);
@@ -325,7 +338,14 @@ put(struct store *s, yajl_val doc, int64_t generation, int dry,
 	if (resource_validate(doc, plural, name, ns, err, errlen) < 0)
 		return -1;
 	key = key_resource(plural, ns, name);
-	if ((rc = resource_get_tree(s, key, &old, err, errlen)) < 0) {
+	if (known != NULL && strcmp(known->key, key) == 0) {
+		if ((old = json_parse(known->value, known->vlen, NULL)) == NULL)
+			rc = resource_get_tree(s, key, &old, err, errlen);	/* as if not known */
+		else
+			rc = 0;
+	} else
+		rc = resource_get_tree(s, key, &old, err, errlen);
+	if (rc < 0) {
 		free(key);
 		return -1;
 	}

@@ -105,6 +105,15 @@ int resource_put_check(struct store *s, yajl_val doc, const char *default_ns,
 int resource_put_gen(struct store *s, yajl_val doc, int64_t generation,
     const char *default_ns, int *changed, char *out_plural, char *out_ns,
     char *out_name, char *err, size_t errlen);
+/*
+ * resource_put_gen_known - resource_put_gen against the stored record the
+ * caller already holds (known: its key and value as the store has them
+ * now, e.g. from a watch's opening list) instead of reading it again; a
+ * known of another key, or NULL, is read from the store as before
+ */
+int resource_put_gen_known(struct store *s, yajl_val doc, int64_t generation,
+    const struct store_kv *known, int *changed, char *out_plural, char *out_ns,
+    char *out_name, char *err, size_t errlen);
 
 /*
  * status_set_condition - in stage's status fragment, set condition type.

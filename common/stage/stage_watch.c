@@ -88,11 +88,14 @@ store_watch_detach(struct stage_watch *sw)
 	free(sw);
 }
 
-struct store_watch *
-store_watch_open(struct stage *st, const char *prefix, store_watch_cb cb, void *arg,
-    int tick_ms, struct stage_watch **sw)
+/* watch_open - store_watch_open, and the opening's list into out when it is not NULL */
+static struct store_watch *
+watch_open(struct stage *st, const char *prefix, store_watch_cb cb, void *arg, int tick_ms,
+    struct stage_watch **sw, struct store_list *out)
 {
-	struct store_watch *w = store_watch_new(stage_store(st), prefix, 0, cb, arg);
+	struct store_watch *w = out != NULL ?
+	    store_watch_new_list(stage_store(st), prefix, cb, arg, out) :
+	    store_watch_new(stage_store(st), prefix, 0, cb, arg);
 
 	*sw = NULL;
 	if (w == NULL) {
@@ -102,6 +105,20 @@ store_watch_open(struct stage *st, const char *prefix, store_watch_cb cb, void *
 	}
 	*sw = store_watch_attach(w, st, tick_ms);
 	return w;
+}
+
+struct store_watch *
+store_watch_open(struct stage *st, const char *prefix, store_watch_cb cb, void *arg,
+    int tick_ms, struct stage_watch **sw)
+{
+	return watch_open(st, prefix, cb, arg, tick_ms, sw, NULL);
+}
+
+struct store_watch *
+store_watch_open_list(struct stage *st, const char *prefix, store_watch_cb cb, void *arg,
+    int tick_ms, struct stage_watch **sw, struct store_list *out)
+{
+	return watch_open(st, prefix, cb, arg, tick_ms, sw, out);
 }
 
 void

@@ -31,6 +31,15 @@ void store_watch_detach(struct stage_watch *sw);
  */
 struct store_watch *store_watch_open(struct stage *st, const char *prefix,
     store_watch_cb cb, void *arg, int tick_ms, struct stage_watch **sw);
+/*
+ * store_watch_open_list - store_watch_open, with every key under prefix
+ * in *out as the watch saw it at its opening (store_watch_new_list: one
+ * read of each value where a watch and then a list took two).  The list
+ * is the caller's (store_list_free); NULL with *out empty on failure.
+ */
+struct store_watch *store_watch_open_list(struct stage *st, const char *prefix,
+    store_watch_cb cb, void *arg, int tick_ms, struct stage_watch **sw,
+    struct store_list *out);
 /* store_watch_close - store_watch_detach(sw), then store_watch_free(w); NULLs: no-op */
 void store_watch_close(struct store_watch *w, struct stage_watch *sw);
 

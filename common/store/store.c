@@ -285,6 +285,33 @@ store_watch_new(struct store *s, const char *prefix, int64_t from_rev,
 	return w;
 }
 
+struct store_watch *
+store_watch_new_list(struct store *s, const char *prefix, store_watch_cb cb, void *arg,
+    struct store_list *out)
+{
+	struct store_watch *w;
+
+	memset(out, 0, sizeof(*out));
+	if (s->ops->watch_new_list == NULL) {
+		if ((w = store_watch_new(s, prefix, 0, cb, arg)) != NULL &&
+		    store_list(s, prefix, out) < 0) {
+			store_watch_free(w);
+			return NULL;
+		}
+		return w;
+	}
+	w = xcalloc(1, sizeof(*w));
+	w->s = s;
+	w->cb = cb;
+	w->arg = arg;
+	if ((w->wbe = s->ops->watch_new_list(s->be, w, prefix, out)) == NULL) {
+		store_list_free(out);
+		free(w);
+		return NULL;
+	}
+	return w;
+}
+
 int
 store_watch_fd(const struct store_watch *w)
 {

@@ -111,6 +111,17 @@ void store_list_free(struct store_list *l);
  */
 struct store_watch *store_watch_new(struct store *s, const char *prefix,
     int64_t from_rev, store_watch_cb cb, void *arg);
+/*
+ * store_watch_new_list - store_watch_new from now on, with every key under
+ * prefix in *out as the watch saw it when it opened (as store_list: sorted,
+ * free with store_list_free): a put after the list comes as an event, one
+ * before it may come as both.  It replaces a watch followed by a list,
+ * reading each value once where the backend can (the local store's opening
+ * scan reads every value file anyway; etcd: the watch, then the list).
+ * NULL with *out empty when either fails (store_error).
+ */
+struct store_watch *store_watch_new_list(struct store *s, const char *prefix,
+    store_watch_cb cb, void *arg, struct store_list *out);
 int store_watch_fd(const struct store_watch *w);
 int store_watch_timeout_ms(const struct store_watch *w);
 int store_watch_dispatch(struct store_watch *w);

@@ -26,6 +26,13 @@ struct store_ops {
 	int (*list)(void *be, const char *prefix, struct store_list *out);
 	/* watch: returns backend watch state, or NULL */
 	void *(*watch_new)(void *be, struct store_watch *w, const char *prefix, int64_t from_rev);
+	/*
+	 * watch_new_list: watch_new from now on, *out (zeroed by the caller)
+	 * what the watch saw at its opening, sorted.  NULL: store.c opens the
+	 * watch, then lists.
+	 */
+	void *(*watch_new_list)(void *be, struct store_watch *w, const char *prefix,
+	    struct store_list *out);
 	int (*watch_fd)(void *wbe);
 	int (*watch_timeout_ms)(void *wbe);
 	int (*watch_dispatch)(void *wbe, struct store_watch *w);

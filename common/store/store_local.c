@@ -239,8 +239,8 @@ mut_unlock(struct local *l)
 	(void)flock(l->revfd, LOCK_UN);
 }
 
-static int64_t
-rev_read(struct local *l)
+int64_t
+local_rev(struct local *l)
 {
 	char b[32];
 	ssize_t n = pread(l->revfd, b, sizeof(b) - 1, 0);
@@ -256,7 +256,7 @@ static int64_t
 rev_bump(struct local *l)
 {
 	char b[32];
-	int64_t r = rev_read(l) + 1;
+	int64_t r = local_rev(l) + 1;
 
 	snprintf(b, sizeof(b), "%020" PRId64 "\n", r);
 	(void)pwrite(l->revfd, b, strlen(b), 0);
@@ -682,7 +682,7 @@ local_list(void *be, const char *prefix, struct store_list *out)
 		return -1;
 	memset(&a, 0, sizeof(a));
 	a.l = l;
-	out->revision = rev_read(l);
+	out->revision = local_rev(l);
 	walk_prefix(l, rel, local_prefix_self(prefix), list_one, &a);
 	for (size_t i = 0; i < a.nstale; i++) {
 		(void)local_expire_rel(l, a.stale[i]);
@@ -761,6 +761,7 @@ const struct store_ops store_local_ops = {
 	.del_prefix = local_del_prefix,
 	.list = local_list,
 	.watch_new = local_watch_new,
+	.watch_new_list = local_watch_new_list,
 	.watch_fd = local_watch_fd,
 	.watch_timeout_ms = local_watch_timeout_ms,
 	.watch_dispatch = local_watch_dispatch,

@@ -60,6 +60,8 @@ int64_t local_ts_ns(const struct timespec *ts);
  */
 int local_read_value(const char *path, char **val, size_t *vlen, int64_t *rev,
     int64_t *exp);
+/* local_rev - the store's revision counter as it is now */
+int64_t local_rev(struct local *l);
 /* local_expired - an expiry (unix ms, 0: none) has passed */
 int local_expired(int64_t exp);
 /*
@@ -77,6 +79,8 @@ void local_locks_release(struct local *l);
 
 /* store_local_watch.c: the store_ops watch entries (see store_impl.h) */
 void *local_watch_new(void *be, struct store_watch *sw, const char *prefix, int64_t from_rev);
+void *local_watch_new_list(void *be, struct store_watch *sw, const char *prefix,
+    struct store_list *out);
 int local_watch_fd(void *wbe);
 int local_watch_timeout_ms(void *wbe);
 int local_watch_dispatch(void *wbe, struct store_watch *sw);

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 
 #include "common/hash.h"
 #include "common/store_local.h"
@@ -58,8 +59,11 @@ local_try_lock(void *be, const char *key, char **holder)
 	dir = xstrdup(path);
 	slash = strrchr(dir, '/');
 	*slash = '\0';
-	if (mkdir_p(dir, 0700) < 0 ||
-	    (fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600)) < 0) {
+	/* the lock's folder nearly always exists (a restart: the file too) */
+	if ((fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600)) < 0 && errno == ENOENT &&
+	    mkdir_p(dir, 0700) == 0)
+		fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (fd < 0) {
 		store_set_error(l->s, "lock %s: %s: %s", key, path, strerror(errno));
 		free(dir);
 		free(path);
@@ -68,7 +72,15 @@ local_try_lock(void *be, const char *key, char **holder)
 	free(dir);
 	free(path);
 	if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
-		if (ftruncate(fd, 0) < 0 || pwrite(fd, id, strlen(id), 0) < 0) {
+		struct stat sb;
+
+		/* a lock let go is an empty file already: no truncation (ext4's is dear) */
+		if ((fstat(fd, &sb) < 0 || sb.st_size > 0) && ftruncate(fd, 0) < 0) {
+			store_set_error(l->s, "lock %s: truncate: %s", key, strerror(errno));
+			close(fd);
+			return -1;
+		}
+		if (pwrite(fd, id, strlen(id), 0) < 0) {
 			store_set_error(l->s, "lock %s: write: %s", key, strerror(errno));
 			close(fd);
 			return -1;

@@ -41,6 +41,7 @@ struct known {
 struct wdir {
 	int wd;
 	char *path, *dkey;
+	size_t hnext;		/* next in its wd bucket, as an index + 1 (0: none) */
 };
 
 /* pending - a change found by a scan, applied in revision order */
@@ -63,8 +64,14 @@ struct lwatch {
 	char *pkey;		/* "/a/b", or "" for every key */
 	int self;		/* the key pkey itself is watched too */
 	int ifd;		/* inotify, or -1 when polling */
+	/*
+	 * every watched folder, with an index by wd: a search of the array
+	 * per inotify event cost ndirs steps, and the status prefix has one
+	 * folder per CR (10,000 CRs, four fragments each written at once)
+	 */
 	struct wdir *dirs;
 	size_t ndirs, capdirs;
+	size_t *wbucket, nwbucket;
 	/*
 	 * unordered, with a hash index (buckets hold an index + 1): a sorted
 	 * array cost a memmove of half of it per new key, 40,000 status keys
@@ -227,13 +234,32 @@ pending_cmp(const void *a, const void *b)
 	return x->rev < y->rev ? -1 : x->rev > y->rev;
 }
 
+/* keep - the value of a key the opening scan read, moved into the list out */
+static void
+keep(struct store_list *out, struct pending *p)
+{
+	struct store_kv *kv;
+
+	if (out->n % 64 == 0)
+		out->kvs = xrealloc(out->kvs, (out->n + 64) * sizeof(*out->kvs));
+	kv = &out->kvs[out->n++];
+	kv->key = p->key;
+	kv->value = p->val;
+	kv->vlen = p->vlen;
+	kv->mod_revision = p->rev;
+	p->key = NULL;
+	p->val = NULL;
+}
+
 /*
  * apply - record the queued changes and, when emit, report them.  Changes
  * from inotify keep their order; a rescan (sorted) cannot know it, so it
- * reports deletions first, then writes in revision order.
+ * reports deletions first, then writes in revision order.  out (the
+ * opening scan of local_watch_new_list, emit 0): the values read go there.
  */
 static void
-apply(struct lwatch *w, struct store_watch *sw, struct plist *pl, int emit, int sorted)
+apply(struct lwatch *w, struct store_watch *sw, struct plist *pl, int emit, int sorted,
+    struct store_list *out)
 {
 	struct store_event ev;
 	struct known *k;
@@ -272,6 +298,8 @@ apply(struct lwatch *w, struct store_watch *sw, struct plist *pl, int emit, int 
 				ev.revision = p->rev;
 				store_emit(sw, &ev);
 			}
+			if (out != NULL)
+				keep(out, p);
 		}
 		free(p->key);
 		free(p->val);
@@ -292,39 +320,98 @@ dir_relevant(const char *pkey, const char *dkey)
 	return strncmp(dkey, pkey, pn) == 0 && dkey[pn] == '/';
 }
 
+static size_t *
+wdir_head(const struct lwatch *w, int wd)
+{
+	return &w->wbucket[(unsigned)wd & (w->nwbucket - 1)];
+}
+
+/* wdir_find - the index + 1 of the folder watched as wd, 0 when none */
+static size_t
+wdir_find(const struct lwatch *w, int wd)
+{
+	if (w->nwbucket == 0)
+		return 0;
+	for (size_t i = *wdir_head(w, wd); i != 0; i = w->dirs[i - 1].hnext)
+		if (w->dirs[i - 1].wd == wd)
+			return i;
+	return 0;
+}
+
+/* wdir_index - the wd buckets again, twice as many as folders at least */
+static void
+wdir_index(struct lwatch *w)
+{
+	size_t nb = w->nwbucket ? w->nwbucket : 64;
+
+	while (nb < 2 * w->capdirs)
+		nb *= 2;
+	free(w->wbucket);
+	w->nwbucket = nb;
+	w->wbucket = xcalloc(nb, sizeof(*w->wbucket));
+	for (size_t i = 0; i < w->ndirs; i++) {
+		size_t *h = wdir_head(w, w->dirs[i].wd);
+
+		w->dirs[i].hnext = *h;
+		*h = i + 1;
+	}
+}
+
 static void
 wdir_set(struct lwatch *w, int wd, const char *path, const char *dkey)
 {
-	size_t i;
+	size_t i = wdir_find(w, wd);
 
-	for (i = 0; i < w->ndirs; i++)
-		if (w->dirs[i].wd == wd)
-			break;
-	if (i == w->ndirs) {
+	if (i == 0) {
 		if (w->ndirs == w->capdirs) {
 			w->capdirs = w->capdirs ? w->capdirs * 2 : 16;
 			w->dirs = xrealloc(w->dirs, w->capdirs * sizeof(*w->dirs));
 		}
-		w->ndirs++;
+		i = ++w->ndirs;
+		w->dirs[i - 1].wd = wd;
+		if (w->nwbucket < 2 * w->capdirs)
+			wdir_index(w);
+		else {
+			w->dirs[i - 1].hnext = *wdir_head(w, wd);
+			*wdir_head(w, wd) = i;
+		}
 	} else {
-		free(w->dirs[i].path);
-		free(w->dirs[i].dkey);
+		free(w->dirs[i - 1].path);
+		free(w->dirs[i - 1].dkey);
 	}
-	w->dirs[i].wd = wd;
-	w->dirs[i].path = xstrdup(path);
-	w->dirs[i].dkey = xstrdup(dkey);
+	w->dirs[i - 1].path = xstrdup(path);
+	w->dirs[i - 1].dkey = xstrdup(dkey);
 }
 
+/* wdir_unlink - take index i out of its wd bucket's chain */
+static void
+wdir_unlink(struct lwatch *w, size_t i)
+{
+	for (size_t *p = wdir_head(w, w->dirs[i].wd); *p != 0; p = &w->dirs[*p - 1].hnext)
+		if (*p == i + 1) {
+			*p = w->dirs[i].hnext;
+			return;
+		}
+}
+
+/* wdir_drop - forget the folder watched as wd; the last one takes its place */
 static void
 wdir_drop(struct lwatch *w, int wd)
 {
-	for (size_t i = 0; i < w->ndirs; i++)
-		if (w->dirs[i].wd == wd) {
-			free(w->dirs[i].path);
-			free(w->dirs[i].dkey);
-			w->dirs[i] = w->dirs[--w->ndirs];
-			return;
-		}
+	size_t i = wdir_find(w, wd), last = w->ndirs - 1;
+
+	if (i-- == 0)
+		return;
+	wdir_unlink(w, i);
+	free(w->dirs[i].path);
+	free(w->dirs[i].dkey);
+	if (i != last) {
+		wdir_unlink(w, last);
+		w->dirs[i] = w->dirs[last];
+		w->dirs[i].hnext = *wdir_head(w, w->dirs[i].wd);
+		*wdir_head(w, w->dirs[i].wd) = i + 1;
+	}
+	w->ndirs--;
 }
 
 static void
@@ -338,6 +425,8 @@ go_polling(struct lwatch *w)
 		free(w->dirs[i].dkey);
 	}
 	w->ndirs = 0;
+	if (w->nwbucket > 0)
+		memset(w->wbucket, 0, w->nwbucket * sizeof(*w->wbucket));
 }
 
 #define WATCH_MASK (IN_CREATE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE | \
@@ -386,9 +475,18 @@ scan_dir(struct lwatch *w, const char *dir, const char *dkey, struct plist *pl)
 	closedir(d);
 }
 
-/* rescan - look at the whole prefix again; keys gone since are deleted */
+static int
+kv_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct store_kv *)a)->key, ((const struct store_kv *)b)->key);
+}
+
+/*
+ * rescan - look at the whole prefix again; keys gone since are deleted.
+ * out: the opening scan's values, sorted by key (as local_list gives them).
+ */
 static void
-rescan(struct lwatch *w, struct store_watch *sw, int emit)
+rescan(struct lwatch *w, struct store_watch *sw, int emit, struct store_list *out)
 {
 	struct plist pl = { NULL, 0, 0 };
 	struct pending p;
@@ -403,21 +501,22 @@ rescan(struct lwatch *w, struct store_watch *sw, int emit)
 			p.del = 1;
 			plist_push(&pl, &p);
 		}
-	apply(w, sw, &pl, emit, 1);
+	apply(w, sw, &pl, emit, 1, out);
 	free(pl.v);
+	if (out != NULL && out->n > 1)
+		qsort(out->kvs, out->n, sizeof(*out->kvs), kv_cmp);
 	w->need_rescan = 0;
 	w->next_scan = now_ms() + (w->ifd >= 0 ? LOCAL_RESCAN_MS : LOCAL_POLL_MS);
 }
 
-void *
-local_watch_new(void *be, struct store_watch *sw, const char *prefix, int64_t from_rev)
+/* watch_open - the watch of prefix, its opening scan's values into out (NULL: none) */
+static void *
+watch_open(struct local *l, struct store_watch *sw, const char *prefix, struct store_list *out)
 {
-	struct local *l = be;
 	struct lwatch *w;
 	char rel[LOCAL_REL_BUF];
 	const char *poll_env = getenv("DECOD_STORE_LOCAL_POLL");
 
-	(void)from_rev;		/* no history is kept: events from now on */
 	if (local_clean_key(l, "watch", prefix, rel, 1) < 0)
 		return NULL;
 	w = xcalloc(1, sizeof(*w));
@@ -429,8 +528,25 @@ local_watch_new(void *be, struct store_watch *sw, const char *prefix, int64_t fr
 		if ((w->ifd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC)) < 0)
 			w->ifd = -1;	/* fall back to polling */
 	}
-	rescan(w, sw, 0);
+	if (out != NULL)
+		out->revision = local_rev(l);	/* read before the scan: the list is no older */
+	rescan(w, sw, 0, out);
 	return w;
+}
+
+void *
+local_watch_new(void *be, struct store_watch *sw, const char *prefix, int64_t from_rev)
+{
+	(void)from_rev;		/* no history is kept: events from now on */
+	return watch_open(be, sw, prefix, NULL);
+}
+
+/* local_watch_new_list - the opening scan reads every value: they are the list */
+void *
+local_watch_new_list(void *be, struct store_watch *sw, const char *prefix,
+    struct store_list *out)
+{
+	return watch_open(be, sw, prefix, out);
 }
 
 int
@@ -457,9 +573,9 @@ local_watch_timeout_ms(void *wbe)
 static void
 inotify_event_do(struct lwatch *w, const struct inotify_event *ie, struct plist *pl)
 {
-	const struct wdir *d = NULL;
+	const struct wdir *d;
 	char *path, *key;
-	size_t n;
+	size_t n, i;
 
 	if (ie->mask & IN_Q_OVERFLOW) {
 		w->need_rescan = 1;
@@ -469,11 +585,9 @@ inotify_event_do(struct lwatch *w, const struct inotify_event *ie, struct plist 
 		wdir_drop(w, ie->wd);
 		return;
 	}
-	for (size_t i = 0; i < w->ndirs; i++)
-		if (w->dirs[i].wd == ie->wd)
-			d = &w->dirs[i];
-	if (d == NULL || ie->len == 0 || ie->name[0] == '\0')
+	if ((i = wdir_find(w, ie->wd)) == 0 || ie->len == 0 || ie->name[0] == '\0')
 		return;
+	d = &w->dirs[i - 1];
 	n = strlen(ie->name);
 	if (ie->mask & IN_ISDIR) {
 		if (!local_has_suffix(ie->name, ".d"))
@@ -527,9 +641,9 @@ local_watch_dispatch(void *wbe, struct store_watch *sw)
 			inotify_event_do(w, ie, &pl);
 		}
 		/* apply per read so a later event sees the effect of an earlier one */
-		apply(w, sw, &pl, 1, 0);
+		apply(w, sw, &pl, 1, 0, NULL);
 	}
-	apply(w, sw, &pl, 1, 0);
+	apply(w, sw, &pl, 1, 0, NULL);
 	free(pl.v);
 	/* expiries: nobody may read the key, so the watch removes it itself */
 	wall = wall_ms();
@@ -550,7 +664,7 @@ local_watch_dispatch(void *wbe, struct store_watch *sw)
 		known_del(w, k);
 	}
 	if (w->need_rescan || now_ms() >= w->next_scan)
-		rescan(w, sw, 1);
+		rescan(w, sw, 1, NULL);
 	return 0;
 }
 
@@ -567,6 +681,7 @@ local_watch_free(void *wbe)
 	free(w->known);
 	free(w->bucket);
 	free(w->dirs);
+	free(w->wbucket);
 	free(w->pkey);
 	free(w);
 }

@@ -103,6 +103,7 @@ consume(struct stage *st, struct src *s, yajl_val doc, int suspend)
 			    "ns", s->ns, "name", s->name, NULL);
 		return;
 	}
+	kube_front_mirrors_drop(f->kube);	/* a Decofile written here: not the preload's */
 	if ((held = resource_hold_doc(doc, suspend || decofile_suspended(doc), NULL)) == NULL ||
 	    resource_put(stage_store(st), held, s->ns, NULL, NULL, NULL, NULL, err,
 	    sizeof(err)) < 0)

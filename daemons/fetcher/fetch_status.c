@@ -199,10 +199,11 @@ fetch_status_update(struct stage *st, struct src *s, const char *fields, const c
 }
 
 /*
- * fetch_status_load - every "fetcher" fragment under the status prefix with one
- * list, so the first pass builds on what is there without a get each; the
- * list, every stage's fragments, then goes to the front door, whose first
- * comparison of each CR reads it instead of listing the store once per CR
+ * fetch_status_load - every "fetcher" fragment under the status prefix at
+ * once, so the first pass builds on what is there without a get each:
+ * from the front door's preload (what its watch of every stage's
+ * fragments read at its opening, for its own first comparison of each CR),
+ * or, without a cluster, from one list
  */
 void
 fetch_status_load(struct stage *st)
@@ -210,37 +211,40 @@ fetch_status_load(struct stage *st)
 	struct fetcher *f = F(st);
 	char *prefix = xasprintf("%s/status/decofiles/", keys_prefix());
 	char ns[254], name[254], stage[64];
+	const struct store_list *pre = kube_front_preloaded(f->kube);
 	struct store_list l;
-	size_t n = 0;
+	size_t n = 0, plen = strlen(prefix);
 	char c[32];
 
-	if (store_list(stage_store(st), prefix, &l) < 0) {
+	memset(&l, 0, sizeof(l));
+	if (pre == NULL && store_list(stage_store(st), prefix, &l) < 0) {
 		log_kv(LOG_WARN, "cannot list status; reading it one by one", "error",
 		    store_error(stage_store(st)), NULL);
 		free(prefix);
 		return;
 	}
+	if (pre == NULL)
+		pre = &l;
 	for (struct src *s = f->srcs; s != NULL; s = s->next) {
 		if (s->frag_state == FRAG_UNKNOWN && s->pend == NULL)
 			s->frag_state = FRAG_LISTED;	/* none: known absent */
 	}
-	for (size_t i = 0; i < l.n; i++) {
+	for (size_t i = 0; i < pre->n; i++) {
+		const struct store_kv *kv = &pre->kvs[i];
 		struct src *s;
 
-		if (sscanf(l.kvs[i].key + strlen(prefix), "%253[^/]/%253[^/]/%63s", ns, name,
-		    stage) != 3 || strcmp(stage, STAGE) != 0 ||
+		if (strncmp(kv->key, prefix, plen) != 0 ||
+		    sscanf(kv->key + plen, "%253[^/]/%253[^/]/%63s", ns, name, stage) != 3 ||
+		    strcmp(stage, STAGE) != 0 ||
 		    (s = fetcher_src_find(f, ns, name)) == NULL || s->frag_state != FRAG_LISTED)
 			continue;
 		free(s->frag);
-		s->frag = xstrndup(l.kvs[i].value, l.kvs[i].vlen);
+		s->frag = xstrndup(kv->value, kv->vlen);
 		n++;
 	}
 	snprintf(c, sizeof(c), "%zu", n);
 	log_kv(LOG_INFO, "status fragments read", "fetcher", c, NULL);
-	if (f->kube != NULL)
-		kube_front_preload(f->kube, &l);	/* takes l */
-	else
-		store_list_free(&l);
+	store_list_free(&l);
 	free(prefix);
 }
 

@@ -22,6 +22,7 @@
 #include "common/util.h"
 #include "daemons/fetcher/fetch_lock.h"
 #include "daemons/fetcher/fetcher.h"
+#include "daemons/kube/kube_front.h"
 
 static int64_t
 period_of(struct fetcher *f, yajl_val doc, const char *source)
@@ -115,18 +116,13 @@ drop(struct stage *st, const char *ns, const char *name)
 		fetcher_src_free(st, s);
 }
 
-int
-fetch_watch_relist(struct stage *st)
+void
+fetch_watch_load(struct stage *st, const struct store_list *lp)
 {
 	struct fetcher *f = F(st);
-	struct store_list l;
+	const struct store_list l = *lp;
 	char kind[254], ns[254], name[254];
 
-	if (store_list(stage_store(st), f->df_prefix, &l) < 0) {
-		log_kv(LOG_ERROR, "cannot list Decofiles", "error", store_error(stage_store(st)),
-		    NULL);
-		return -1;
-	}
 	for (struct src *s = f->srcs; s != NULL; s = s->next)
 		s->listed = 0;
 	for (size_t i = 0; i < l.n; i++) {
@@ -145,6 +141,20 @@ fetch_watch_relist(struct stage *st)
 		if (!s->listed)
 			drop(st, s->ns, s->name);
 	}
+}
+
+int
+fetch_watch_relist(struct stage *st)
+{
+	struct fetcher *f = F(st);
+	struct store_list l;
+
+	if (store_list(stage_store(st), f->df_prefix, &l) < 0) {
+		log_kv(LOG_ERROR, "cannot list Decofiles", "error", store_error(stage_store(st)),
+		    NULL);
+		return -1;
+	}
+	fetch_watch_load(st, &l);
 	store_list_free(&l);
 	return 0;
 }
@@ -155,6 +165,8 @@ on_df_event(void *arg, const struct store_event *ev)
 	struct stage *st = arg;
 	char kind[254], ns[254], name[254];
 
+	/* the store is no longer what the front door's mirrors' preload says */
+	kube_front_mirrors_drop(F(st)->kube);
 	if (ev->type == STORE_EV_RELIST) {
 		fetch_watch_relist(st);
 		return;
@@ -198,14 +210,16 @@ on_sync_event(void *arg, const struct store_event *ev)
 }
 
 int
-fetch_watch_start(struct stage *st)
+fetch_watch_start(struct stage *st, struct store_list *first)
 {
 	struct fetcher *f = F(st);
 
-	if ((f->watch = store_watch_open(st, f->df_prefix, on_df_event, st, 1000,
-	    &f->watch_sw)) == NULL ||
+	if ((f->watch = store_watch_open_list(st, f->df_prefix, on_df_event, st, 1000,
+	    &f->watch_sw, first)) == NULL ||
 	    (f->sync_watch = store_watch_open(st, f->sync_prefix, on_sync_event, st, 1000,
-	    &f->sync_sw)) == NULL)
+	    &f->sync_sw)) == NULL) {
+		store_list_free(first);
 		return -1;
+	}
 	return 0;
 }

@@ -506,6 +506,7 @@ fetcher_init(struct stage *st)
 	struct fetcher *f = xcalloc(1, sizeof(*f));
 	struct conf *cf = stage_conf(st);
 	uint64_t max_tree = conf_get_size(cf, "max_tree_size");
+	struct store_list first;
 
 	stage_set_data(st, f);
 	f->st = st;
@@ -554,15 +555,11 @@ fetcher_init(struct stage *st)
 	/* the workers start on demand (fetch_schedule.c, enqueue) */
 	f->threads = xcalloc((size_t)f->nthreads, sizeof(*f->threads));
 
-	/* watch first, then list: nothing put in between is missed */
-	f->df_prefix = key_resource_prefix("decofiles", NULL);
-	f->sync_prefix = xasprintf("%s/sync/", keys_prefix());
-	if (fetch_watch_start(st) < 0)
-		return -1;
-	if ((f->locks = fetch_lock_new(st, &lock_ops)) == NULL)
-		return -1;
-	if (fetch_watch_relist(st) < 0 || fetch_tpl_start(st) < 0)
-		return -1;
+	/*
+	 * The front door first: its lists of the CRs go out (the API server
+	 * prepares their first pages while the store is read below, each step
+	 * followed by kube_front_progress); its CRs are delivered by the loop.
+	 */
 	{
 		char kerr[512];
 
@@ -571,9 +568,28 @@ fetcher_init(struct stage *st)
 			return -1;
 		}
 	}
-	/* after the front door's watch of the fragments: it may read this list */
+	/* the watch and its opening's list: nothing put after is missed */
+	f->df_prefix = key_resource_prefix("decofiles", NULL);
+	f->sync_prefix = xasprintf("%s/sync/", keys_prefix());
+	if (fetch_watch_start(st, &first) < 0)
+		return -1;
+	kube_front_progress(f->kube);
+	if ((f->locks = fetch_lock_new(st, &lock_ops)) == NULL) {
+		store_list_free(&first);
+		return -1;
+	}
+	fetch_watch_load(st, &first);
+	kube_front_progress(f->kube);
+	if (fetch_tpl_start(st) < 0) {
+		store_list_free(&first);
+		return -1;
+	}
+	/* the front door's first mirror of each CR compares with these (takes first) */
+	kube_front_mirrors(f->kube, &first);
+	/* the front door's watch of the fragments read them at its opening */
 	fetch_status_load(st);
 	fetch_lock_start(f->locks);
+	kube_front_progress(f->kube);
 	{
 		char n[32];
 		size_t k = 0;

@@ -22,6 +22,7 @@
 #define FLUSH_BATCH 127		/* status fragments per store_put_many call (one etcd txn) */
 
 struct stage;
+struct store_list;
 struct store_watch;
 struct stage_watch;
 struct fetch_lock;
@@ -173,9 +174,15 @@ void *fetch_worker(void *arg);
 
 /* ---- fetch_watch.c ---- */
 
-/* fetch_watch_start - watch the decofiles and sync prefixes (before the relist); 0 or -1 */
-int fetch_watch_start(struct stage *st);
-/* fetch_watch_relist - list every Decofile: upsert each, drop the rest; 0 or -1 */
+/*
+ * fetch_watch_start - watch the decofiles and sync prefixes, the Decofiles
+ * the watch saw at its opening in *first (for fetch_watch_load: one read
+ * of each, where a watch and a relist read them twice); 0 or -1
+ */
+int fetch_watch_start(struct stage *st, struct store_list *first);
+/* fetch_watch_load - upsert every Decofile of l, drop the rest (l stays the caller's) */
+void fetch_watch_load(struct stage *st, const struct store_list *l);
+/* fetch_watch_relist - list every Decofile and fetch_watch_load them; 0 or -1 */
 int fetch_watch_relist(struct stage *st);
 
 /*
@@ -246,8 +253,10 @@ void fetch_status_now(struct stage *st);
 /* fetch_status_unpend - forget s's waiting fragment (the src goes, or the lock did) */
 void fetch_status_unpend(struct fetcher *f, struct src *s);
 /*
- * fetch_status_load - every "fetcher" fragment under the status prefix with
- * one list, so the first pass builds on what is there without a get each
+ * fetch_status_load - every "fetcher" fragment under the status prefix at
+ * once, so the first pass builds on what is there without a get each: from
+ * the front door's preload when there is one (after kube_front_new), else
+ * with one list
  */
 void fetch_status_load(struct stage *st);
 /* fetch_status_syncing - the Syncing condition; nothing when it is what we set last */

@@ -92,6 +92,41 @@ kube_front_patch(struct kube_front *fk, const char *ns, const char *name,
 
 /* ---- CRs into the store ---- */
 
+/*
+ * mirror_known - the mirror of Decofile CR obj as the store held it at the
+ * fetcher's start, the first time it is asked for (after that, and when it
+ * is not there, the store is read)
+ */
+static const struct store_kv *
+mirror_known(struct kube_front *fk, yajl_val obj)
+{
+	char *key;
+	size_t lo = 0, hi = fk->mirrors.n;
+	int c;
+
+	if (!fk->mirrors_loaded)
+		return NULL;
+	key = key_resource(kf_kinds[0].plural, kube_obj_ns(obj), kube_obj_name(obj));
+	while (lo < hi) {	/* the list is sorted by key */
+		size_t mid = lo + (hi - lo) / 2;
+
+		if ((c = strcmp(fk->mirrors.kvs[mid].key, key)) == 0) {
+			free(key);
+			if (fk->mirror_used[mid])
+				return NULL;
+			fk->mirror_used[mid] = 1;
+			fk->mirrors_used++;
+			return &fk->mirrors.kvs[mid];
+		}
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	free(key);
+	return NULL;
+}
+
 static void
 mirror(struct kube_front *fk, const struct kind_info *ki, enum kube_event ev, yajl_val obj)
 {
@@ -118,8 +153,9 @@ mirror(struct kube_front *fk, const struct kind_info *ki, enum kube_event ev, ya
 		return;
 	}
 	/* the CR's generation, so observedGeneration speaks of the CR's own */
-	if (resource_put_gen(s, doc, json_get_int(obj, 0, "metadata", "generation", NULL),
-	    NULL, &changed, plural, ns, name, err, sizeof(err)) < 0)
+	if (resource_put_gen_known(s, doc, json_get_int(obj, 0, "metadata", "generation",
+	    NULL), ki == &kf_kinds[0] ? mirror_known(fk, obj) : NULL, &changed, plural, ns,
+	    name, err, sizeof(err)) < 0)
 		log_kv(LOG_WARN, "cannot mirror the CR into the store", "kind", ki->plural,
 		    "ns", kube_obj_ns(obj), "name", kube_obj_name(obj), "error", err, NULL);
 	else if (changed) {
@@ -135,18 +171,14 @@ mirror(struct kube_front *fk, const struct kind_info *ki, enum kube_event ev, ya
 		kf_cr_seen(fk, ki, kube_obj_ns(obj), kube_obj_name(obj));
 }
 
-/* sweep - after a complete list: mirrors whose CR is gone are deleted */
+/* sweep_list - sweep's work on the mirrors of l */
 static void
-sweep(struct kube_front *fk, const struct kind_info *ki, struct kube_informer *inf)
+sweep_list(struct kube_front *fk, const struct kind_info *ki, struct kube_informer *inf,
+    const struct store_list *pl)
 {
 	struct store *s = stage_store(fk->st);
-	char *prefix = key_resource_prefix(ki->plural, NULL);
-	struct store_list l;
+	const struct store_list l = *pl;
 
-	if (store_list(s, prefix, &l) < 0) {
-		free(prefix);
-		return;
-	}
 	for (size_t i = 0; i < l.n; i++) {
 		char kind[64], ns[254], name[254];
 		yajl_val doc;
@@ -165,6 +197,28 @@ sweep(struct kube_front *fk, const struct kind_info *ki, struct kube_informer *i
 		}
 		yajl_tree_free(doc);
 	}
+}
+
+/*
+ * sweep - after a complete list: mirrors whose CR is gone are deleted (the
+ * Decofiles' from the mirrors' preload while it holds: a mirror made since
+ * has its CR, or was deleted with it)
+ */
+static void
+sweep(struct kube_front *fk, const struct kind_info *ki, struct kube_informer *inf)
+{
+	struct store *s = stage_store(fk->st);
+	char *prefix = key_resource_prefix(ki->plural, NULL);
+	struct store_list l, *pl = &l;
+
+	memset(&l, 0, sizeof(l));
+	if (ki == &kf_kinds[0] && fk->mirrors_loaded)
+		pl = &fk->mirrors;
+	else if (store_list(s, prefix, &l) < 0) {
+		free(prefix);
+		return;
+	}
+	sweep_list(fk, ki, inf, pl);
 	store_list_free(&l);
 	free(prefix);
 }
@@ -213,6 +267,51 @@ kf_preload_merged(struct kube_front *fk, const char *plural, const char *ns,
 }
 
 void
+kube_front_progress(struct kube_front *fk)
+{
+	if (fk != NULL)
+		kube_progress(fk->k);
+}
+
+const struct store_list *
+kube_front_preloaded(const struct kube_front *fk)
+{
+	return fk != NULL && fk->preloaded ? &fk->preload : NULL;
+}
+
+void
+kube_front_mirrors(struct kube_front *fk, struct store_list *l)
+{
+	if (fk == NULL) {
+		store_list_free(l);
+		return;
+	}
+	kf_mirrors_drop(fk);
+	fk->mirrors = *l;
+	fk->mirror_used = xcalloc(l->n + 1, 1);
+	fk->mirrors_loaded = 1;
+	memset(l, 0, sizeof(*l));
+}
+
+void
+kube_front_mirrors_drop(struct kube_front *fk)
+{
+	if (fk != NULL)
+		kf_mirrors_drop(fk);
+}
+
+void
+kf_mirrors_drop(struct kube_front *fk)
+{
+	if (!fk->mirrors_loaded)
+		return;
+	store_list_free(&fk->mirrors);
+	free(fk->mirror_used);
+	fk->mirror_used = NULL;
+	fk->mirrors_loaded = 0;
+}
+
+void
 kube_front_preload_drop(struct kube_front *fk)
 {
 	if (fk != NULL)
@@ -237,7 +336,7 @@ kf_preload_drop(struct kube_front *fk)
 void
 kf_caught_up(struct kube_front *fk)
 {
-	char crs[32], mirrored[32], writes[32], pre[32];
+	char crs[32], mirrored[32], writes[32], pre[32], mpre[32];
 
 	if (fk->caught_up || fk->inflight > 0 || fk->qhead != NULL || fk->dhead != NULL ||
 	    !kube_informer_synced(fk->dfs) ||
@@ -245,13 +344,16 @@ kf_caught_up(struct kube_front *fk)
 		return;
 	fk->caught_up = 1;
 	kf_preload_drop(fk);	/* every CR compared: its fragments are watched now */
+	kf_mirrors_drop(fk);
 	snprintf(crs, sizeof(crs), "%zu", kube_informer_count(fk->dfs) +
 	    kube_informer_count(fk->tpls));
 	snprintf(mirrored, sizeof(mirrored), "%" PRIu64, fk->mirrored);
 	snprintf(writes, sizeof(writes), "%" PRIu64, fk->status_writes);
 	snprintf(pre, sizeof(pre), "%" PRIu64, fk->preload_used);
+	snprintf(mpre, sizeof(mpre), "%" PRIu64, fk->mirrors_used);
 	log_kv(LOG_INFO, "Kubernetes front door caught up", "crs", crs, "mirrored", mirrored,
-	    "status_writes", writes, "compared_from_preload", pre, NULL);
+	    "status_writes", writes, "compared_from_preload", pre, "mirrors_from_preload",
+	    mpre, NULL);
 }
 
 static void
@@ -335,15 +437,21 @@ kube_front_new(struct stage *st, char *err, size_t errlen)
 	fk->k = k;
 	kube_attach(fk->k, st);
 	(void)kf_events_start(fk);
-	if (kf_status_start(fk, err, errlen) < 0) {
-		kube_front_free(fk);
-		return NULL;
-	}
+	/*
+	 * the lists first, on their way (kube_front_progress) while the
+	 * stage's start-up reads the store: their CRs are delivered by the loop
+	 */
 	fk->dfs = kube_informer_new(fk->k, &kube_decofiles, NULL, NULL, on_df, fk);
 	fk->tpls = kube_informer_new(fk->k, &kube_decofiletemplates, NULL, NULL, on_tpl, fk);
 	/* under the supervisor, the supervisor holds the Lease */
 	if (!stage_supervised(st) && kube_lease_wanted(cf))
 		fk->lease = kube_lease_from_conf(fk->k, cf, on_lease, fk);
+	kube_progress(fk->k);
+	if (kf_status_start(fk, err, errlen) < 0) {
+		kube_front_free(fk);
+		return NULL;
+	}
+	kube_progress(fk->k);
 	log_kv(LOG_INFO, "Kubernetes front door on", "server", kube_server(fk->k), NULL);
 	return fk;
 }
@@ -361,6 +469,7 @@ kube_front_free(struct kube_front *fk)
 	kube_free(fk->k);	/* cancels the writes in flight */
 	kf_status_free(fk);	/* the store watch, the writes waiting, their records */
 	kf_preload_drop(fk);
+	kf_mirrors_drop(fk);
 	kf_events_free(fk);
 	free(fk);
 }

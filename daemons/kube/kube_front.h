@@ -30,15 +30,43 @@ struct kube_front *kube_front_new(struct stage *st, char *err, size_t errlen);
 void kube_front_free(struct kube_front *fk);
 
 /*
+ * kube_front_progress - move the front door's requests on (its first
+ * lists) without running a callback, between the blocking steps of a
+ * stage's start-up, so the API server prepares the first pages meanwhile;
+ * fk may be NULL
+ */
+void kube_front_progress(struct kube_front *fk);
+
+/*
  * kube_front_preload - l (taken; freed here) holds every Decofile status
- * fragment, listed after kube_front_new opened the front door's watch of
- * them: the first comparison of each CR with its merged status reads its
- * fragments from l instead of listing the store again (a restart compares
- * 10,000 CRs), until any fragment changes or every CR has been compared
+ * fragment as the front door's watch of them saw it at its opening
+ * (kube_front_new does this itself): the first comparison of each CR with
+ * its merged status reads its fragments from l instead of listing the
+ * store again (a restart compares 10,000 CRs), until any fragment changes
+ * or every CR has been compared
  */
 void kube_front_preload(struct kube_front *fk, struct store_list *l);
+/*
+ * kube_front_preloaded - the preload while it is the store (every status
+ * fragment, sorted by key: the fetcher's start-up reads its own from it
+ * instead of listing them again), else NULL; fk may be NULL.  Borrowed:
+ * valid until the next loop turn or store write of the caller.
+ */
+const struct store_list *kube_front_preloaded(const struct kube_front *fk);
 /* kube_front_preload_drop - the preload no longer the store (fk may be NULL) */
 void kube_front_preload_drop(struct kube_front *fk);
+/*
+ * kube_front_mirrors - l (taken; freed here) holds every Decofile in the
+ * store as the fetcher's watch of them read it at its opening: each CR's
+ * first mirror compares with its entry, and the sweep after the first list
+ * takes its keys from l, instead of reading each again from the store (a
+ * restart mirrors 10,000 CRs, all unchanged), until the caller says a
+ * Decofile changed in the store (kube_front_mirrors_drop) or every CR has
+ * been compared.  fk may be NULL.
+ */
+void kube_front_mirrors(struct kube_front *fk, struct store_list *l);
+/* kube_front_mirrors_drop - the mirrors' preload no longer the store (fk may be NULL) */
+void kube_front_mirrors_drop(struct kube_front *fk);
 
 /*
  * kube_front_patch - a JSON merge patch (body) of Decofile CR ns/name,

@@ -54,6 +54,17 @@ struct kube_front {
 	struct store_list preload;
 	int preloaded;
 	uint64_t preload_used;	/* comparisons that read the preload */
+	/*
+	 * Every Decofile mirror as the fetcher's watch of them read it at its
+	 * opening (kube_front_mirrors): a CR's first mirror compares with its
+	 * entry (used once: mirror_used), and the sweep after the list reads
+	 * the keys here, not from the store, until a Decofile changes in the
+	 * store or the front door has caught up
+	 */
+	struct store_list mirrors;
+	unsigned char *mirror_used;
+	int mirrors_loaded;
+	uint64_t mirrors_used;
 };
 
 struct kind_info {
@@ -81,6 +92,8 @@ int kf_preload_merged(struct kube_front *fk, const char *plural, const char *ns,
     const char *name, struct buf *out);
 /* kf_preload_drop - forget the preload (a fragment changed, or caught up) */
 void kf_preload_drop(struct kube_front *fk);
+/* kf_mirrors_drop - forget the mirrors' preload (a Decofile changed, or caught up) */
+void kf_mirrors_drop(struct kube_front *fk);
 
 /* kf_status_start - watch the store's status fragments; -1 with err */
 int kf_status_start(struct kube_front *fk, char *err, size_t errlen);

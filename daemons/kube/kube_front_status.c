@@ -752,13 +752,17 @@ kf_status_start(struct kube_front *fk, char *err, size_t errlen)
 {
 	struct stage *st = fk->st;
 
+	struct store_list l;
+
 	fk->status_prefix = xasprintf("%s/status/", keys_prefix());
-	if ((fk->sw = store_watch_open(st, fk->status_prefix, on_status, fk, 1000,
-	    &fk->sw_attach)) == NULL) {
+	if ((fk->sw = store_watch_open_list(st, fk->status_prefix, on_status, fk, 1000,
+	    &fk->sw_attach, &l)) == NULL) {
 		snprintf(err, errlen, "cannot watch status fragments: %s",
 		    store_error(stage_store(st)));
 		return -1;
 	}
+	/* what the watch read at its opening: the first comparisons read it */
+	kube_front_preload(fk, &l);
 	return 0;
 }
 

@@ -385,6 +385,56 @@ test_watch(struct store *s, struct store *s2)
 	store_watch_free(w2);
 }
 
+/*
+ * test_watch_list - a watch that also says what it saw at its opening: the
+ * list holds what store_list holds (sorted, the prefix rule, no key
+ * outside), and what comes after it comes as events
+ */
+static void
+test_watch_list(struct store *s, struct store *s2)
+{
+	struct seen ev;
+	struct store_list l, want;
+	struct store_watch *w;
+
+	memset(&ev, 0, sizeof(ev));
+	put(s, K("wl/b"), "2");
+	put(s, K("wl/a"), "1");
+	put(s, K("wl/c/deep"), "3");
+	put(s, K("wl"), "the prefix key");
+	put(s, K("wlx"), "outside");
+	w = store_watch_new_list(s, K("wl"), on_event, &ev, &l);
+	ok(w != NULL, "watch_new_list");
+	if (w == NULL) {
+		diag("%s", store_error(s));
+		return;
+	}
+	is_int(store_list(s, K("wl"), &want), 0, "list the same prefix");
+	is_int(l.n, want.n, "the watch's list holds what store_list holds");
+	for (size_t i = 0; i < l.n && i < want.n; i++) {
+		is_str(l.kvs[i].key, want.kvs[i].key, "key %zu (sorted, as store_list)", i);
+		is_str(l.kvs[i].value, want.kvs[i].value, "value %zu", i);
+		is_int(l.kvs[i].vlen, want.kvs[i].vlen, "value length %zu", i);
+	}
+	if (l.n == 4)
+		is_str(l.kvs[0].key, K("wl"), "the prefix key itself first");
+	store_list_free(&want);
+	store_list_free(&l);
+	for (int i = 0; i < 3; i++)
+		(void)pump(w, 50);
+	put(s2, K("wl/d"), "4");
+	is_int(wait_events(w, &ev, 1, 10000), 1, "a put after the opening is an event");
+	ev_is(&ev, 0, STORE_EV_PUT, K("wl/d"), "4");
+	is_int(store_delete(s, K("wl/a")), 0, "delete a listed key");
+	is_int(wait_events(w, &ev, 2, 10000), 2, "and its delete is an event");
+	ev_is(&ev, 1, STORE_EV_DELETE, K("wl/a"), NULL);
+	store_watch_free(w);
+	w = store_watch_new_list(s, K("wl-none/"), on_event, &ev, &l);
+	ok(w != NULL && l.n == 0, "an empty prefix: a watch and an empty list");
+	store_list_free(&l);
+	store_watch_free(w);
+}
+
 static void
 test_locks(struct store *s, struct store **s2p)
 {
@@ -596,6 +646,7 @@ main(void)
 	test_list(s);
 	test_delete_prefix(s);
 	test_watch(s, s2);
+	test_watch_list(s, s2);
 	test_ttl(s);
 	test_put_many(s, s2);
 	test_lock_many(s, s2);
