@@ -78,8 +78,15 @@ printf '{"apiVersion":"deco.sites/v1alpha1","kind":"Decofile","metadata":{"name"
     "$T/blocks" >"$T/loja.json"
 ctl apply -f "$T/loja.json" >/dev/null
 ok $? "apply the Decofile"
-ctl wait loja --for ready --timeout 60s >/dev/null 2>&1
-ok $? "published and confirmed"
+ctl wait loja --for ready --timeout 60s >"$T/wait.out" 2>&1
+rc=$?
+ok $rc "published and confirmed"
+if [ $rc != 0 ]; then	# what each stage did, and what the wait saw
+	sed 's/^/# wait: /' "$T/wait.out"
+	"$DECOCTL" stages 2>&1 | sed 's/^/# /'
+	ctl get decofile loja -o json 2>&1 | sed 's/^/# /'
+	grep -v 'msg=doorbell' "$T/decod.log" | tail -60 | sed 's/^/# /'
+fi
 H=$(field contentHash)
 
 # --- the background pass swaps the .bin: smaller, same bytes, no reload ----------
