@@ -10,6 +10,13 @@
  * transaction (journal_begin ... journal_commit), then rings the next
  * stage.  A stage that starts claims every pending item addressed to it.
  *
+ * The reads that call fn per row (journal_*_each, _users, _waiting,
+ * _active, _sites ...) hold their read open while fn runs.  fn must not
+ * begin a write: in WAL mode a write begun inside an open read fails at
+ * once (SQLITE_BUSY_SNAPSHOT, no busy wait) when another process has
+ * committed since the read began.  Gather the rows, then write; or take
+ * the write lock (journal_begin) before the read.
+ *
  * Secrets never go in here: callers pass no tokens or passwords.
  */
 #ifndef DECOD_JOURNAL_H
