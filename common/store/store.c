@@ -269,6 +269,22 @@ store_list_free(struct store_list *l)
 	memset(l, 0, sizeof(*l));
 }
 
+size_t
+store_list_seek(const struct store_list *l, const char *key)
+{
+	size_t lo = 0, hi = l->n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (strcmp(l->kvs[mid].key, key) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
 struct store_watch *
 store_watch_new(struct store *s, const char *prefix, int64_t from_rev,
     store_watch_cb cb, void *arg)

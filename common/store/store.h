@@ -100,6 +100,11 @@ long store_delete_prefix(struct store *s, const char *prefix);
 /* store_list - every key under prefix; 0 or -1; free with store_list_free */
 int store_list(struct store *s, const char *prefix, struct store_list *out);
 void store_list_free(struct store_list *l);
+/*
+ * store_list_seek - the index of the first key of l (sorted) not below key:
+ * l->n when every key is below it.  A key present is at that index.
+ */
+size_t store_list_seek(const struct store_list *l, const char *key);
 
 /*
  * store_watch_new - events for keys under prefix from now on (from_rev > 0:

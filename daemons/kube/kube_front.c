@@ -101,30 +101,21 @@ static const struct store_kv *
 mirror_known(struct kube_front *fk, yajl_val obj)
 {
 	char *key;
-	size_t lo = 0, hi = fk->mirrors.n;
-	int c;
+	size_t i;
 
 	if (!fk->mirrors_loaded)
 		return NULL;
 	key = key_resource(kf_kinds[0].plural, kube_obj_ns(obj), kube_obj_name(obj));
-	while (lo < hi) {	/* the list is sorted by key */
-		size_t mid = lo + (hi - lo) / 2;
-
-		if ((c = strcmp(fk->mirrors.kvs[mid].key, key)) == 0) {
-			free(key);
-			if (fk->mirror_used[mid])
-				return NULL;
-			fk->mirror_used[mid] = 1;
-			fk->mirrors_used++;
-			return &fk->mirrors.kvs[mid];
-		}
-		if (c < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
+	i = store_list_seek(&fk->mirrors, key);
+	if (i == fk->mirrors.n || strcmp(fk->mirrors.kvs[i].key, key) != 0 ||
+	    fk->mirror_used[i]) {
+		free(key);
+		return NULL;
 	}
 	free(key);
-	return NULL;
+	fk->mirror_used[i] = 1;
+	fk->mirrors_used++;
+	return &fk->mirrors.kvs[i];
 }
 
 static void
@@ -243,21 +234,13 @@ kf_preload_merged(struct kube_front *fk, const char *plural, const char *ns,
     const char *name, struct buf *out)
 {
 	char *prefix;
-	size_t lo = 0, hi = fk->preload.n, first, plen;
+	size_t lo, first, plen;
 
 	if (!fk->preloaded || strcmp(plural, kf_kinds[0].plural) != 0)
 		return -1;
 	prefix = key_status_prefix(plural, ns, name);
 	plen = strlen(prefix);
-	while (lo < hi) {	/* the first key not below the prefix (the list is sorted) */
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (strcmp(fk->preload.kvs[mid].key, prefix) < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	first = lo;
+	first = lo = store_list_seek(&fk->preload, prefix);
 	while (lo < fk->preload.n && strncmp(fk->preload.kvs[lo].key, prefix, plen) == 0)
 		lo++;
 	free(prefix);

@@ -87,11 +87,12 @@ yajl_val kube_front_mirror_doc(yajl_val obj);
  * kube_front_status_body - the status apply body for a status (a JSON
  * object: fields and conditions; the merge of every stage's fragments),
  * for kind/ns/name; *same is set when cur (the CR as cached; may be NULL)
- * already shows every field and condition of it, so no write is needed.
- * Caller frees.
+ * already shows every field and condition of it, so no write is needed;
+ * else diff (may be NULL) names the first that differs ("contentHash",
+ * "conditions/Ready").  Caller frees.
  */
 char *kube_front_status_body(const char *kind, const char *ns, const char *name,
-    yajl_val fragment, yajl_val cur, int *same, size_t *len);
+    yajl_val fragment, yajl_val cur, int *same, char *diff, size_t difflen, size_t *len);
 
 /*
  * kube_front_failing - a condition of a Decofile's merged status says a

@@ -194,14 +194,18 @@ first_diff(yajl_val frag, yajl_val curst, char *out, size_t outlen)
 
 char *
 kube_front_status_body(const char *kind, const char *ns, const char *name,
-    yajl_val frag, yajl_val cur, int *same, size_t *len)
+    yajl_val frag, yajl_val cur, int *same, char *diff, size_t difflen, size_t *len)
 {
 	yajl_val curst = cur != NULL ? json_get(cur, "status", NULL) : NULL;
-	char diff[80];
+	char d[80];
 	struct buf b;
 	struct jw w;
 
-	*same = !first_diff(frag, curst, diff, sizeof(diff));
+	if (diff == NULL) {
+		diff = d;
+		difflen = sizeof(d);
+	}
+	*same = !first_diff(frag, curst, diff, difflen);
 	buf_init(&b);
 	jw_init(&w, &b);
 	jw_object_head(&w, API_VERSION, kind, ns, name);
@@ -477,7 +481,8 @@ write_cr(struct kube_front *fk, struct crw *c, yajl_val cur, enum kf_why via)
 		yajl_tree_free(merged);
 		return;
 	}
-	body = kube_front_status_body(c->ki->kd->kind, c->ns, c->name, merged, cur, &same, &len);
+	body = kube_front_status_body(c->ki->kd->kind, c->ns, c->name, merged, cur, &same,
+	    diff, sizeof(diff), &len);
 	/* the CR shows it already (every CR after a restart): no hold to decide */
 	if (c->ki->kd == &kube_decofiles && !(same && !c->force)) {
 		int64_t now = now_ms();
@@ -501,7 +506,6 @@ write_cr(struct kube_front *fk, struct crw *c, yajl_val cur, enum kf_why via)
 		free(body);
 		return;
 	}
-	(void)first_diff(merged, json_get(cur, "status", NULL), diff, sizeof(diff));
 	yajl_tree_free(merged);
 	rv = json_get_str(cur, "metadata", "resourceVersion", NULL);
 	snprintf(detail, sizeof(detail), "%s differs from resourceVersion %s", diff,
@@ -751,7 +755,6 @@ int
 kf_status_start(struct kube_front *fk, char *err, size_t errlen)
 {
 	struct stage *st = fk->st;
-
 	struct store_list l;
 
 	fk->status_prefix = xasprintf("%s/status/", keys_prefix());

@@ -126,7 +126,7 @@ main(void)
 	frag = parse("{\"contentHash\":\"abc\",\"timestamp\":5,\"conditions\":[{\"type\":\"Ready\","
 	    "\"status\":\"True\",\"reason\":\"ConfigMapCreated\",\"message\":\"m\","
 	    "\"lastTransitionTime\":\"2026-12-04T10:00:00Z\"}]}");
-	text = kube_front_status_body("Decofile", "sites-loja", "loja", frag, cr, &same, &len);
+	text = kube_front_status_body("Decofile", "sites-loja", "loja", frag, cr, &same, NULL, 0, &len);
 	body = parse(text);
 	ok(body != NULL, "the status body is JSON");
 	ok(!same, "a CR without the fields needs the write");
@@ -141,23 +141,23 @@ main(void)
 	    "{\"type\":\"PodsNotified\",\"status\":\"True\"},{\"type\":\"Ready\",\"status\":\"True\","
 	    "\"reason\":\"ConfigMapCreated\",\"message\":\"m\",\"lastTransitionTime\":"
 	    "\"2026-12-04T10:00:00Z\"}]}}");
-	text = kube_front_status_body("Decofile", "sites-loja", "loja", frag, cur, &same, &len);
+	text = kube_front_status_body("Decofile", "sites-loja", "loja", frag, cur, &same, NULL, 0, &len);
 	ok(same, "the CR already shows the fragment: no write (a restart writes nothing)");
 	free(text);
 	yajl_tree_free(cur);
 	cur = parse("{\"status\":{\"contentHash\":\"abc\",\"timestamp\":5,\"conditions\":["
 	    "{\"type\":\"Ready\",\"status\":\"True\",\"reason\":\"ConfigMapCreated\",\"message\":\"old\","
 	    "\"lastTransitionTime\":\"2026-12-04T10:00:00Z\"}]}}");
-	text = kube_front_status_body("Decofile", "sites-loja", "loja", frag, cur, &same, &len);
+	text = kube_front_status_body("Decofile", "sites-loja", "loja", frag, cur, &same, NULL, 0, &len);
 	ok(!same, "a condition's message differs: write");
 	free(text);
 	yajl_tree_free(cur);
 	cur = parse("{\"status\":{\"contentHash\":\"abc\",\"timestamp\":6}}");
-	text = kube_front_status_body("Decofile", "sites-loja", "loja", frag, cur, &same, &len);
+	text = kube_front_status_body("Decofile", "sites-loja", "loja", frag, cur, &same, NULL, 0, &len);
 	ok(!same, "a field differs: write");
 	free(text);
 	yajl_tree_free(cur);
-	text = kube_front_status_body("Decofile", "sites-loja", "loja", NULL, NULL, &same, &len);
+	text = kube_front_status_body("Decofile", "sites-loja", "loja", NULL, NULL, &same, NULL, 0, &len);
 	body = parse(text);
 	ok(!same && body != NULL && json_get(body, "status", NULL) != NULL &&
 	    json_get(body, "status", NULL)->u.object.len == 0,
