@@ -26,9 +26,10 @@
 #   PERF2_OUT=FILE: perf record -a -g of the restart in step 2;
 #   PERF2_STAGE=fetcher PERF2_STAGE_OUT=FILE: perf record --call-graph dwarf
 #   of that stage from its start to caught up, FILE.<restart>, from restart
-#   PERF2_FROM on (1: every one); PERF4=fetcher PERF4_OUT=FILE [PERF4_HZ=99]:
+#   PERF2_FROM on (1: every one); PERF4="fetcher renderer" PERF4_OUT=FILE [PERF4_HZ=99]:
 #   the same of step 4's cold start, from the stages ready to all Ready;
-#   RESTARTS=n: step 2's restart n times; HANG_OUT=PREFIX keeps the logs of
+#   TIMELINE4=FILE: step 4's journal items by stage and state and each
+#   process's CPU every 2 s; RESTARTS=n: step 2's restart n times; HANG_OUT=PREFIX keeps the logs of
 #   one that took over 15 s).
 top_builddir=$(cd "${1:-.}" && pwd)
 top_srcdir=$(cd "$(dirname "$0")/.." && pwd)
@@ -169,13 +170,26 @@ if step 4; then
 	t1=$(now_ms)
 	if [ -n "${PERF4:-}" ]; then	# PERF4=fetcher: perf record (DWARF) of that stage, ready to all Ready
 		perf record --call-graph dwarf,16384 -F "${PERF4_HZ:-99}" -o "${PERF4_OUT:-/tmp/perf4.data}" \
-		    -p "$(ps -o pid= --ppid "$DECOD_PID" -o comm= | awk -v s="$PERF4" '$2 == s {print $1}')" \
+		    -p "$(ps -o pid= --ppid "$DECOD_PID" -o comm= |
+		    awk -v s=" $PERF4 " 'index(s, " " $2 " ") {printf "%s%s", n++ ? "," : "", $1}')" \
 		    >/dev/null 2>&1 &
 		PERF4_PID=$!
+	fi
+	if [ -n "${TIMELINE4:-}" ]; then	# TIMELINE4=FILE: every 2 s, the journal's items by stage and state, and CPU
+		( while :; do
+			echo "t=$(( $(now_ms) - t0 )) ms $(sqlite3 "file:$T/state/journal.db?mode=ro" \
+			    "SELECT group_concat(stage || '/' || state || '=' || n, ' ') FROM
+			     (SELECT stage, state, count(*) n FROM items GROUP BY stage, state)" 2>/dev/null)"
+			echo "   $(cpu $(decod_pids) "$KUBE_APISERVER_PID" "$KUBE_ETCD_PID")"
+			sleep 2
+		done ) >"$TIMELINE4" 2>&1 &
+		TL_PID=$!
+		track_pid $TL_PID
 	fi
 	wait "$READY_PID" || { cat "$T/cold.out"; tail -20 "$T/decod.log"; bail "cold: not all Ready"; }
 	after=$(cpu $(decod_pids) "$KUBE_APISERVER_PID" "$KUBE_ETCD_PID")
 	if [ -n "${PERF4_PID:-}" ]; then kill -INT "$PERF4_PID"; wait "$PERF4_PID"; fi
+	if [ -n "${TL_PID:-}" ]; then kill "$TL_PID"; wait "$TL_PID" 2>/dev/null; fi
 	last=$(sed -n 's/.*"last_at": \([0-9.]*\).*/\1/p' "$T/cold.out")
 	first=$(sed -n 's/.*"first_at": \([0-9.]*\).*/\1/p' "$T/cold.out")
 	d=$(awk -v l="$last" -v t="$t0" 'BEGIN { printf "%.1f", l - t / 1000 }')

@@ -16,6 +16,7 @@
 #include <math.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,6 +46,8 @@ struct family {
 	size_t nbounds;
 	struct series *s;
 	size_t n;
+	size_t *idx;		/* open addressing on the labels: series index + 1, 0 free */
+	size_t cap;		/* idx's slots, a power of two over 2n (0: none yet) */
 };
 
 struct metrics {
@@ -119,6 +122,7 @@ metrics_free(struct metrics *m)
 			free(m->f[i].s[k].counts);
 		}
 		free(m->f[i].s);
+		free(m->f[i].idx);
 		free(m->f[i].name);
 		free(m->f[i].help);
 		free(m->f[i].bounds);
@@ -144,13 +148,49 @@ same_labels(const char *a, const char *b)
 	return (a == NULL && b == NULL) || (a != NULL && b != NULL && strcmp(a, b) == 0);
 }
 
+/* label_hash - FNV-1a of labels; the unlabelled series has its own value */
+static size_t
+label_hash(const char *labels)
+{
+	uint64_t h = 14695981039346656037ULL;
+
+	if (labels == NULL)
+		return 1;
+	for (const unsigned char *p = (const unsigned char *)labels; *p != '\0'; p++)
+		h = (h ^ *p) * 1099511628211ULL;
+	return (size_t)h;
+}
+
+/*
+ * index_build - f's index made again for its n series (a site per label
+ * set makes thousands: a walk per update was a cost per site squared)
+ */
+static void
+index_build(struct family *f, size_t cap)
+{
+	free(f->idx);
+	f->cap = cap;
+	f->idx = xcalloc(cap, sizeof(*f->idx));
+	for (size_t i = 0; i < f->n; i++) {
+		size_t h = label_hash(f->s[i].labels) & (cap - 1);
+
+		while (f->idx[h] != 0)
+			h = (h + 1) & (cap - 1);
+		f->idx[h] = i + 1;
+	}
+}
+
 /* find_series - the series of f with labels, or NULL; caller holds the lock */
 static struct series *
 find_series(struct family *f, const char *labels)
 {
-	for (size_t i = 0; i < f->n; i++)
-		if (same_labels(f->s[i].labels, labels))
-			return &f->s[i];
+	size_t h;
+
+	if (f->cap == 0)
+		return NULL;
+	for (h = label_hash(labels) & (f->cap - 1); f->idx[h] != 0; h = (h + 1) & (f->cap - 1))
+		if (same_labels(f->s[f->idx[h] - 1].labels, labels))
+			return &f->s[f->idx[h] - 1];
 	return NULL;
 }
 
@@ -171,6 +211,7 @@ series(struct metrics *m, struct family *f, const char *labels)
 			d->s = xcalloc(1, sizeof(*d->s));
 			d->s[0].v = 1;
 			d->n = 1;
+			index_build(d, 16);
 		}
 		return NULL;
 	}
@@ -180,6 +221,15 @@ series(struct metrics *m, struct family *f, const char *labels)
 	s->labels = labels != NULL ? xstrdup(labels) : NULL;
 	if (f->type == METRIC_HISTOGRAM)
 		s->counts = xcalloc(f->nbounds + 1, sizeof(*s->counts));
+	if (2 * f->n > f->cap)
+		index_build(f, f->cap == 0 ? 16 : 2 * f->cap);
+	else {
+		size_t h = label_hash(s->labels) & (f->cap - 1);
+
+		while (f->idx[h] != 0)
+			h = (h + 1) & (f->cap - 1);
+		f->idx[h] = f->n;
+	}
 	return s;
 }
 
@@ -286,6 +336,7 @@ metrics_remove(struct metrics *m, const char *name, const char *labels)
 		free(s->counts);
 		memmove(s, s + 1, (size_t)(&f->s[f->n] - (s + 1)) * sizeof(*s));
 		f->n--;
+		index_build(f, f->cap);	/* the later series moved down one */
 	}
 	pthread_mutex_unlock(&m->mu);
 }

@@ -232,6 +232,45 @@ served(void)
 	metrics_free(m2);
 }
 
+/*
+ * many_series - a site per label set: thousands of series, found again
+ * after growth and after removals in the middle (the index is rebuilt)
+ */
+static void
+many_series(void)
+{
+	struct metrics *m = metrics_new();
+	char l[64], *text;
+	int bad = 0;
+
+	metrics_set_max_series(m, 20000);
+	metrics_define(m, "s", METRIC_GAUGE, "per site");
+	for (int i = 0; i < 10000; i++) {
+		snprintf(l, sizeof(l), "name=\"site-%d\"", i);
+		metrics_set(m, "s", l, i);
+	}
+	metrics_set(m, "s", NULL, -1);
+	for (int i = 0; i < 10000; i += 3) {
+		snprintf(l, sizeof(l), "name=\"site-%d\"", i);
+		metrics_remove(m, "s", l);
+	}
+	for (int i = 0; i < 10000; i++) {
+		snprintf(l, sizeof(l), "name=\"site-%d\"", i);
+		metrics_add(m, "s", l, 0.5);
+		if (metrics_value(m, "s", l) != (i % 3 == 0 ? 0.5 : i + 0.5))
+			bad++;
+	}
+	is_int(bad, 0, "10,000 label sets: each found again after a third were removed");
+	ok(metrics_value(m, "s", NULL) == -1, "the unlabelled series beside them");
+	text = metrics_render(m, NULL);
+	ok(strstr(text, "s{name=\"site-1\"} 1.5\ns{name=\"site-2\"} 2.5\ns{name=\"site-4\"}")
+	    != NULL && strstr(text, "s{name=\"site-9998\"} 9998.5\ns -1\ns{name=\"site-0\"} "
+	    "0.5\n") != NULL,
+	    "series keep the order they first appeared in; a removed one comes back last");
+	free(text);
+	metrics_free(m);
+}
+
 int
 main(void)
 {
@@ -273,6 +312,7 @@ main(void)
 	metrics_free(NULL);
 	ok(1, "freed; NULL is a no-op");
 	histograms_and_labels();
+	many_series();
 	concurrent();
 	curl_global_init(CURL_GLOBAL_ALL);
 	served();
