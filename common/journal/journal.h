@@ -187,6 +187,14 @@ int journal_prune(struct journal *j, int64_t age_ms);
 int journal_last_item(struct journal *j, const char *stage, const char *kind,
     const char *ns, const char *name, struct journal_item *it);
 /*
+ * journal_last_items - journal_last_item of every ns/name at once: fn for
+ * the newest item of stage and kind of each (one read for a start-up's
+ * thousands, where a query each cost more than the answer).  The count,
+ * or -1.
+ */
+int journal_last_items(struct journal *j, const char *stage, const char *kind,
+    void (*fn)(void *arg, const struct journal_item *it), void *arg);
+/*
  * journal_pending_for - whether an item for ns/name is still pending,
  * addressed to stage (NULL: to any stage).  1 yes, 0 no, -1 error.
  */

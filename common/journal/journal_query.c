@@ -48,6 +48,29 @@ journal_last_item(struct journal *j, const char *stage, const char *kind, const 
 }
 
 int
+journal_last_items(struct journal *j, const char *stage, const char *kind,
+    void (*fn)(void *arg, const struct journal_item *it), void *arg)
+{
+	sqlite3_stmt *st;
+	int rc, n = 0;
+
+	if ((rc = journal_run(j, &st, "SELECT " ITEM_COLS " FROM items WHERE id IN"
+	    " (SELECT max(id) FROM items WHERE stage=?1 AND kind=?2 GROUP BY ns, name)"
+	    " ORDER BY id",
+	    "ss", stage, kind)) < 0)
+		return -1;
+	while (rc == SQLITE_ROW) {
+		struct journal_item it;
+
+		journal_row_to_item(st, &it);
+		fn(arg, &it);
+		n++;
+		rc = sqlite3_step(st);
+	}
+	return finish(j, st, rc, n, "last items");
+}
+
+int
 journal_pending_for(struct journal *j, const char *stage, const char *ns, const char *name)
 {
 	sqlite3_stmt *st;

@@ -257,7 +257,9 @@ resource_validate(yajl_val doc, const char *plural, const char *name, const char
 	return 0;
 }
 
-static int put(struct store *s, yajl_val doc, int64_t generation, int dry,
+enum { PUT_DURABLE, PUT_DRY, PUT_VOLATILE };
+
+static int put(struct store *s, yajl_val doc, int64_t generation, int mode,
     const struct store_kv *known, const char *default_ns, int *changed, char *out_plural,
     char *out_ns, char *out_name, char *err, size_t errlen);
 
@@ -273,7 +275,7 @@ int
 resource_put_check(struct store *s, yajl_val doc, const char *default_ns, int *changed,
     char *out_plural, char *out_ns, char *out_name, char *err, size_t errlen)
 {
-	return put(s, doc, 0, 1, NULL, default_ns, changed, out_plural, out_ns, out_name, err,
+	return put(s, doc, 0, PUT_DRY, NULL, default_ns, changed, out_plural, out_ns, out_name, err,
 	    errlen);
 }
 
@@ -291,17 +293,19 @@ resource_put_gen_known(struct store *s, yajl_val doc, int64_t generation,
     const struct store_kv *known, int *changed, char *out_plural, char *out_ns,
     char *out_name, char *err, size_t errlen)
 {
-	return put(s, doc, generation, 0, known, NULL, changed, out_plural, out_ns,
+	/* a CR's mirror: the API server's list rebuilds one a power cut lost */
+	return put(s, doc, generation, PUT_VOLATILE, known, NULL, changed, out_plural, out_ns,
 	    out_name, err, errlen);
 }
 
 /*
- * put - resource_put_gen; dry: every check and the verdict, nothing written;
+ * put - resource_put_gen; mode PUT_DRY: every check and the verdict, nothing
+ * written; PUT_VOLATILE: written as store_put_volatile (no fsync);
  * known: the stored record as the caller holds it (used when its key is the
  * resource's), else it is read from the store
  */
 static int
-put(struct store *s, yajl_val doc, int64_t generation, int dry,
+put(struct store *s, yajl_val doc, int64_t generation, int mode,
     const struct store_kv *known, const char *default_ns, int *changed, char *out_plural,
     char *out_ns, char *out_name, char *err, size_t errlen)
 {
@@ -423,8 +427,9 @@ put(struct store *s, yajl_val doc, int64_t generation, int dry,
 		}
 		buf_free(&ob);
 	}
-	if (!dry && (old == NULL || !same)) {
-		if (store_put(s, key, b.data, b.len) < 0) {
+	if (mode != PUT_DRY && (old == NULL || !same)) {
+		if ((mode == PUT_VOLATILE ? store_put_volatile(s, key, b.data, b.len) :
+		    store_put(s, key, b.data, b.len)) < 0) {
 			snprintf(err, errlen, "%s", store_error(s));
 			rc = -1;
 		}

@@ -109,7 +109,9 @@ int resource_put_gen(struct store *s, yajl_val doc, int64_t generation,
  * resource_put_gen_known - resource_put_gen against the stored record the
  * caller already holds (known: its key and value as the store has them
  * now, e.g. from a watch's opening list) instead of reading it again; a
- * known of another key, or NULL, is read from the store as before
+ * known of another key, or NULL, is read from the store as before.  For
+ * the mirror of a CR: written without an fsync (store_put_volatile), as
+ * the API server's next list rebuilds one a power cut lost.
  */
 int resource_put_gen_known(struct store *s, yajl_val doc, int64_t generation,
     const struct store_kv *known, int *changed, char *out_plural, char *out_ns,

@@ -291,15 +291,13 @@ fetch_status_synced(struct stage *st, struct src *s, int64_t req)
 		s->sync_done = req;
 }
 
-/* fetch_status_fields - see fetcher.h */
-void
-fetch_status_fields(struct stage *st, struct src *s, const char *commit, int64_t generation)
+/* fields_text - the fields fetch_status_fields writes, into b */
+static void
+fields_text(struct buf *b, const struct src *s, const char *commit, int64_t generation)
 {
-	struct buf b;
 	struct jw w;
 
-	buf_init(&b);
-	jw_init(&w, &b);
+	jw_init(&w, b);
 	jw_obj(&w);
 	jw_key(&w, "sourceType");
 	jw_str(&w, s->source);
@@ -310,9 +308,51 @@ fetch_status_fields(struct stage *st, struct src *s, const char *commit, int64_t
 	jw_key(&w, "observedGeneration");
 	jw_int(&w, generation);
 	jw_end_obj(&w);
+}
+
+/* fetch_status_fields - see fetcher.h */
+void
+fetch_status_fields(struct stage *st, struct src *s, const char *commit, int64_t generation)
+{
+	struct buf b;
+
+	buf_init(&b);
+	fields_text(&b, s, commit, generation);
 	if (strcmp(b.data, s->last_status) != 0 &&
 	    fetch_status_update(st, s, b.data, NULL, NULL, NULL) >= 0)
 		snprintf(s->last_status, sizeof(s->last_status), "%s", b.data);
+	buf_free(&b);
+}
+
+/* fetch_status_fetched - see fetcher.h */
+void
+fetch_status_fetched(struct stage *st, struct src *s, const char *commit, int64_t generation)
+{
+	static const char msg[] = "Fetched from the source";
+	char sync[sizeof(s->last_sync)];
+	struct buf b, all;
+
+	snprintf(sync, sizeof(sync), "True|Fetched|%s", msg);
+	buf_init(&b);
+	fields_text(&b, s, commit, generation);
+	if (strcmp(b.data, s->last_status) == 0 && strcmp(sync, s->last_sync) == 0 &&
+	    s->failures == s->failures_said) {
+		buf_free(&b);
+		return;
+	}
+	/* the fields with fetchFailures, and the condition: one build, one write */
+	buf_init(&all);
+	buf_add(&all, b.data, b.len - 1);
+	if (s->failures > 0)
+		buf_printf(&all, ",\"fetchFailures\":%d}", s->failures);
+	else
+		buf_adds(&all, ",\"fetchFailures\":null}");
+	if (fetch_status_update(st, s, all.data, "True", "Fetched", msg) >= 0) {
+		snprintf(s->last_status, sizeof(s->last_status), "%s", b.data);
+		memcpy(s->last_sync, sync, sizeof(sync));
+		s->failures_said = s->failures;
+	}
+	buf_free(&all);
 	buf_free(&b);
 }
 

@@ -61,6 +61,13 @@ struct src {
 	char *frag, *pend;
 	int frag_state;
 	int listed;		/* seen by the current relist */
+	/*
+	 * the journal's newest renderer item of it as read once at start
+	 * (fetcher_handed_load): its generation, and whether it named a
+	 * commit; handed_known is cleared at its first use and by a hand-on
+	 */
+	int handed_known, handed_commit;
+	int64_t handed_gen;
 	int tpl;		/* a DecofileTemplate (in fetcher.tpls), not a Decofile */
 	struct src *next, *hnext;
 };
@@ -277,6 +284,12 @@ void fetch_status_failures(struct stage *st, struct src *s);
 void fetch_status_synced(struct stage *st, struct src *s, int64_t req);
 /* fetch_status_fields - sourceType, githubCommit and observedGeneration, if changed */
 void fetch_status_fields(struct stage *st, struct src *s, const char *commit,
+    int64_t generation);
+/*
+ * fetch_status_fetched - a good fetch: fetch_status_fields, Syncing True
+ * Fetched and fetch_status_failures in one fragment write (at most)
+ */
+void fetch_status_fetched(struct stage *st, struct src *s, const char *commit,
     int64_t generation);
 
 #endif

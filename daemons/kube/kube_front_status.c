@@ -192,20 +192,13 @@ first_diff(yajl_val frag, yajl_val curst, char *out, size_t outlen)
 	return differs;
 }
 
-char *
-kube_front_status_body(const char *kind, const char *ns, const char *name,
-    yajl_val frag, yajl_val cur, int *same, char *diff, size_t difflen, size_t *len)
+/* apply_body - the status apply body of a CR: its identity and frag as status */
+static char *
+apply_body(const char *kind, const char *ns, const char *name, yajl_val frag, size_t *len)
 {
-	yajl_val curst = cur != NULL ? json_get(cur, "status", NULL) : NULL;
-	char d[80];
 	struct buf b;
 	struct jw w;
 
-	if (diff == NULL) {
-		diff = d;
-		difflen = sizeof(d);
-	}
-	*same = !first_diff(frag, curst, diff, difflen);
 	buf_init(&b);
 	jw_init(&w, &b);
 	jw_object_head(&w, API_VERSION, kind, ns, name);
@@ -219,6 +212,21 @@ kube_front_status_body(const char *kind, const char *ns, const char *name,
 	}
 	jw_end_obj(&w);
 	return buf_steal(&b, len);
+}
+
+char *
+kube_front_status_body(const char *kind, const char *ns, const char *name,
+    yajl_val frag, yajl_val cur, int *same, char *diff, size_t difflen, size_t *len)
+{
+	yajl_val curst = cur != NULL ? json_get(cur, "status", NULL) : NULL;
+	char d[80];
+
+	if (diff == NULL) {
+		diff = d;
+		difflen = sizeof(d);
+	}
+	*same = !first_diff(frag, curst, diff, difflen);
+	return apply_body(kind, ns, name, frag, len);
 }
 
 /*
@@ -481,8 +489,8 @@ write_cr(struct kube_front *fk, struct crw *c, yajl_val cur, enum kf_why via)
 		yajl_tree_free(merged);
 		return;
 	}
-	body = kube_front_status_body(c->ki->kd->kind, c->ns, c->name, merged, cur, &same,
-	    diff, sizeof(diff), &len);
+	/* the body is made only for a write (a restart compares 10,000 and writes none) */
+	same = !first_diff(merged, json_get(cur, "status", NULL), diff, sizeof(diff));
 	/* the CR shows it already (every CR after a restart): no hold to decide */
 	if (c->ki->kd == &kube_decofiles && !(same && !c->force)) {
 		int64_t now = now_ms();
@@ -493,7 +501,6 @@ write_cr(struct kube_front *fk, struct crw *c, yajl_val cur, enum kf_why via)
 			if (c->held_since == 0)
 				c->held_since = now;
 			hold(fk, c, now);
-			free(body);
 			yajl_tree_free(merged);
 			return;
 		}
@@ -503,9 +510,9 @@ write_cr(struct kube_front *fk, struct crw *c, yajl_val cur, enum kf_why via)
 	kf_events_observe(fk, c->ki->kd->kind, cur, merged);
 	if (same && !c->force) {
 		yajl_tree_free(merged);
-		free(body);
 		return;
 	}
+	body = apply_body(c->ki->kd->kind, c->ns, c->name, merged, &len);
 	yajl_tree_free(merged);
 	rv = json_get_str(cur, "metadata", "resourceVersion", NULL);
 	snprintf(detail, sizeof(detail), "%s differs from resourceVersion %s", diff,

@@ -50,6 +50,16 @@ count_audit(void *arg, const struct journal_audit_row *r)
 }
 
 /* test_reads - the questions stages and decoctl ask (journal_query.c), savepoints */
+/* last_seen - journal_last_items' rows, "name:detail;" in order of name */
+static void
+last_seen(void *arg, const struct journal_item *it)
+{
+	char *seen = arg;
+	size_t o = strlen(seen);
+
+	snprintf(seen + o, 200 - o, "%s:%s;", it->name, it->detail);
+}
+
 static void
 test_reads(const char *dir)
 {
@@ -70,7 +80,14 @@ test_reads(const char *dir)
 	journal_item_add(j, "renderer", "decofile", "ns", "a", "", "source=git");
 	ok(journal_last_item(j, "renderer", "decofile", "ns", "a", &it) == 0 &&
 	    it.id == id + 1 && strcmp(it.detail, "source=git") == 0, "the newest item");
-	is_int(journal_pending_for(j, NULL, "ns", "a"), 1, "pending for some stage");
+	journal_item_add(j, "renderer", "decofile", "ns", "b", "", "source=inline");
+	journal_item_add(j, "renderer", "template", "ns", "c", "", "source=tpl");
+	journal_item_add(j, "publisher", "decofile", "ns", "d", "", "source=other");
+	seen[0] = '\0';
+	is_int(journal_last_items(j, "renderer", "decofile", last_seen, seen), 2,
+	    "last items: one per object of that stage and kind");
+	is_str(seen, "a:source=git;b:source=inline;", "... each the newest (as journal_last_item)");
+	seen[0] = '\0';
 	is_int(journal_pending_for(j, "publisher", "ns", "a"), 0, "... not for the publisher");
 	journal_item_done(j, id + 1, "ok");
 	is_int(journal_pending_for(j, NULL, "ns", "a"), 0, "nothing pending once done");
