@@ -16,7 +16,6 @@
 #include <math.h>
 #include <pthread.h>
 #include <stdarg.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +24,7 @@
 #include <sys/socket.h>
 
 #include "common/conf.h"
+#include "common/hash.h"
 #include "common/json.h"
 #include "common/log.h"
 #include "common/metrics.h"
@@ -148,17 +148,11 @@ same_labels(const char *a, const char *b)
 	return (a == NULL && b == NULL) || (a != NULL && b != NULL && strcmp(a, b) == 0);
 }
 
-/* label_hash - FNV-1a of labels; the unlabelled series has its own value */
+/* label_hash - of labels; the unlabelled series has its own value */
 static size_t
 label_hash(const char *labels)
 {
-	uint64_t h = 14695981039346656037ULL;
-
-	if (labels == NULL)
-		return 1;
-	for (const unsigned char *p = (const unsigned char *)labels; *p != '\0'; p++)
-		h = (h ^ *p) * 1099511628211ULL;
-	return (size_t)h;
+	return labels != NULL ? (size_t)str_hash(labels) : 1;
 }
 
 /*

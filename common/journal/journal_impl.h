@@ -27,6 +27,7 @@ struct journal {
 	int floor;	/* 1 while a batch holds the transaction (journal_batch_begin) */
 	struct jstmt cache[JOURNAL_STMT_CACHE];
 	size_t ncache;
+	int64_t busy_since;	/* when the current wait for the write lock began */
 };
 
 #define NOW "strftime('%Y-%m-%dT%H:%M:%fZ','now')"

@@ -91,8 +91,9 @@ journal_pending_unlike(struct journal *j, const char *stage, const char *ns, con
 	sqlite3_stmt *st;
 	int rc;
 
-	if ((rc = journal_run(j, &st, "SELECT 1 FROM items WHERE state='pending' AND"
-	    " stage=?1 AND ns=?2 AND name=?3 AND hash<>?4 LIMIT 1", "ssss", stage, ns, name,
+	/* the object's index: items_order would walk every pending item of the stage */
+	if ((rc = journal_run(j, &st, "SELECT 1 FROM items INDEXED BY items_object WHERE"
+	    " state='pending' AND stage=?1 AND ns=?2 AND name=?3 AND hash<>?4 LIMIT 1", "ssss", stage, ns, name,
 	    hash ? hash : "")) < 0)
 		return -1;
 	journal_done(j, st);

@@ -63,9 +63,12 @@ struct job {
 	char *b64;		/* the result (DONE, not failed) */
 	size_t b64len;
 	struct render_recompress *rr;
-	struct job *next;
-	struct job *rnext;	/* the ready queue (the loop's) */
+	struct job *next, *prev;	/* rr->jobs */
+	struct job *hnext;		/* rr->site's bucket */
+	struct job *rnext, *rprev;	/* the ready queue (the loop's) */
 };
+
+#define NSITE 4096	/* buckets of the jobs by site */
 
 struct render_recompress {
 	struct stage *st;
@@ -76,8 +79,15 @@ struct render_recompress {
 	pthread_t thread;
 	int started, stop;
 	int pipe[2];
-	struct job *jobs;	/* every state; guarded by mu */
-	struct job *ready, **ready_tail;	/* READY jobs, oldest first: the loop's */
+	/*
+	 * every job, in every state, guarded by mu: a list (newest first) and
+	 * by site, so a render's cancel and the worker's hand-back cost a
+	 * step, not a walk of a cold start's 10,000 waiting jobs
+	 */
+	struct job *jobs;
+	struct job *site[NSITE];
+	struct job *current;	/* the one QUEUED, RUNNING or DONE and not yet taken back */
+	struct job *ready, *ready_tail;	/* READY jobs, oldest first: the loop's */
 	int busy;		/* a job QUEUED or RUNNING (the loop's) */
 };
 
@@ -91,6 +101,48 @@ job_free(struct job *j)
 	free(j->json);
 	free(j->b64);
 	free(j);
+}
+
+static unsigned
+site_of(const char *ns, const char *name)
+{
+	return (unsigned)((str_hash(name) ^ (str_hash(ns) * 31)) % NSITE);
+}
+
+/* jobs_link - j into rr's list and its site's bucket; mu held */
+static void
+jobs_link(struct render_recompress *rr, struct job *j)
+{
+	unsigned b = site_of(j->ns, j->name);
+
+	j->prev = NULL;
+	if ((j->next = rr->jobs) != NULL)
+		j->next->prev = j;
+	rr->jobs = j;
+	j->hnext = rr->site[b];
+	rr->site[b] = j;
+}
+
+/* jobs_unlink - j out of them; mu held */
+static void
+jobs_unlink(struct render_recompress *rr, struct job *j)
+{
+	struct job **pp;
+
+	if (j->prev != NULL)
+		j->prev->next = j->next;
+	else
+		rr->jobs = j->next;
+	if (j->next != NULL)
+		j->next->prev = j->prev;
+	j->next = j->prev = NULL;
+	for (pp = &rr->site[site_of(j->ns, j->name)]; *pp != NULL; pp = &(*pp)->hnext)
+		if (*pp == j) {
+			*pp = j->hnext;
+			break;
+		}
+	if (rr->current == j)
+		rr->current = NULL;
 }
 
 /* compress - brotli of j->json at j's quality into out; -1 error or cancelled */
@@ -156,9 +208,8 @@ worker(void *arg)
 		struct job *j, *pick = NULL;
 		struct buf out;
 
-		for (j = rr->jobs; j != NULL; j = j->next)
-			if (j->state == JOB_QUEUED)
-				pick = j;	/* the list is newest first: the last is the oldest */
+		if ((j = rr->current) != NULL && j->state == JOB_QUEUED)
+			pick = j;	/* one at a time: the loop's pump hands it over */
 		if (pick == NULL) {
 			pthread_cond_wait(&rr->cv, &rr->mu);
 			continue;
@@ -252,7 +303,7 @@ static void
 on_pipe(struct stage *st, int fd, short revents, void *arg)
 {
 	struct render_recompress *rr = arg;
-	struct job *done = NULL, **pp, *j;
+	struct job *done = NULL, *j;
 	char b[64];
 
 	(void)st;
@@ -260,19 +311,15 @@ on_pipe(struct stage *st, int fd, short revents, void *arg)
 	while (read(fd, b, sizeof(b)) > 0)
 		;
 	pthread_mutex_lock(&rr->mu);
-	for (pp = &rr->jobs; (j = *pp) != NULL;)
-		if (j->state == JOB_DONE) {
-			*pp = j->next;
-			j->next = done;
-			done = j;
-			rr->busy = 0;
-		} else
-			pp = &j->next;
+	if ((j = rr->current) != NULL && j->state == JOB_DONE) {
+		jobs_unlink(rr, j);
+		done = j;
+		rr->busy = 0;
+	}
 	pthread_mutex_unlock(&rr->mu);
-	while ((j = done) != NULL) {
-		done = j->next;
-		finish(rr, j);
-		job_free(j);
+	if (done != NULL) {
+		finish(rr, done);
+		job_free(done);
 	}
 	pump(rr);
 }
@@ -308,7 +355,6 @@ render_recompress_new(struct stage *st)
 
 	rr->st = st;
 	rr->nice = 19;
-	rr->ready_tail = &rr->ready;
 	pthread_mutex_init(&rr->mu, NULL);
 	pthread_cond_init(&rr->cv, NULL);
 	/* once the stage is up: what a restart cut short */
@@ -320,16 +366,15 @@ render_recompress_new(struct stage *st)
 static void
 ready_unlink(struct render_recompress *rr, struct job *j)
 {
-	struct job **pp;
-
-	for (pp = &rr->ready; *pp != NULL; pp = &(*pp)->rnext)
-		if (*pp == j) {
-			*pp = j->rnext;
-			if (rr->ready_tail == &j->rnext)
-				rr->ready_tail = pp;
-			j->rnext = NULL;
-			return;
-		}
+	if (j->rprev != NULL)
+		j->rprev->rnext = j->rnext;
+	else
+		rr->ready = j->rnext;
+	if (j->rnext != NULL)
+		j->rnext->rprev = j->rprev;
+	else
+		rr->ready_tail = j->rprev;
+	j->rnext = j->rprev = NULL;
 }
 
 /*
@@ -348,17 +393,11 @@ pump(struct render_recompress *rr)
 	while (!rr->busy && (j = rr->ready) != NULL) {
 		ready_unlink(rr, j);
 		if ((json = spool_get(stage_spool(rr->st), j->hash, &len)) == NULL) {
-			struct job **pp;
-
 			log_kv(LOG_WARN, "recompression dropped: document not in the spool", "ns",
 			    j->ns, "name", j->name, "hash", j->hash, NULL);
 			/* j itself, not "the site's job" by name, and no "a newer render" line */
 			pthread_mutex_lock(&rr->mu);
-			for (pp = &rr->jobs; *pp != NULL; pp = &(*pp)->next)
-				if (*pp == j) {
-					*pp = j->next;
-					break;
-				}
+			jobs_unlink(rr, j);
 			pthread_mutex_unlock(&rr->mu);
 			job_free(j);
 			continue;
@@ -367,6 +406,7 @@ pump(struct render_recompress *rr)
 		j->json = json;
 		j->len = len;
 		j->state = JOB_QUEUED;
+		rr->current = j;
 		rr->busy = 1;
 		pthread_cond_signal(&rr->cv);
 		pthread_mutex_unlock(&rr->mu);
@@ -386,8 +426,11 @@ fire(struct stage *st, void *arg)
 	j->state = JOB_READY;
 	pthread_mutex_unlock(&rr->mu);
 	j->rnext = NULL;
-	*rr->ready_tail = j;
-	rr->ready_tail = &j->rnext;
+	if ((j->rprev = rr->ready_tail) != NULL)
+		j->rprev->rnext = j;
+	else
+		rr->ready = j;
+	rr->ready_tail = j;
 	pump(rr);
 }
 
@@ -422,13 +465,13 @@ render_recompress_settings(struct render_recompress *rr, int quality, int window
 void
 render_recompress_cancel(struct render_recompress *rr, const char *ns, const char *name)
 {
-	struct job **pp, *j;
+	struct job *j;
 	int freed = 0;
 
 	if (!rr->started)
 		return;
 	pthread_mutex_lock(&rr->mu);
-	for (pp = &rr->jobs; (j = *pp) != NULL; pp = &j->next) {
+	for (j = rr->site[site_of(ns, name)]; j != NULL; j = j->hnext) {
 		if (strcmp(j->ns, ns) != 0 || strcmp(j->name, name) != 0 ||
 		    atomic_load(&j->cancel))
 			continue;
@@ -445,7 +488,7 @@ render_recompress_cancel(struct render_recompress *rr, const char *ns, const cha
 				rr->busy = 0;
 				freed = 1;
 			}
-			*pp = j->next;
+			jobs_unlink(rr, j);
 			job_free(j);
 		}
 		break;		/* one job per site */
@@ -480,8 +523,7 @@ render_recompress_queue(struct render_recompress *rr, const char *ns, const char
 	j->queued_ms = now_ms();
 	pthread_mutex_lock(&rr->mu);
 	j->state = JOB_WAITING;
-	j->next = rr->jobs;
-	rr->jobs = j;
+	jobs_link(rr, j);
 	j->timer = stage_add_timer(rr->st, rr->delay_ms, fire, j);
 	pthread_mutex_unlock(&rr->mu);
 }
