@@ -285,6 +285,7 @@ if step 2; then
 	echo "#   CPU from ready to 10 s after caught up: $(cpu_delta "$before" "$(cpu $(decod_pids))")"
 	echo "#   writes the API server counted across the restart (by verb resource): $(delta "$w0" "$w1")"
 	grep -c 'cannot\|error' "$T/decod.log" | sed 's/^/#   log lines with cannot or error: /'
+	if [ -n "${LOG_OUT:-}" ]; then cp "$T/decod.log" "$LOG_OUT.$r"; fi	# LOG_OUT=PREFIX: each restart's log
 	if [ -n "${HANG_OUT:-}" ] && [ $((t2 - t0)) -gt 15000 ]; then	# keep what a slow one logged
 		cp "$KUBE_DIR/apiserver.log" "$HANG_OUT.apiserver.$r"; cp "$T/decod.log" "$HANG_OUT.decod.$r"
 	fi

@@ -13,8 +13,8 @@ if [ -z "${KUBEBUILDER_ASSETS:-}" ] || [ ! -x "${KUBEBUILDER_ASSETS}/kube-apiser
 fi
 command -v sqlite3 >/dev/null 2>&1 || skip_all "sqlite3 not installed"
 
-N=50 STEPS="1 2" PLAIN=0 sh "$top_srcdir/bench/bench_kube_scale.sh" "$top_builddir" \
-    >"$T/out" 2>&1
+N=50 STEPS="1 2" PLAIN=0 LOG_OUT="$T/restart.log" sh "$top_srcdir/bench/bench_kube_scale.sh" \
+    "$top_builddir" >"$T/out" 2>&1
 rc=$?
 sed 's/^/#   /' "$T/out" | grep -v 'Ready at' | head -40
 is "$rc" 0 "the benchmark ran"
@@ -33,6 +33,11 @@ w=$(sed -n 's/.*writes the API server counted across the restart (by verb resour
 diag "writes across the restart: $w"
 check "no write to a Decofile or a ConfigMap across the restart" \
     sh -c '! echo "$1" | grep -q "\"[A-Z]* decofiles\"\|configmaps"' - "$w"
+if echo "$w" | grep -q '"[A-Z]* decofiles"\|configmaps'; then
+	diag "what the publisher and the front door said across the restart:"
+	grep 'prog=publisher\|prog=renderer\|front door' "$T/restart.log.1" 2>/dev/null |
+	    grep -v 'msg=ready' | tail -40 | sed 's/^/#   /'
+fi
 # One write per CR in flight, and the recheck compares the answer with the
 # merge (daemons/kube/kube_front_status.c), so no CR is left with an older merged status
 # for the restart to put right.
