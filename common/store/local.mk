@@ -18,5 +18,4 @@ libdecod_store_a_SOURCES = \
 	common/store/store_local.c \
 	common/store/store_local.h \
 	common/store/store_local_lock.c \
-	common/store/store_local_spare.c \
 	common/store/store_local_watch.c

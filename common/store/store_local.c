@@ -46,6 +46,7 @@
 #include "common/util.h"
 
 #define LOCAL_VALUE_MAX (64u << 20)
+#define LOCAL_MAGIC "DKV1 "
 
 
 /* ---- keys and paths ---- */
@@ -179,69 +180,35 @@ fsync_dirpath(const char *path)
  * NUL-terminated; caller frees) with its revision and expiry; 1: absent;
  * -1: error with errno set.
  */
-/*
- * parse_value - data (len bytes) as a value file: header stripped.  1: a
- * checksummed header whose sum does not match (a recycled file read while
- * it was rewritten: read it again).
- */
-static int
-parse_value(char *data, size_t *len, int64_t *rev, int64_t *exp)
-{
-	char *nl, *end;
-	long long r, e;
-	unsigned long long sum;
-	size_t hlen;
-
-	*rev = 0;
-	*exp = 0;
-	if (*len < sizeof(LOCAL_MAGIC) - 1 ||
-	    memcmp(data, LOCAL_MAGIC, sizeof(LOCAL_MAGIC) - 1) != 0 ||
-	    (nl = memchr(data, '\n', *len < 80 ? *len : 80)) == NULL)
-		return 0;	/* no header: the whole file is the value */
-	*nl = '\0';
-	errno = 0;
-	r = strtoll(data + sizeof(LOCAL_MAGIC) - 1, &end, 10);
-	if (errno != 0 || *end != ' ' || r < 0)
-		goto raw;
-	e = strtoll(end + 1, &end, 10);
-	if (errno != 0 || e < 0 || (*end != '\0' && *end != ' '))
-		goto raw;
-	hlen = (size_t)(nl - data) + 1;
-	if (*end == ' ') {
-		sum = strtoull(end + 1, &end, 16);
-		if (errno != 0 || *end != '\0')
-			goto raw;
-		if (local_value_sum(data + hlen, *len - hlen) != sum) {
-			*nl = '\n';
-			return 1;
-		}
-	}
-	*rev = r;
-	*exp = e;
-	memmove(data, data + hlen, *len - hlen + 1);
-	*len -= hlen;
-	return 0;
-raw:
-	*nl = '\n';
-	return 0;
-}
-
 int
 local_read_value(const char *path, char **val, size_t *vlen, int64_t *rev, int64_t *exp)
 {
-	char *data;
-	size_t len;
+	char *data, *nl, *end;
+	size_t len, hlen;
+	long long r, e;
 
-	for (int tries = 0;; tries++) {
-		if ((data = read_file(path, &len, LOCAL_VALUE_MAX + 128)) == NULL)
-			return errno == ENOENT || errno == ENOTDIR ? 1 : -1;
-		if (parse_value(data, &len, rev, exp) == 0)
-			break;
-		free(data);	/* torn: the writer is done with the file by the next read */
-		if (tries == 8) {
-			errno = EIO;
-			return -1;
-		}
+	if ((data = read_file(path, &len, LOCAL_VALUE_MAX + 128)) == NULL)
+		return errno == ENOENT || errno == ENOTDIR ? 1 : -1;
+	*rev = 0;
+	*exp = 0;
+	if (len >= sizeof(LOCAL_MAGIC) - 1 &&
+	    memcmp(data, LOCAL_MAGIC, sizeof(LOCAL_MAGIC) - 1) == 0 &&
+	    (nl = memchr(data, '\n', len < 64 ? len : 64)) != NULL) {
+		*nl = '\0';
+		errno = 0;
+		r = strtoll(data + sizeof(LOCAL_MAGIC) - 1, &end, 10);
+		if (errno == 0 && *end == ' ') {
+			e = strtoll(end + 1, &end, 10);
+			if (errno == 0 && *end == '\0' && r >= 0 && e >= 0) {
+				*rev = r;
+				*exp = e;
+				hlen = (size_t)(nl - data) + 1;
+				memmove(data, data + hlen, len - hlen + 1);
+				len -= hlen;
+			} else
+				*nl = '\n';
+		} else
+			*nl = '\n';
 	}
 	*val = data;
 	*vlen = len;
@@ -386,7 +353,6 @@ local_open(struct store *s, const char *spec, const struct conf *cf)
 		local_close(l);
 		return NULL;
 	}
-	local_spares_sweep(l);
 	return l;
 }
 
@@ -397,7 +363,6 @@ local_close(void *be)
 	if (l == NULL)
 		return;
 	local_locks_release(l);
-	local_spare_close(l);
 	if (l->revfd >= 0)
 		close(l->revfd);
 	free(l->root);
@@ -459,7 +424,7 @@ static int
 local_put_sync(void *be, const char *key, const void *val, size_t len, int ttl_s, int sync)
 {
 	struct local *l = be;
-	char rel[LOCAL_REL_BUF], hdr[96], *path, *dir, *tmp, *slash;
+	char rel[LOCAL_REL_BUF], hdr[64], *path, *dir, *tmp, *slash;
 	struct buf b;
 	int64_t rev, exp;
 	int rv = -1, moved;
@@ -483,19 +448,9 @@ local_put_sync(void *be, const char *key, const void *val, size_t len, int ttl_s
 	}
 	rev = rev_bump(l);
 	exp = ttl_s > 0 ? wall_ms() + (int64_t)ttl_s * 1000 : 0;
-	if (sync)
-		snprintf(hdr, sizeof(hdr), "%s%" PRId64 " %" PRId64 "\n", LOCAL_MAGIC, rev, exp);
-	else	/* may be rewritten in place later: a reader must tell a torn read */
-		snprintf(hdr, sizeof(hdr), "%s%" PRId64 " %" PRId64 " %016" PRIx64 "\n",
-		    LOCAL_MAGIC, rev, exp, local_value_sum(val, len));
+	snprintf(hdr, sizeof(hdr), "%s%" PRId64 " %" PRId64 "\n", LOCAL_MAGIC, rev, exp);
 	buf_adds(&b, hdr);
 	buf_add(&b, val, len);
-	if (!sync && (rv = local_put_recycled(l, path, dir, b.data, b.len)) <= 0) {
-		if (rv < 0)
-			store_set_error(l->s, "put %s: write %s: %s", key, path, strerror(errno));
-		goto unlock;
-	}
-	rv = -1;
 	if (write_tmp(tmp, b.data, b.len, sync) < 0) {
 		store_set_error(l->s, "put %s: write %s: %s", key, path, strerror(errno));
 		(void)unlink(tmp);

@@ -24,16 +24,11 @@ struct held {
 	struct held *hnext;	/* in the bucket of rel's hash */
 };
 
-/* a value file's first line: LOCAL_MAGIC "rev exp" or "rev exp sum" */
-#define LOCAL_MAGIC "DKV1 "
-
 struct local {
 	struct store *s;
 	char *root, *kv, *tmp, *locks, *revpath;
 	int revfd;
 	unsigned seq;
-	char *spare;		/* this handle's recycled file (store_local_spare.c) */
-	int spare_off;		/* the file system cannot exchange: renames only */
 	/* the held locks, by rel's hash: 10,000 job locks at start-up made a list scan quadratic */
 	struct held *hbucket[LOCAL_HELD_BUCKETS];
 };
@@ -74,21 +69,6 @@ int local_expired(int64_t exp);
  * (another process may have written it again meanwhile).  1 removed, 0 not.
  */
 int local_expire_rel(struct local *l, const char *rel);
-
-/* store_local_spare.c: value files rewritten without a new inode */
-/* local_value_sum - the checksum of a value's bytes in a recycled file's header */
-uint64_t local_value_sum(const void *data, size_t len);
-/*
- * local_put_recycled - data (header and value) under path by the spare
- * file and an exchange.  0 done, 1 not possible here (the caller renames
- * a new file), -1 failed (errno).  The caller holds the mutation lock.
- */
-int local_put_recycled(struct local *l, const char *path, const char *dir,
-    const void *data, size_t len);
-/* local_spare_close - remove this handle's spare */
-void local_spare_close(struct local *l);
-/* local_spares_sweep - remove the spares of processes that are gone */
-void local_spares_sweep(struct local *l);
 
 /* store_local_lock.c: the store_ops lock entries (see store_impl.h) */
 int local_try_lock(void *be, const char *key, char **holder);

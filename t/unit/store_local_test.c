@@ -359,111 +359,6 @@ test_existing(const char *dir)
 	free(url);
 }
 
-/*
- * test_recycled - a volatile put rewrites a key without a new inode (the
- * key's old file is the next spare), a reader in another process never
- * takes a torn value, a checksum that does not match is an error (not
- * the bytes), and a dead process's spare is swept at open
- */
-static void
-test_recycled(struct store *s)
-{
-	char *path = xasprintf("%s/kv/decod.d/rec.d/k.v", root), *v = NULL, val[600];
-	struct stat st;
-	ino_t seen[6];
-	int distinct = 0, bad = 0, reads = 0, status;
-	size_t len;
-	pid_t pid;
-	int fds[2];
-
-	for (int i = 0; i < 6; i++) {
-		snprintf(val, sizeof(val), "{\"n\":%d}", i);
-		store_put_volatile(s, "/decod/rec/k", val, strlen(val));
-		seen[i] = stat(path, &st) == 0 ? st.st_ino : 0;
-	}
-	for (int i = 0; i < 6; i++) {
-		int dup = 0;
-
-		for (int j = 0; j < i; j++)
-			dup |= seen[j] == seen[i];
-		distinct += !dup;
-	}
-	ok(distinct <= 3, "six rewrites of a key use %d inodes (at most 3: no new one each time)",
-	    distinct);
-	ok(store_get(s, "/decod/rec/k", &v, &len) == 0 && strcmp(v, "{\"n\":5}") == 0,
-	    "the last value reads back (%s)", v ? v : "?");
-	free(v);
-	v = NULL;
-
-	/* a writer in a child, values of changing lengths; every read is whole */
-	if (pipe(fds) < 0 || (pid = fork()) < 0) {
-		ok(0, "pipe/fork: %s", strerror(errno));
-		free(path);
-		return;
-	}
-	if (pid == 0) {
-		struct store *w = open_at(root);
-
-		close(fds[0]);
-		for (int i = 0; w != NULL && i < 4000; i++) {
-			int n = 1 + (i * 37) % 500;
-
-			memset(val, 'a' + i % 26, (size_t)n);
-			val[n] = '\0';
-			store_put_volatile(w, "/decod/rec/t", val, (size_t)n);
-			if (i == 0 && write(fds[1], "x", 1) < 0)
-				_exit(2);
-		}
-		store_close(w);
-		_exit(0);
-	}
-	close(fds[1]);
-	if (read(fds[0], val, 1) != 1)
-		diag("the writer did not start");
-	while (waitpid(pid, &status, WNOHANG) == 0) {
-		if (store_get(s, "/decod/rec/t", &v, &len) != 0)
-			continue;
-		reads++;
-		/* whole: one letter, as many as the writer wrote of it */
-		for (size_t i = 1; i < len; i++)
-			bad += v[i] != v[0];
-		free(v);
-		v = NULL;
-	}
-	close(fds[0]);
-	ok(WIFEXITED(status) && WEXITSTATUS(status) == 0 && reads > 0 && bad == 0,
-	    "%d reads beside 4,000 rewrites in another process: %d torn", reads, bad);
-
-	/* a checksum that does not match the bytes: an error, never the bytes */
-	{
-		FILE *f = fopen(path, "w");
-
-		if (f != NULL) {
-			fputs("DKV1 7 0 0123456789abcdef\n{\"torn\":1}", f);
-			fclose(f);
-		}
-		is_int(store_get(s, "/decod/rec/k", &v, &len), -1, "a value whose checksum "
-		    "does not match is an error");
-		free(v);
-		v = NULL;
-	}
-	/* a spare left by a process that is gone is swept when a store opens */
-	{
-		char *spare = xasprintf("%s/tmp/s.%ld.0", root, (long)pid);	/* reaped above */
-		struct store *o;
-		FILE *f = fopen(spare, "w");
-
-		if (f != NULL)
-			fclose(f);
-		o = open_at(root);
-		ok(o != NULL && access(spare, F_OK) < 0, "a dead process's spare is swept at open");
-		store_close(o);
-		free(spare);
-	}
-	store_delete_prefix(s, "/decod/rec");
-	free(path);
-}
-
 int
 main(void)
 {
@@ -482,7 +377,6 @@ main(void)
 	}
 	test_hostile(s);
 	test_layout(s);
-	test_recycled(s);
 	test_ttl_reopen();
 	test_watch_expiry(s);
 	test_polling(s);
