@@ -3,6 +3,7 @@
 noinst_LIBRARIES += libdecod_journal.a
 libdecod_journal_a_SOURCES = \
 	common/journal/journal.c \
+	common/journal/journal_items.c \
 	common/journal/journal.h \
 	common/journal/journal_impl.h \
 	common/journal/journal_query.c \

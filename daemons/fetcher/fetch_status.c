@@ -262,6 +262,19 @@ fetch_status_syncing(struct stage *st, struct src *s, const char *status, const 
 		memcpy(s->last_sync, cur, sizeof(cur));
 }
 
+/* failures_text - status.fetchFailures as a JSON member (null: none; static) */
+static const char *
+failures_text(const struct src *s)
+{
+	static char t[48];
+
+	if (s->failures > 0)
+		snprintf(t, sizeof(t), "\"fetchFailures\":%d", s->failures);
+	else
+		snprintf(t, sizeof(t), "\"fetchFailures\":null");
+	return t;
+}
+
 /* fetch_status_failures - see fetcher.h */
 void
 fetch_status_failures(struct stage *st, struct src *s)
@@ -270,10 +283,7 @@ fetch_status_failures(struct stage *st, struct src *s)
 
 	if (s->failures == s->failures_said)
 		return;
-	if (s->failures > 0)
-		snprintf(fields, sizeof(fields), "{\"fetchFailures\":%d}", s->failures);
-	else
-		snprintf(fields, sizeof(fields), "{\"fetchFailures\":null}");
+	snprintf(fields, sizeof(fields), "{%s}", failures_text(s));
 	if (fetch_status_update(st, s, fields, NULL, NULL, NULL) >= 0)
 		s->failures_said = s->failures;
 }
@@ -343,10 +353,7 @@ fetch_status_fetched(struct stage *st, struct src *s, const char *commit, int64_
 	/* the fields with fetchFailures, and the condition: one build, one write */
 	buf_init(&all);
 	buf_add(&all, b.data, b.len - 1);
-	if (s->failures > 0)
-		buf_printf(&all, ",\"fetchFailures\":%d}", s->failures);
-	else
-		buf_adds(&all, ",\"fetchFailures\":null}");
+	buf_printf(&all, ",%s}", failures_text(s));
 	if (fetch_status_update(st, s, all.data, "True", "Fetched", msg) >= 0) {
 		snprintf(s->last_status, sizeof(s->last_status), "%s", b.data);
 		memcpy(s->last_sync, sync, sizeof(sync));

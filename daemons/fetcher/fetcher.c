@@ -58,6 +58,25 @@
 /* ---- journal (loop thread) ---- */
 
 /*
+ * handed_detail - the commit (96 bytes) and generation a renderer item's
+ * detail names; one we cannot read counts as different (no commit,
+ * generation -1): the fetch is handed on again
+ */
+static void
+handed_detail(const char *detail, char *commit, int64_t *generation)
+{
+	struct proto_render_detail rd;
+	char err[256];
+
+	if (proto_render_detail_decode(detail, &rd, err, sizeof(err)) < 0) {
+		rd.commit[0] = '\0';
+		rd.generation = -1;
+	}
+	snprintf(commit, 96, "%.95s", rd.commit);
+	*generation = rd.generation;
+}
+
+/*
  * last_handed - the newest renderer item for ns/name: its tree hash and
  * the commit and generation of its detail.  0 found, 1 none, -1 error.
  */
@@ -66,21 +85,13 @@ fetcher_last_handed(struct stage *st, const char *ns, const char *name, char *ha
     char *commit, int64_t *generation)
 {
 	struct journal_item it;
-	struct proto_render_detail rd;
-	char err[256];
 	int rc;
 
 	if ((rc = journal_last_item(stage_journal(st), "renderer", "decofile", ns, name,
 	    &it)) != 0)
 		return rc;
 	snprintf(hash, 65, "%s", it.hash);
-	/* one we cannot read counts as different: the fetch is handed on again */
-	if (proto_render_detail_decode(it.detail, &rd, err, sizeof(err)) < 0) {
-		rd.commit[0] = '\0';
-		rd.generation = -1;
-	}
-	snprintf(commit, 96, "%.95s", rd.commit);
-	*generation = rd.generation;
+	handed_detail(it.detail, commit, generation);
 	return 0;
 }
 
@@ -455,19 +466,13 @@ static void
 handed_row(void *arg, const struct journal_item *it)
 {
 	struct src *s = fetcher_src_find(arg, it->ns, it->name);
-	struct proto_render_detail rd;
-	char err[256];
+	char commit[96];
 
 	if (s == NULL)
 		return;
-	/* one we cannot read counts as different, as in fetcher_last_handed */
-	if (proto_render_detail_decode(it->detail, &rd, err, sizeof(err)) < 0) {
-		rd.commit[0] = '\0';
-		rd.generation = -1;
-	}
+	handed_detail(it->detail, commit, &s->handed_gen);
 	s->handed_known = 1;
-	s->handed_gen = rd.generation;
-	s->handed_commit = rd.commit[0] != '\0';
+	s->handed_commit = commit[0] != '\0';
 }
 
 /*
