@@ -121,6 +121,17 @@ def writes(cfg, every=False):
         k = "%s %s%s" % (lab["verb"], lab.get("resource", ""),
                          "/" + lab["subresource"] if lab.get("subresource") else "")
         out[k] = out.get(k, 0) + int(float(m.group(2)))
+    if every:	# and what the API server's watches sent, by kind: events and KiB
+        wpat = re.compile(r'^apiserver_watch_events_(total|sizes_sum)\{(.*)\} ([0-9.e+]+)$')
+        for line in r.data.decode().splitlines():
+            m = wpat.match(line)
+            if not m:
+                continue
+            lab = dict(re.findall(r'(\w+)="([^"]*)"', m.group(2)))
+            k = "WATCH %s%s" % (lab.get("kind", lab.get("resource", "")),
+                                " KiB" if m.group(1) == "sizes_sum" else "")
+            v = float(m.group(3)) / (1024 if m.group(1) == "sizes_sum" else 1)
+            out[k] = out.get(k, 0) + int(v)
     print(json.dumps(out, sort_keys=True))
     return 0
 

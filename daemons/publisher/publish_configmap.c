@@ -1,8 +1,9 @@
 /*
  * publish_configmap - the configmap target.  It owns a Kubernetes client on
- * the stage's loop, caches of ConfigMaps and Decofile CRs (so deciding costs
- * no API call), and the ConfigMaps it published (content hash, bin blob,
- * timestamp).  Writes are asynchronous server-side applies under field
+ * the stage's loop, a cache of ConfigMaps (so deciding costs no API call),
+ * and the ConfigMaps it published (content hash, bin blob, timestamp, the
+ * owner CR's uid).  Decofile CRs are read by the front door alone: the uid
+ * an owner reference names is the one on the store's mirror of the CR.  Writes are asynchronous server-side applies under field
  * manager decod-publisher with force (decod owns decofile-<name> whole); a
  * key someone else added is removed with a merge patch, since SSA alone
  * would keep it.  The journal records publish, inventory, drift and audit.
@@ -207,13 +208,13 @@ pcm_location(const char *ns, const char *name, char *out, size_t len)
 	snprintf(out, len, "configmap/%s/" DECOFILE_CM_PREFIX "%s", ns, name);
 }
 
-/* pcm_owner_uid - the uid of Decofile CR ns/name in the cache, or "" */
 const char *
-pcm_owner_uid(struct pcm *c, const char *ns, const char *name)
+pcm_doc_owner(yajl_val doc)
 {
-	yajl_val df = kube_informer_get(c->dfs, ns, name);
+	const char *u = json_get_str(doc, "metadata", "annotations", RESOURCE_MIRROR_ANNOTATION,
+	    NULL);
 
-	return df != NULL ? kube_obj_uid(df) : "";
+	return u != NULL && strlen(u) < sizeof(((struct cmobj *)0)->owner) ? u : "";
 }
 
 /* cm_owner - the uid of a ConfigMap's first owner reference, or "" */
@@ -267,19 +268,19 @@ pcm_check_obj(struct pcm *c, struct cmobj *o)
 	}
 	configmap_name(o->name, cm, sizeof(cm));
 	cur = kube_informer_get(c->cms, o->ns, cm);
-	want = o->detach ? "" : pcm_owner_uid(c, o->ns, o->name);
+	want = o->detach ? "" : o->owner;
 	uid = cur != NULL ? cm_owner(cur) : "";
 	if (cur != NULL && publish_configmap_holds(cur, o->bin, o->ts, &extra)) {
 		if (strcmp(uid, want) == 0)
 			return;
 		/* only the owner reference differs: a policy change, not drift */
 		if ((j = pcm_job_new(c, JOB_POLICY, o->ns, o->name, o->hash, o->bin, o->ts,
-		    o->detach, why, sizeof(why))) != NULL)
+		    o->detach, o->owner, why, sizeof(why))) != NULL)
 			pcm_job_apply(j);
 		return;
 	}
 	if ((j = pcm_job_new(c, JOB_REPAIR, o->ns, o->name, o->hash, o->bin, o->ts, o->detach,
-	    why, sizeof(why))) == NULL) {
+	    o->owner, why, sizeof(why))) == NULL) {
 		log_kv(LOG_ERROR, "cannot repair the ConfigMap", "ns", o->ns, "name", o->name,
 		    "error", why, NULL);
 		return;
@@ -342,6 +343,7 @@ restore_one(void *arg, yajl_val cm)
 	snprintf(o->source, sizeof(o->source), "%s", decofile_source(doc));
 	o->ts = ts;
 	o->detach = publish_doc_detach(doc);
+	snprintf(o->owner, sizeof(o->owner), "%s", pcm_doc_owner(doc));
 	yajl_tree_free(doc);
 	pcm_check_obj(c, o);
 }
@@ -369,7 +371,7 @@ on_cm(void *arg, enum kube_event ev, yajl_val obj, yajl_val old)
 
 	(void)old;
 	if (ev == KUBE_SYNCED) {
-		if (!c->restored && kube_informer_synced(c->dfs))
+		if (!c->restored)
 			restore(c);
 		return;
 	}
@@ -381,30 +383,11 @@ on_cm(void *arg, enum kube_event ev, yajl_val obj, yajl_val old)
 		schedule_check(c, o);
 }
 
-static void
-on_df(void *arg, enum kube_event ev, yajl_val obj, yajl_val old)
-{
-	struct pcm *c = arg;
-
-	(void)old;
-	(void)obj;
-	if (ev == KUBE_SYNCED && !c->restored && kube_informer_synced(c->cms))
-		restore(c);
-	/* a new CR uid (re-created Decofile): its ConfigMap must point at it */
-	if (ev == KUBE_ADDED && c->restored) {
-		struct cmobj *o = pcm_obj_find(c, kube_obj_ns(obj), kube_obj_name(obj));
-
-		if (o != NULL)
-			schedule_check(c, o);
-	}
-}
-
 /* ---- the stage's calls ---- */
 
 /*
  * cm_init - the target when decod works against a cluster (kubeconfig
- * set, or in a pod): a client on the stage's loop and caches of ConfigMaps
- * and Decofile CRs.  No cluster configured: no state (items are refused);
+ * set, or in a pod): a client on the stage's loop and a cache of ConfigMaps.  No cluster configured: no state (items are refused);
  * a broken configuration is fatal.
  */
 static int
@@ -428,8 +411,6 @@ cm_init(struct stage *st, void **state)
 	log_kv(LOG_INFO, "configmap target on", "server", kube_server(c->k), NULL);
 	kube_attach(c->k, st);
 	the_pcm = c;
-	/* their uids only (owner references): metadata, not 10,000 specs and statuses */
-	c->dfs = kube_informer_new_meta(c->k, &kube_decofiles, NULL, NULL, on_df, c);
 	c->cms = kube_informer_new(c->k, &kube_configmaps, NULL, NULL, on_cm, c);
 	*state = c;
 	return 0;
@@ -474,8 +455,8 @@ cm_item(struct pcm *c, const struct journal_item *it, yajl_val doc, const char *
 	size_t blen;
 	char *data;
 
-	if (!kube_informer_synced(c->cms) || !kube_informer_synced(c->dfs)) {
-		snprintf(why, whylen, "waiting for the first list of ConfigMaps and Decofiles");
+	if (!kube_informer_synced(c->cms)) {
+		snprintf(why, whylen, "waiting for the first list of ConfigMaps");
 		return STAGE_RETRY;
 	}
 	if (!is_sha256_hex(bin)) {
@@ -521,6 +502,7 @@ cm_item(struct pcm *c, const struct journal_item *it, yajl_val doc, const char *
 		if (o != NULL && strcmp(o->hash, it->hash) == 0 &&
 		    publish_configmap_holds(cur, o->bin, o->ts, NULL)) {
 			o->detach = publish_doc_detach(doc);
+			snprintf(o->owner, sizeof(o->owner), "%s", pcm_doc_owner(doc));
 			pcm_check_obj(c, o);	/* at most the owner reference */
 			return STAGE_DONE;
 		}
@@ -540,10 +522,11 @@ cm_item(struct pcm *c, const struct journal_item *it, yajl_val doc, const char *
 			snprintf(j->source, sizeof(j->source), "%s", decofile_source(doc));
 			j->ts = tstxt != NULL ? strtoll(tstxt, NULL, 10) : ts;
 			j->detach = publish_doc_detach(doc);
+			snprintf(j->owner, sizeof(j->owner), "%s", pcm_doc_owner(doc));
 			j->body = publish_configmap_body(it->ns, it->name, j->detach ? NULL :
-			    pcm_owner_uid(c, it->ns, it->name), b64, strlen(b64), j->ts, &j->len);
+			    j->owner, b64, strlen(b64), j->ts, &j->len);
 			if (publish_configmap_holds(cur, bsha, j->ts, NULL) &&
-			    strcmp(cm_owner(cur), j->detach ? "" : pcm_owner_uid(c, it->ns, it->name)) == 0) {
+			    strcmp(cm_owner(cur), j->detach ? "" : j->owner) == 0) {
 				/* nothing to write at all: record the adoption now */
 				int rc = pcm_job_recorded(j);
 
@@ -555,7 +538,7 @@ cm_item(struct pcm *c, const struct journal_item *it, yajl_val doc, const char *
 		}
 	}
 	if ((j = pcm_job_new(c, JOB_PUBLISH, it->ns, it->name, it->hash, bin, ts, publish_doc_detach(doc),
-	    why, whylen)) == NULL)
+	    pcm_doc_owner(doc), why, whylen)) == NULL)
 		return STAGE_RETRY;
 	j->it = *it;
 	snprintf(j->commit, sizeof(j->commit), "%s", commit);
@@ -574,19 +557,27 @@ cm_publish(struct stage *st, void *arg, const struct journal_item *it,
 	return r == STAGE_DONE || r == STAGE_ASYNC ? r : publish_item_failed(st, it, r, why);
 }
 
-/* cm_update - the Decofile was written: its deletion policy decides the owner reference */
+/*
+ * cm_update - the Decofile was written: its deletion policy and its CR's uid
+ * (a CR deleted and created again under the same name) decide the owner
+ * reference
+ */
 static void
 cm_update(struct stage *st, void *arg, const char *ns, const char *name, yajl_val doc)
 {
 	struct pcm *c = arg;
 	struct cmobj *o = pcm_obj_find(c, ns, name);
+	const char *owner = pcm_doc_owner(doc);
 	int d;
 
 	(void)st;
-	if (o == NULL || (d = publish_doc_detach(doc)) == o->detach)
+	if (o == NULL || ((d = publish_doc_detach(doc)) == o->detach &&
+	    strcmp(owner, o->owner) == 0))
 		return;
 	o->detach = d;
-	pcm_check_obj(c, o);	/* sets or removes the owner reference */
+	snprintf(o->owner, sizeof(o->owner), "%s", owner);
+	o->newer = o->busy;	/* the write in flight must not put back its own */
+	pcm_check_obj(c, o);	/* sets, changes or removes the owner reference */
 }
 
 /* cm_remove - the Decofile was deleted: its ConfigMap goes too, unless detached */

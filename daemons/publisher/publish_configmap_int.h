@@ -32,6 +32,8 @@ struct cmobj {
 	char source[32];
 	int64_t ts;
 	int detach;
+	char owner[64];		/* the Decofile CR's uid (its store mirror says), or "" */
+	int newer;		/* detach and owner changed while a write was in flight */
 	int busy;		/* a write in flight */
 	int again;		/* check again once it lands */
 	int64_t timer;
@@ -42,7 +44,7 @@ struct cmobj {
 struct pcm {
 	struct stage *st;
 	struct kube *k;
-	struct kube_informer *cms, *dfs;
+	struct kube_informer *cms;	/* ConfigMaps; CR uids come from the store's mirrors */
 	struct objtab *objs;		/* struct cmobj by Decofile */
 	int restored;		/* objects rebuilt from the journal after sync */
 	long repairs;
@@ -59,6 +61,7 @@ struct job {
 	char hash[65], bin[65], commit[200], source[32];
 	int64_t ts;
 	int detach;
+	char owner[64];		/* the CR uid the ConfigMap points at unless detach */
 	char *body;		/* the apply body */
 	size_t len;
 	char detail[256];	/* drift: what was wrong */
@@ -72,8 +75,11 @@ struct cmobj *pcm_obj_find(struct pcm *c, const char *ns, const char *name);
 struct cmobj *pcm_obj_get(struct pcm *c, const char *ns, const char *name);
 /* pcm_location - "configmap/<ns>/decofile-<name>" into out */
 void pcm_location(const char *ns, const char *name, char *out, size_t len);
-/* pcm_owner_uid - the uid of Decofile CR ns/name in the cache, or "" */
-const char *pcm_owner_uid(struct pcm *c, const char *ns, const char *name);
+/*
+ * pcm_doc_owner - the uid of the Decofile CR doc mirrors (the front door
+ * writes it on the store's copy), or "" for a Decofile not from a CR
+ */
+const char *pcm_doc_owner(yajl_val doc);
 /*
  * pcm_check_obj - make the ConfigMap hold what o says was published (c NULL:
  * the process's target); a write in flight defers it to its landing
@@ -89,7 +95,7 @@ void pcm_check_obj(struct pcm *c, struct cmobj *o);
  */
 struct job *pcm_job_new(struct pcm *c, enum job_kind kind, const char *ns,
     const char *name, const char *hash, const char *bin, int64_t ts, int detach,
-    char *why, size_t whylen);
+    const char *owner, char *why, size_t whylen);
 /*
  * pcm_job_apply - send j (takes it): keys not ours are stripped first, then
  * the server-side apply; the answer records it and settles its item

@@ -52,7 +52,7 @@ pcm_swap(struct stage *st, void *arg, const struct journal_item *it,
 		return STAGE_DONE;
 	}
 	if ((j = pcm_job_new(c, JOB_SWAP, it->ns, it->name, o->hash, pd->bin, o->ts, o->detach,
-	    why, sizeof(why))) == NULL)
+	    o->owner, why, sizeof(why))) == NULL)
 		return publish_item_failed(st, it, STAGE_RETRY, why);
 	j->it = *it;
 	snprintf(j->commit, sizeof(j->commit), "%s", pd->commit);

@@ -110,7 +110,10 @@ pcm_job_recorded(struct job *j)
 		snprintf(o->bin, sizeof(o->bin), "%s", j->bin);
 		snprintf(o->source, sizeof(o->source), "%s", j->source);
 		o->ts = j->ts;
-		o->detach = j->detach;
+		if (!o->newer) {
+			o->detach = j->detach;
+			snprintf(o->owner, sizeof(o->owner), "%s", j->owner);
+		}
 		log_kv(LOG_INFO, j->kind == JOB_ADOPT ? "ConfigMap adopted" : "published",
 		    "ns", j->ns, "name", j->name, "location", loc, "hash", j->hash, NULL);
 		set_ready(c, o);
@@ -138,11 +141,15 @@ pcm_job_recorded(struct job *j)
 		c->repairs++;
 		publish_record_repair(st, j->ns, j->name, loc, j->detail, o->repairs);
 	} else {
-		o->detach = j->detach;
+		if (!o->newer) {
+			o->detach = j->detach;
+			snprintf(o->owner, sizeof(o->owner), "%s", j->owner);
+		}
 		journal_audit(jr, STAGE, obj, "deletion-policy",
 		    j->detach ? "deletion=detach (owner reference removed)" :
 		    "deletion=delete (owner reference set)");
 	}
+	o->newer = 0;
 	if (o->again) {
 		o->again = 0;
 		pcm_check_obj(c, o);
@@ -265,7 +272,8 @@ pcm_job_apply(struct job *j)
 /* pcm_job_new - a write of o's (or the item's) document; reads the bin from the spool */
 struct job *
 pcm_job_new(struct pcm *c, enum job_kind kind, const char *ns, const char *name,
-    const char *hash, const char *bin, int64_t ts, int detach, char *why, size_t whylen)
+    const char *hash, const char *bin, int64_t ts, int detach, const char *owner, char *why,
+    size_t whylen)
 {
 	struct job *j;
 	size_t len;
@@ -285,8 +293,9 @@ pcm_job_new(struct pcm *c, enum job_kind kind, const char *ns, const char *name,
 	snprintf(j->bin, sizeof(j->bin), "%s", bin);
 	j->ts = ts;
 	j->detach = detach;
-	j->body = publish_configmap_body(ns, name, detach ? NULL : pcm_owner_uid(c, ns, name),
-	    data, len, ts, &j->len);
+	snprintf(j->owner, sizeof(j->owner), "%s", owner);
+	j->body = publish_configmap_body(ns, name, detach ? NULL : j->owner, data, len, ts,
+	    &j->len);
 	free(data);
 	return j;
 }

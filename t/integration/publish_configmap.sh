@@ -46,11 +46,16 @@ DB="$T/state/journal.db"
 sql() { sqlite3 -cmd '.timeout 5000' "$DB" "$1"; }
 STATUS="$T/store/kv/decod.d/status.d/decofiles.d/sites-loja"
 
-decofile() { # decofile NAME [ANNOTATIONS_JSON]: the CR and the store's copy
+# decofile NAME [ANNOTATIONS_JSON]: the CR, and the store's copy as the front
+# door mirrors it (the CR's uid on it: the publisher reads Decofile CRs only there)
+decofile() {
 	ann=${2:-'{}'}
 	printf '{"apiVersion":"deco.sites/v1alpha1","kind":"Decofile","metadata":{"name":"%s","namespace":"sites-loja","annotations":%s},"spec":{"source":"inline","target":"configmap","inline":{"value":{"A":1}}}}' \
 	    "$1" "$ann" >"$T/df-$1.json"
-	kubectl_admin apply --server-side -f "$T/df-$1.json" >/dev/null && "$TOOL" $C apply "$T/df-$1.json"
+	kubectl_admin apply --server-side -f "$T/df-$1.json" >/dev/null || return 1
+	uid=$(kubectl_admin -n sites-loja get decofile "$1" -o jsonpath='{.metadata.uid}') &&
+	    jq --arg u "$uid" '.metadata.annotations["decod.deco.sites/kube-uid"] = $u' \
+	    "$T/df-$1.json" >"$T/df-$1.store.json" && "$TOOL" $C apply "$T/df-$1.store.json"
 }
 render() { # render FILE: spool its bin form, print "content_hash bin_hash"
 	brotli -c -q "${2:-8}" "$1" | base64 -w0 >"$1.b64"
@@ -214,6 +219,19 @@ check "restarted with both" wait_for 15 grep -q 'msg="configmap target synced" c
 kubectl_admin -n sites-loja patch configmap decofile-old --type merge -p '{"data":{"x":"y"}}' >/dev/null
 check "drift on the adopted ConfigMap is put back after a restart" wait_for 10 sh -c "[ \"\$(kubectl --kubeconfig $KUBE_DIR/admin.kubeconfig -n sites-loja get cm decofile-old -o json | jq -r '.data|keys|join(\",\")')\" = decofile.bin,timestamp.txt ]"
 is "$(cmjson old | jq -r '.data["timestamp.txt"]')" 1731598481 "... with the operator's timestamp"
+
+# a CR deleted with its ConfigMap orphaned, then created again under the same
+# name: the store's copy names the new uid, and the owner reference follows it
+owner_of_old() { kubectl_admin -n sites-loja get cm decofile-old -o jsonpath='{.metadata.ownerReferences[*].uid}'; }
+kubectl_admin -n sites-loja delete decofile old --cascade=orphan >/dev/null
+orphaned() { [ -z "$(owner_of_old)" ]; }
+check "orphaned by the garbage collector: no owner reference" wait_for 60 orphaned
+decofile old
+UID_NEW=$(kubectl_admin -n sites-loja get decofile old -o jsonpath='{.metadata.uid}')
+[ -n "$UID_NEW" ] && [ "$UID_NEW" != "$UID_OLD" ]; ok $? "... the CR created again has a new uid"
+owned_anew() { [ "$(owner_of_old)" = "$UID_NEW" ]; }
+check "... and owns its ConfigMap again (the publisher follows the store's copy)" wait_for 10 owned_anew
+check "... with the same bytes" bin_is old "$T/old.theirs"
 
 # --- deletion: detach keeps it (no owner reference left), delete removes it --------------
 decofile keep '{"deco.sites/deletion":"detach"}'
