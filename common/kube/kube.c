@@ -52,6 +52,7 @@ struct kube_call {
 	int token_retry;		/* a 401 already made us re-read the token */
 	int finished;			/* r is final */
 	int sync;			/* kube_do owns it */
+	int early;			/* done may run from kube_progress (kube_call_early) */
 	kube_done_fn done;
 	void *arg;
 	kube_data_fn data;		/* streaming */
@@ -543,6 +544,35 @@ kube_merge_patch(struct kube *k, const struct kube_kind *kd, const char *ns,
 
 /* ---- the engine ---- */
 
+/*
+ * run_early - the callbacks of finished calls marked early (a list's
+ * pages): they only keep what came and ask for more, so they may run
+ * before the caller's loop does
+ */
+static void
+run_early(struct kube *k)
+{
+	struct kube_call *c, *next;
+
+	for (c = k->calls; c != NULL; c = next) {
+		next = c->next;
+		if (!c->finished || c->sync || !c->early)
+			continue;
+		call_unlink(c);
+		if (c->done != NULL)
+			c->done(c->arg, &c->r);
+		call_free(c);
+		next = k->calls;	/* the callback may have added or cancelled calls */
+	}
+}
+
+void
+kube_call_early(struct kube_call *c)
+{
+	if (c != NULL)
+		c->early = 1;
+}
+
 /* progress - sockets, curl timers, finished attempts, due restarts; no callbacks */
 static void
 progress(struct kube *k)
@@ -582,6 +612,8 @@ void
 kube_progress(struct kube *k)
 {
 	progress(k);
+	run_early(k);
+	progress(k);	/* what they asked for, on the wire now */
 	kube_rearm(k);
 }
 

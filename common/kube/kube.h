@@ -185,11 +185,18 @@ void kube_dispatch(struct kube *k);
 void kube_run(struct kube *k, int64_t max_ms, const volatile int *stop);
 /*
  * kube_progress - kube_dispatch's transfers (sockets, timers, retries due)
- * without running any callback, never blocking: for a caller whose loop is
- * not running yet (a stage's start-up), so the requests it queued are on
- * the wire meanwhile; kube_dispatch delivers what finished
+ * without running any callback but those of early calls, never blocking:
+ * for a caller whose loop is not running yet (a stage's start-up), so the
+ * requests it queued are on the wire meanwhile (a list's next pages too);
+ * kube_dispatch delivers what finished
  */
 void kube_progress(struct kube *k);
+/*
+ * kube_call_early - c's done may also run from kube_progress (before the
+ * caller's loop runs): for a callback that only keeps what came and sends
+ * the next request, never one that acts on it (an informer's list pages)
+ */
+void kube_call_early(struct kube_call *c);
 void kube_attach(struct kube *k, struct stage *st);
 
 /*

@@ -63,18 +63,26 @@ struct kube_informer {
 	int64_t list_t0, list_work;	/* when the list began; ms spent delivering it */
 	unsigned list_pages;
 	/*
-	 * A page whose next one is asked for: delivered by the pump, which the
-	 * client runs after it has put that request on the wire, so the
-	 * consumer works while the server prepares the next page.
+	 * Pages not yet delivered, oldest first: each next one is asked for
+	 * as soon as one lands (also from kube_progress, while the program
+	 * is still starting), and the pump delivers one a turn, so the
+	 * consumer works while the server prepares the next.  list_end: the
+	 * last page is among them (the list ends when it is delivered).
 	 */
-	yajl_val *page;
-	size_t npage;
+	struct ipage *pages, **pages_tail;
+	int list_end;
 	/* watching */
 	struct buf in;		/* bytes of the stream not yet handled */
 	int gone;		/* the stream said 410: re-list when it ends */
 	int relist;		/* an error event asks for a re-list */
 	int64_t backoff;
 	struct kube_informer_stats stats;
+};
+
+struct ipage {
+	yajl_val *objs;
+	size_t n;
+	struct ipage *next;
 };
 
 /* ---- the table ---- */
@@ -233,28 +241,52 @@ list_take(struct kube_informer *inf, yajl_val *objs, size_t n)
 	inf->list_work += now_ms() - t0;
 }
 
-/* page_drop - forget a page not yet delivered (the list starts again) */
+/* page_drop - forget the pages not yet delivered (the list starts again) */
 static void
 page_drop(struct kube_informer *inf)
 {
-	for (size_t i = 0; i < inf->npage; i++)
-		yajl_tree_free(inf->page[i]);
-	free(inf->page);
-	inf->page = NULL;
-	inf->npage = 0;
+	struct ipage *pg;
+
+	while ((pg = inf->pages) != NULL) {
+		inf->pages = pg->next;
+		for (size_t i = 0; i < pg->n; i++)
+			yajl_tree_free(pg->objs[i]);
+		free(pg->objs);
+		free(pg);
+	}
+	inf->pages_tail = &inf->pages;
+	inf->list_end = 0;
 }
 
-/* page_deliver - the page kept for the pump */
+static void list_done_all(struct kube_informer *inf);
+
+/* page_deliver - the oldest page kept for the pump; the list's end after its last */
 static void
 page_deliver(struct kube_informer *inf)
 {
-	yajl_val *objs = inf->page;
-	size_t n = inf->npage;
+	struct ipage *pg = inf->pages;
+	char objects[32], pages[32], ms[32], work[32];
 
-	inf->page = NULL;
-	inf->npage = 0;
-	list_take(inf, objs, n);
-	free(objs);
+	if ((inf->pages = pg->next) == NULL)
+		inf->pages_tail = &inf->pages;
+	list_take(inf, pg->objs, pg->n);
+	free(pg->objs);
+	free(pg);
+	if (inf->pages != NULL) {
+		kube_mark_pending(inf->k);	/* the next one on the next turn */
+		return;
+	}
+	if (!inf->list_end)
+		return;
+	inf->list_end = 0;
+	inf->stats.lists++;
+	snprintf(objects, sizeof(objects), "%zu", inf->fresh.n);
+	snprintf(pages, sizeof(pages), "%u", inf->list_pages);
+	snprintf(ms, sizeof(ms), "%lld", (long long)(now_ms() - inf->list_t0));
+	snprintf(work, sizeof(work), "%lld", (long long)inf->list_work);
+	log_kv(LOG_INFO, "kube listed", "resource", inf->kd->resource, "objects", objects,
+	    "pages", pages, "ms", ms, "deliver_ms", work, NULL);
+	list_done_all(inf);
 }
 
 /* list_done_all - the list is whole: what it did not hold was deleted; then watch */
@@ -283,18 +315,22 @@ list_done_all(struct kube_informer *inf)
 	watch_start(inf, 0);
 }
 
+/*
+ * on_list - a page landed: kept for the pump, the next asked for.  Runs
+ * from kube_progress too (kube_call_early): it calls no handler.
+ */
 static void
 on_list(void *arg, const struct kube_resp *r)
 {
 	struct kube_informer *inf = arg;
-	yajl_val items, *objs = NULL;
-	size_t n = 0;
+	struct ipage *pg;
+	yajl_val items;
 	const char *c, *v;
 
 	inf->call = NULL;
-	page_drop(inf);		/* none is left by then; a re-list must not see one */
 	if (r->status == 410 && inf->cont != NULL) {
 		/* the continue token expired: list again from the start */
+		page_drop(inf);
 		t_free(&inf->fresh);
 		free(inf->cont);
 		inf->cont = NULL;
@@ -306,49 +342,37 @@ on_list(void *arg, const struct kube_resp *r)
 
 		log_kv(LOG_WARN, "kube list failed", "resource", inf->kd->resource,
 		    "error", r->err, NULL);
+		page_drop(inf);
 		t_free(&inf->fresh);
 		free(inf->cont);
 		inf->cont = NULL;
 		list_page(inf, d);
 		return;
 	}
+	pg = xcalloc(1, sizeof(*pg));
 	if ((items = json_get(r->json, "items", NULL)) != NULL && YAJL_IS_ARRAY(items) &&
 	    items->u.array.len > 0) {
-		n = items->u.array.len;
-		objs = xcalloc(n, sizeof(*objs));
-		for (size_t i = 0; i < n; i++) {
-			objs[i] = items->u.array.values[i];
+		pg->n = items->u.array.len;
+		pg->objs = xcalloc(pg->n, sizeof(*pg->objs));
+		for (size_t i = 0; i < pg->n; i++) {
+			pg->objs[i] = items->u.array.values[i];
 			items->u.array.values[i] = NULL;	/* ours now */
 		}
 	}
+	*inf->pages_tail = pg;
+	inf->pages_tail = &pg->next;
 	v = json_get_str(r->json, "metadata", "resourceVersion", NULL);
 	snprintf(inf->rv, sizeof(inf->rv), "%s", v != NULL ? v : "");
 	c = json_get_str(r->json, "metadata", "continue", NULL);
 	free(inf->cont);
 	inf->cont = c != NULL && *c != '\0' ? kube_escape(c) : NULL;
 	inf->list_pages++;
-	if (inf->cont != NULL) {
-		/* the next page on the wire first (the client's next round), then this one */
-		inf->page = objs;
-		inf->npage = n;
+	/* the next page on the wire first (the client's next round), then this one */
+	if (inf->cont != NULL)
 		list_page(inf, 0);
-		kube_mark_pending(inf->k);
-		return;
-	}
-	list_take(inf, objs, n);
-	free(objs);
-	inf->stats.lists++;
-	{
-		char objects[32], pages[32], ms[32], work[32];
-
-		snprintf(objects, sizeof(objects), "%zu", inf->fresh.n);
-		snprintf(pages, sizeof(pages), "%u", inf->list_pages);
-		snprintf(ms, sizeof(ms), "%lld", (long long)(now_ms() - inf->list_t0));
-		snprintf(work, sizeof(work), "%lld", (long long)inf->list_work);
-		log_kv(LOG_INFO, "kube listed", "resource", inf->kd->resource, "objects", objects,
-		    "pages", pages, "ms", ms, "deliver_ms", work, NULL);
-	}
-	list_done_all(inf);
+	else
+		inf->list_end = 1;
+	kube_mark_pending(inf->k);
 }
 
 static void
@@ -375,6 +399,7 @@ list_page(struct kube_informer *inf, int64_t delay)
 	buf_free(&q);
 	inf->call = kube_send_later(inf->k, "GET", path, inf->meta ? ACCEPT_META_LIST : NULL,
 	    delay, on_list, inf);
+	kube_call_early(inf->call);
 	free(path);
 }
 
@@ -477,7 +502,7 @@ kube_informer_pump(struct kube_informer *inf)
 	char *nl;
 	size_t used = 0;
 
-	if (inf->page != NULL) {
+	if (inf->pages != NULL) {
 		page_deliver(inf);
 		return 0;
 	}
@@ -609,6 +634,7 @@ informer_new(struct kube *k, const struct kube_kind *kd, const char *ns,
 	    kube_escape(field_selector) : NULL;
 	inf->fn = fn;
 	inf->arg = arg;
+	inf->pages_tail = &inf->pages;
 	buf_init(&inf->in);
 	kube_informer_register(k, inf);
 	list_page(inf, 0);

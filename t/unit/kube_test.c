@@ -650,6 +650,38 @@ test_answers(void)
 	w2 = xasprintf("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
 	    "Transfer-Encoding: chunked\r\n\r\n");
 	w3 = answer("200 OK", "", "{}");
+	/*
+	 * a program still starting (its loop not running): kube_progress
+	 * asks for every next page and delivers none; the loop delivers them
+	 */
+	{
+		struct script s[] = {
+			{ "GET /api/v1/namespaces/ns/configmaps?limit=500&continue=tok%2F1", l2, 1 },
+			{ "GET /api/v1/namespaces/ns/configmaps?limit=500 ", l1, 1 },
+			{ "GET /api/v1/namespaces/ns/configmaps?watch=1", w2, 1 },
+		};
+		struct seen early = { .log = "", .synced = 1 };	/* no next_first probe */
+		int left = 1;
+
+		script_set(s, sizeof(s) / sizeof(s[0]));
+		inf = kube_informer_new(k, &kube_configmaps, "ns", NULL, on_ev, &early);
+		t0 = now_ms();
+		while (left > 0 && now_ms() - t0 < 5000) {
+			usleep(2000);
+			kube_progress(k);
+			pthread_mutex_lock(&mu);
+			left = scr[0].times;
+			pthread_mutex_unlock(&mu);
+		}
+		ok(left == 0 && early.log[0] == '\0', "start-up: both pages fetched by "
+		    "kube_progress, nothing delivered (%s)", early.log);
+		t0 = now_ms();
+		while (early.synced < 2 && now_ms() - t0 < 5000)
+			kube_run(k, 50, NULL);
+		is_str(early.log, "ADDED a;ADDED b;SYNCED;", "... the loop delivers them in order");
+		kube_informer_free(inf);
+	}
+
 	{
 		struct script s[] = {
 			{ "GET /api/v1/namespaces/ns/configmaps?limit=500&continue=tok%2F1", l2, 1 },
