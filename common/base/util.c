@@ -187,13 +187,26 @@ buf_steal(struct buf *b, size_t *len)
 char *
 read_file(const char *path, size_t *len, size_t max)
 {
-	struct buf b;
-	char tmp[65536];
-	ssize_t n;
+	char *data;
 	int fd, saved;
 
 	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
 		return NULL;
+	data = read_fd(fd, len, max);
+	saved = errno;
+	close(fd);
+	errno = saved;
+	return data;
+}
+
+char *
+read_fd(int fd, size_t *len, size_t max)
+{
+	struct buf b;
+	char tmp[65536];
+	ssize_t n;
+	int saved;
+
 	buf_init(&b);
 	buf_grow(&b, 0);
 	b.data[0] = '\0';
@@ -211,13 +224,11 @@ read_file(const char *path, size_t *len, size_t max)
 		}
 		buf_add(&b, tmp, (size_t)n);
 	}
-	close(fd);
 	if (len != NULL)
 		*len = b.len;
 	return b.data;
 fail:
 	saved = errno;
-	close(fd);
 	buf_free(&b);
 	errno = saved;
 	return NULL;

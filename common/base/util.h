@@ -46,6 +46,8 @@ char *buf_steal(struct buf *b, size_t *len);
  * max (0: unlimited) bounds the size: larger files fail with EFBIG.
  */
 char *read_file(const char *path, size_t *len, size_t max);
+/* read_fd - the same from an open fd, read from where it is to its end (fd stays open) */
+char *read_fd(int fd, size_t *len, size_t max);
 
 /* write_all - all of data to fd (a short write or EINTR goes on); 0 or -1 with errno */
 int write_all(int fd, const void *data, size_t len);

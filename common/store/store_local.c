@@ -183,12 +183,26 @@ fsync_dirpath(const char *path)
 int
 local_read_value(const char *path, char **val, size_t *vlen, int64_t *rev, int64_t *exp)
 {
+	int fd, rv, saved;
+
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return errno == ENOENT || errno == ENOTDIR ? 1 : -1;
+	rv = local_read_value_fd(fd, val, vlen, rev, exp);
+	saved = errno;
+	close(fd);
+	errno = saved;
+	return rv;
+}
+
+int
+local_read_value_fd(int fd, char **val, size_t *vlen, int64_t *rev, int64_t *exp)
+{
 	char *data, *nl, *end;
 	size_t len, hlen;
 	long long r, e;
 
-	if ((data = read_file(path, &len, LOCAL_VALUE_MAX + 128)) == NULL)
-		return errno == ENOENT || errno == ENOTDIR ? 1 : -1;
+	if ((data = read_fd(fd, &len, LOCAL_VALUE_MAX + 128)) == NULL)
+		return -1;
 	*rev = 0;
 	*exp = 0;
 	if (len >= sizeof(LOCAL_MAGIC) - 1 &&

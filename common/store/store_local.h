@@ -60,6 +60,8 @@ int64_t local_ts_ns(const struct timespec *ts);
  */
 int local_read_value(const char *path, char **val, size_t *vlen, int64_t *rev,
     int64_t *exp);
+/* local_read_value_fd - the same from an open value file (0 or -1; fd stays open) */
+int local_read_value_fd(int fd, char **val, size_t *vlen, int64_t *rev, int64_t *exp);
 /* local_rev - the store's revision counter as it is now */
 int64_t local_rev(struct local *l);
 /* local_expired - an expiry (unix ms, 0: none) has passed */
