@@ -105,33 +105,34 @@ WRITES = ("POST", "PUT", "PATCH", "APPLY", "DELETE", "DELETECOLLECTION")
 
 
 def writes(cfg, every=False):
+    """the API server's requests by verb and resource (writes only unless
+    every), and with every what its watches sent, by kind: events and KiB"""
     config.load_kube_config(cfg)
     api = client.ApiClient()
     r = api.call_api("/metrics", "GET", auth_settings=["BearerToken"],
                      _preload_content=False)[0]
     out = {}
-    pat = re.compile(r'^apiserver_request_total\{(.*)\} ([0-9.e+]+)$')
+    pat = re.compile(r'^apiserver_(request_total|watch_events_total|watch_events_sizes_sum)'
+                     r'\{(.*)\} ([0-9.e+]+)$')
     for line in r.data.decode().splitlines():
         m = pat.match(line)
         if not m:
             continue
-        lab = dict(re.findall(r'(\w+)="([^"]*)"', m.group(1)))
-        if lab.get("verb") not in WRITES and not every:
-            continue
-        k = "%s %s%s" % (lab["verb"], lab.get("resource", ""),
-                         "/" + lab["subresource"] if lab.get("subresource") else "")
-        out[k] = out.get(k, 0) + int(float(m.group(2)))
-    if every:	# and what the API server's watches sent, by kind: events and KiB
-        wpat = re.compile(r'^apiserver_watch_events_(total|sizes_sum)\{(.*)\} ([0-9.e+]+)$')
-        for line in r.data.decode().splitlines():
-            m = wpat.match(line)
-            if not m:
+        lab = dict(re.findall(r'(\w+)="([^"]*)"', m.group(2)))
+        v = float(m.group(3))
+        if m.group(1) == "request_total":
+            if lab.get("verb") not in WRITES and not every:
                 continue
-            lab = dict(re.findall(r'(\w+)="([^"]*)"', m.group(2)))
+            k = "%s %s%s" % (lab["verb"], lab.get("resource", ""),
+                             "/" + lab["subresource"] if lab.get("subresource") else "")
+        elif not every:
+            continue
+        else:
             k = "WATCH %s%s" % (lab.get("kind", lab.get("resource", "")),
-                                " KiB" if m.group(1) == "sizes_sum" else "")
-            v = float(m.group(3)) / (1024 if m.group(1) == "sizes_sum" else 1)
-            out[k] = out.get(k, 0) + int(v)
+                                " KiB" if m.group(1) == "watch_events_sizes_sum" else "")
+            if m.group(1) == "watch_events_sizes_sum":
+                v /= 1024
+        out[k] = out.get(k, 0) + int(v)
     print(json.dumps(out, sort_keys=True))
     return 0
 
