@@ -50,6 +50,7 @@ informer(struct seen *s)
 	inf->kd = &kube_configmaps;
 	inf->fn = on_event;
 	inf->arg = s;
+	inf->pages_tail = &inf->pages;
 	buf_init(&inf->in);
 	kube_informer_register(K, inf);
 	return inf;
@@ -81,9 +82,11 @@ answer(const char *data, size_t size, size_t cut, long status)
 	fuzz_check(kube_ok(&c->r) || c->r.err[0] != '\0', "an error answer says why");
 	fuzz_check(strlen(c->r.body) <= c->r.len, "the body is NUL-terminated");
 
-	/* a list page, as the informer takes it */
+	/* a list page, as the informer takes it: kept, then delivered by the pump */
 	inf = informer(&s);
 	on_list(inf, &c->r);
+	for (int rounds = 0; kube_informer_pump(inf); )
+		fuzz_check(++rounds < 1000000, "pump ends");
 	call_free(c);
 	kube_informer_free(inf);
 }
