@@ -23,6 +23,7 @@
 #   sh bench/bench_kube_scale.sh BUILD_DIR        (or `make bench-kube-scale`)
 #   N=10000 PODS=1000 ROUNDS=5 STEPS="1 2 3" are the defaults (4: on demand)
 #   (PLAIN=0: no plain client at all, for a quick look at decod alone;
+#   PLAIN_SA=1: the plain client's writes again as a ServiceAccount;
 #   PERF2_OUT=FILE: perf record -a -g of the restart in step 2;
 #   PERF2_STAGE=fetcher PERF2_STAGE_OUT=FILE: perf record --call-graph dwarf
 #   of that stage from its start to caught up, FILE.<restart>, from restart
@@ -95,6 +96,41 @@ if { step 1 || step 4; } && [ "${PLAIN:-1}" = 1 ]; then
 	echo "# plain client, $N ConfigMap applies + $N status applies: $(cat "$T/plain.out")"
 	echo "#   CPU: $(cpu_delta "$apis" "$(cpu "$KUBE_APISERVER_PID" "$KUBE_ETCD_PID")")"
 fi
+# PLAIN_SA=1: the same writes once more, in namespace plainsa, as a
+# ServiceAccount (a bearer token, the API server's service-accounts flow
+# schema, as decod is) rather than as admin (a client certificate of
+# system:masters, the exempt priority level): what the identity alone costs
+if { step 1 || step 4; } && [ "${PLAIN_SA:-0}" = 1 ]; then
+	kubectl_admin create namespace plainsa >/dev/null
+	kubectl_admin -n plainsa create serviceaccount plain >/dev/null
+	kubectl_admin apply -f - >/dev/null <<'RBAC' || bail "plainsa RBAC"
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: plain, namespace: plainsa}
+rules:
+- {apiGroups: [""], resources: [configmaps], verbs: [get, create, patch]}
+- {apiGroups: [plain.bench], resources: [decofiles, decofiles/status], verbs: [get, create, patch]}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: plain, namespace: plainsa}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: plain}
+subjects: [{kind: ServiceAccount, name: plain, namespace: plainsa}]
+RBAC
+	(umask 077; kube_token plainsa plain 36000 >"$T/plainsa.token") || bail "plainsa token"
+	echo "$CR_BODY" | sed -e 's/@G@/plain.bench/' -e 's/@NS@/plainsa/' >"$T/plainsa-cr.json"
+	"$SSA" $ADM -n "$N" -w PATCH "/apis/plain.bench/v1alpha1/namespaces/plainsa/decofiles/d@N@?fieldManager=bench" \
+	    $AP @"$T/plainsa-cr.json" >/dev/null || bail "plainsa CRs"
+	apis=$(cpu "$KUBE_APISERVER_PID" "$KUBE_ETCD_PID")
+	"$SSA" -s "$KUBE_URL" -a "$KUBE_DIR/ca.crt" -t "$T/plainsa.token" -n "$N" \
+	    -w PATCH "/api/v1/namespaces/plainsa/configmaps/decofile-d@N@?fieldManager=plain&force=true" $AP \
+	    "$(echo "$CM_BODY" | sed 's/"namespace":"plain"/"namespace":"plainsa"/')" \
+	    -w PATCH "/apis/plain.bench/v1alpha1/namespaces/plainsa/decofiles/d@N@/status?fieldManager=plain&force=true" $AP \
+	    "$(echo "$ST_BODY" | sed 's/"namespace":"plain"/"namespace":"plainsa"/')" \
+	    >"$T/plainsa.out" || bail "plain client as a ServiceAccount: $(cat "$T/plainsa.out")"
+	echo "# plain client as a ServiceAccount, the same $N + $N applies: $(cat "$T/plainsa.out")"
+	echo "#   CPU: $(cpu_delta "$apis" "$(cpu "$KUBE_APISERVER_PID" "$KUBE_ETCD_PID")")"
+fi
 
 # --- decod
 TOKEN=$(kube_token decod-system decod 36000) || bail "no token"
@@ -140,9 +176,12 @@ print(json.dumps(d, sort_keys=True) if d else "none")' "$1" "$2"
 
 # ratio DECOD_SECONDS: decod's time beside the plain client's of this run
 ratio() {
-	[ -s "$T/plain.out" ] || return 0
-	awk -v p="$(sed -n 's/.*seconds \([0-9.]*\).*/\1/p' "$T/plain.out")" -v d="$1" \
-	    'BEGIN { if (p > 0 && d > 0) printf "#   ratio to the plain client: %.2fx (%.1f s / %.1f s)\n", d / p, d, p }'
+	for f in plain plainsa; do
+		[ -s "$T/$f.out" ] || continue
+		awk -v p="$(sed -n 's/.*seconds \([0-9.]*\).*/\1/p' "$T/$f.out")" -v d="$1" \
+		    -v who="$([ $f = plain ] && echo "the plain client" || echo "the plain client as a ServiceAccount")" \
+		    'BEGIN { if (p > 0 && d > 0) printf "#   ratio to %s: %.2fx (%.1f s / %.1f s)\n", who, d / p, d, p }'
+	done
 }
 # status_per_cr REQUESTS: the API server's APPLY decofiles/status per CR
 status_per_cr() {

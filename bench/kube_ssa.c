@@ -1,13 +1,14 @@
 /*
  * kube_ssa - a plain concurrent Kubernetes client for the scale benchmarks:
  * N keep-alive HTTPS connections (HTTP/1.1, one request in flight on each),
- * client certificate auth, and a list of writes made from templates where
+ * client certificate auth (or a ServiceAccount's bearer token read from a
+ * file, -t: never in argv), and a list of writes made from templates where
  * every "@N@" becomes the item's index.  It is the yardstick decod is
  * measured against ("what the API server itself sustains") and the fast
  * way to create 10,000 CRs or 1,000 pods.
  *
- *   kube_ssa -s URL -a CA -c CERT -k KEY [-j CONNS] [-n COUNT] [-f FIRST]
- *            -w METHOD PATH CTYPE BODY [-w ...]
+ *   kube_ssa -s URL -a CA {-c CERT -k KEY | -t TOKENFILE} [-j CONNS] [-n COUNT]
+ *            [-f FIRST] -w METHOD PATH CTYPE BODY [-w ...]
  *
  * For item i in [FIRST, FIRST+COUNT) every -w is sent once (COUNT x writes
  * in all, interleaved).  BODY starting with '@' names a file.  Prints the
@@ -41,6 +42,7 @@ struct slot {
 static struct tpl w[MAXW];
 static int nw;
 static const char *server, *ca, *cert, *key;
+static char *bearer;		/* "Authorization: Bearer ..." with -t */
 static long next_item, end_item, errors, done_writes;
 static int next_w;
 
@@ -128,6 +130,8 @@ start(CURLM *m, struct slot *s)
 	snprintf(hdr, sizeof(hdr), "Content-Type: %s", t->ctype);
 	s->hdrs = curl_slist_append(NULL, hdr);
 	s->hdrs = curl_slist_append(s->hdrs, "Accept: application/json");
+	if (bearer != NULL)
+		s->hdrs = curl_slist_append(s->hdrs, bearer);
 	s->rlen = 0;
 	curl_easy_setopt(s->h, CURLOPT_URL, s->url);
 	curl_easy_setopt(s->h, CURLOPT_CUSTOMREQUEST, t->method);
@@ -148,12 +152,21 @@ main(int argc, char **argv)
 	int c, running = 0;
 	double secs;
 
-	while ((c = getopt(argc, argv, "s:a:c:k:j:n:f:w:")) != -1) {
+	while ((c = getopt(argc, argv, "s:a:c:k:t:j:n:f:w:")) != -1) {
 		switch (c) {
 		case 's': server = optarg; break;
 		case 'a': ca = optarg; break;
 		case 'c': cert = optarg; break;
 		case 'k': key = optarg; break;
+		case 't': {
+			char *tok = slurp(optarg);
+
+			tok[strcspn(tok, "\r\n")] = '\0';
+			if (asprintf(&bearer, "Authorization: Bearer %s", tok) < 0)
+				return 2;
+			free(tok);
+			break;
+		}
 		case 'j': conns = atol(optarg); break;
 		case 'n': count = atol(optarg); break;
 		case 'f': first = atol(optarg); break;
@@ -171,8 +184,8 @@ main(int argc, char **argv)
 			optind += 3;
 			break;
 		default:
-			fprintf(stderr, "usage: kube_ssa -s URL -a CA -c CERT -k KEY [-j CONNS] "
-			    "[-n COUNT] [-f FIRST] -w METHOD PATH CTYPE BODY ...\n");
+			fprintf(stderr, "usage: kube_ssa -s URL -a CA {-c CERT -k KEY | -t TOKENFILE}"
+			    " [-j CONNS] [-n COUNT] [-f FIRST] -w METHOD PATH CTYPE BODY ...\n");
 			return 2;
 		}
 	}
@@ -193,8 +206,10 @@ main(int argc, char **argv)
 		s->h = curl_easy_init();
 		curl_easy_setopt(s->h, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
 		curl_easy_setopt(s->h, CURLOPT_CAINFO, ca);
-		curl_easy_setopt(s->h, CURLOPT_SSLCERT, cert);
-		curl_easy_setopt(s->h, CURLOPT_SSLKEY, key);
+		if (bearer == NULL) {
+			curl_easy_setopt(s->h, CURLOPT_SSLCERT, cert);
+			curl_easy_setopt(s->h, CURLOPT_SSLKEY, key);
+		}
 		curl_easy_setopt(s->h, CURLOPT_WRITEFUNCTION, on_data);
 		curl_easy_setopt(s->h, CURLOPT_WRITEDATA, s);
 		curl_easy_setopt(s->h, CURLOPT_PRIVATE, s);
