@@ -80,13 +80,29 @@ same_json(yajl_val a, yajl_val b)
 	return same;
 }
 
+/* own_annotation - the first annotation of doc under decod's own prefix, or NULL */
+static const char *
+own_annotation(yajl_val doc)
+{
+	yajl_val a = json_get(doc, "metadata", "annotations", NULL);
+	size_t i;
+
+	if (a == NULL || !YAJL_IS_OBJECT(a))
+		return NULL;
+	for (i = 0; i < a->u.object.len; i++)
+		if (strncmp(a->u.object.keys[i], RESOURCE_OWN_PREFIX,
+		    sizeof(RESOURCE_OWN_PREFIX) - 1) == 0)
+			return a->u.object.keys[i];
+	return NULL;
+}
+
 yajl_val
 cli_apply_doc(struct cli *c, const char *fname, const struct yaml_doc *d, int idx,
     const char **plural_out, const char **ns_out, const char **name_out)
 {
 	struct json_error je;
 	yajl_val doc = json_parse(d->json, strlen(d->json), &je);
-	const char *kind, *name, *ns, *plural;
+	const char *kind, *name, *ns, *plural, *own;
 	struct render_policy policy;
 	struct rollout_spec rollout;
 	char err[512];
@@ -126,6 +142,13 @@ cli_apply_doc(struct cli *c, const char *fname, const struct yaml_doc *d, int id
 	    render_rollout_parse(doc, &rollout, err, sizeof(err)) < 0)) {
 		cli_error("%s:%d: %s/%s: %s", fname, d->line, cli_kind_singular(plural),
 		    strlen(name) > 80 ? "(name)" : name, err);
+		goto bad;
+	}
+	if ((own = own_annotation(doc)) != NULL) {
+		cli_error("%s:%d: %s/%s: the annotation %s is decod's own (the Kubernetes "
+		    "front door marks a CR's mirror with it): remove it", fname, d->line,
+		    cli_kind_singular(plural), strlen(name) > 80 ? "(name)" : name,
+		    strlen(own) > 80 ? RESOURCE_OWN_PREFIX "..." : own);
 		goto bad;
 	}
 	{
@@ -179,6 +202,14 @@ apply_one(struct cli *c, const char *fname, const struct yaml_doc *d, int idx)
 	had = resource_get(c->st, plural, ns, name, &old, err, sizeof(err));
 	if (had < 0) {
 		cli_error("%s:%d: %s", fname, d->line, err);
+		goto out;
+	}
+	if (had == 0 && json_get_str(old, "metadata", "annotations",
+	    RESOURCE_MIRROR_ANNOTATION, NULL) != NULL) {
+		cli_error("%s:%d: %s/%s mirrors the %s CR %s/%s: change the CR with kubectl "
+		    "(the front door would write its mirror back)", fname, d->line,
+		    cli_kind_singular(plural), name, json_get_str(old, "kind", NULL) ?
+		    json_get_str(old, "kind", NULL) : "Kubernetes", ns, name);
 		goto out;
 	}
 	oplural[0] = ons[0] = oname[0] = '\0';

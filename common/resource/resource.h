@@ -198,8 +198,10 @@ int64_t decofile_generation(yajl_val doc);
 
 /* ---- a Decofile's hold (resource_hold.c) ---- */
 
+/* annotations under this prefix are decod's own: only the front door writes them */
+#define RESOURCE_OWN_PREFIX "decod.deco.sites/"
 /* the annotation that marks a store resource as a CR's mirror (value: its uid) */
-#define RESOURCE_MIRROR_ANNOTATION "decod.deco.sites/kube-uid"
+#define RESOURCE_MIRROR_ANNOTATION RESOURCE_OWN_PREFIX "kube-uid"
 /* the annotation that asks decod to publish an earlier version again */
 #define DECOFILE_ROLLBACK_ANNOTATION "deco.sites/rollback-to"
 /* the owner's "take the new template generations now"; decod removes it once taken */

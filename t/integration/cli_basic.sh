@@ -128,6 +128,26 @@ printf 'apiVersion: deco.sites/v1alpha1\nkind: Gadget\nmetadata: {name: x}\n' >"
 dc apply -f "$T/kind.yaml" >"$T/out" 2>&1
 is "$?" 1 "unknown kind: exit 1"
 check "unknown kind named" grep -q 'unknown kind "Gadget"' "$T/out"
+# decod's own annotations (the front door's mirror mark) come from the front door only
+printf 'apiVersion: deco.sites/v1alpha1\nkind: Decofile\nmetadata:\n  name: forjado\n  annotations: {decod.deco.sites/kube-uid: 0b1c}\nspec: {source: inline, inline: {value: {}}}\n' \
+    >"$T/forged.yaml"
+dc apply -f "$T/forged.yaml" >"$T/out" 2>&1
+is "$?" 1 "apply with decod's own annotation: exit 1"
+check "... the annotation named" grep -q 'forged.yaml:1: decofile/forjado: the annotation decod.deco.sites/kube-uid is decod.s own' "$T/out"
+dc get df forjado >/dev/null 2>&1
+is "$?" 1 "... and nothing written"
+dc diff -f "$T/forged.yaml" >"$T/out" 2>&1
+check "diff refuses it too" grep -q "the annotation decod.deco.sites/kube-uid is decod.s own" "$T/out"
+# a CR's mirror (as the front door writes it) is changed on the CR, not with apply
+printf '{"apiVersion":"deco.sites/v1alpha1","kind":"Decofile","metadata":{"name":"forjado","annotations":{"decod.deco.sites/kube-uid":"0b1c"}},"spec":{"source":"inline","inline":{"value":{}}}}' \
+    >"$T/mirror.json"
+tool apply "$T/mirror.json" >/dev/null || bail "cannot write a mirror"
+sed 's/  annotations: .*//' "$T/forged.yaml" >"$T/over.yaml"
+dc apply -f "$T/over.yaml" >"$T/out" 2>&1
+is "$?" 1 "apply over a CR's mirror: exit 1"
+check "... says to change the CR with kubectl" grep -q 'decofile/forjado mirrors the Decofile CR default/forjado: change the CR with kubectl' "$T/out"
+check "... and the mirror keeps its mark" sh -c "'$DECOCTL' get df forjado -o json | grep -q kube-uid"
+tool delete default forjado >/dev/null
 
 # --- not found ----------------------------------------------------------
 dc get decofile nope >"$T/out" 2>&1
