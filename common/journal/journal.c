@@ -450,10 +450,17 @@ journal_record_condition(struct journal *j, const char *kind, const char *ns,
 	char detail[1200];
 
 	snprintf(detail, sizeof(detail), "%s=%s %s: %s", type, status, reason, message);
-	return journal_run(j, NULL, "INSERT INTO conditions (kind, ns, name, type, status, reason,"
+	/* the row and its audit row in one transaction: one commit, not two */
+	if (journal_begin(j) < 0)
+		return -1;
+	if (journal_run(j, NULL, "INSERT INTO conditions (kind, ns, name, type, status, reason,"
 	    " message) VALUES (?, ?, ?, ?, ?, ?, ?)", "sssssss", kind, ns, name, type,
 	    status, reason, message) < 0 ||
-	    audit_step(j, "status", kind, ns, name, "condition", detail) < 0 ? -1 : 0;
+	    audit_step(j, "status", kind, ns, name, "condition", detail) < 0) {
+		journal_rollback(j);
+		return -1;
+	}
+	return journal_commit(j);
 }
 
 int

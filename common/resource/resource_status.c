@@ -208,6 +208,41 @@ frag_text(struct store *s, const char *key, size_t *len)
 }
 
 /*
+ * record_moved - journal the conditions that moved, all in one transaction
+ * (one commit for the fragment, not one per condition); a failure is logged
+ */
+static void
+record_moved(struct journal *j, const char *plural, const char *ns, const char *name,
+    const struct status_cond *conds, const int *moved, size_t n)
+{
+	size_t i, nmoved = 0;
+	int ok = 1, own = 0;
+
+	for (i = 0; i < n; i++)
+		nmoved += moved[i] != 0;
+	if (nmoved == 0)
+		return;
+	/* one condition is one transaction already (journal_record_condition) */
+	if (nmoved > 1) {
+		if (journal_begin(j) < 0)
+			ok = 0;
+		else
+			own = 1;
+	}
+	for (i = 0; ok && i < n; i++)
+		if (moved[i] && journal_record_condition(j, plural, ns, name, conds[i].type,
+		    conds[i].status, conds[i].reason, conds[i].message) < 0)
+			ok = 0;
+	if (own && !ok)
+		journal_rollback(j);
+	else if (own && journal_commit(j) < 0)
+		ok = 0;
+	if (!ok)
+		log_kv(LOG_WARN, "journal: cannot record condition", "error",
+		    journal_error(j), NULL);
+}
+
+/*
  * frag_set - build fields (NULL: none) and conds[0..n) on stage's stored
  * fragment and write it once, when it changed (always when force); the
  * conditions that moved are journaled
@@ -251,11 +286,8 @@ frag_set(struct store *s, struct journal *j, const char *plural, const char *ns,
 	for (size_t i = 0; rc >= 0 && i < n; i++)
 		if (strcmp(plural, "decofiles") == 0 && strcmp(conds[i].type, "Ready") == 0)
 			metrics_decofile_ready(ns, name, conds[i].status);
-	for (size_t i = 0; rc == 1 && j != NULL && i < n; i++)
-		if (moved[i] && journal_record_condition(j, plural, ns, name, conds[i].type,
-		    conds[i].status, conds[i].reason, conds[i].message) < 0)
-			log_kv(LOG_WARN, "journal: cannot record condition", "error",
-			    journal_error(j), NULL);
+	if (rc == 1 && j != NULL)
+		record_moved(j, plural, ns, name, conds, moved, n);
 	free(text);
 	free(moved);
 	free(key);
