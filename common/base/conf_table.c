@@ -89,12 +89,12 @@ const struct conf_setting conf_table[] = {
 	  "longest delay between retries of a failed item",
 	  "*", 0 },
 	{ "batch_max", CONF_INT, "64", NULL, 1, 10000,
-	  "items the renderer and the publisher take in one batch (one journal commit and "
-	  "one group of syncs)",
-	  "renderer publisher", CONF_LIVE },
+	  "items the renderer, the publisher and the notifier take in one batch (one "
+	  "journal commit and one group of syncs)",
+	  "renderer publisher notifier", CONF_LIVE },
 	{ "batch_bytes", CONF_SIZE, "64MB", NULL, 0, 0,
 	  "a batch ends once its items wrote this many bytes of files (0: no bound)",
-	  "renderer publisher", CONF_LIVE },
+	  "renderer publisher notifier", CONF_LIVE },
 	{ "journal_retention", CONF_DURATION, "168h", NULL, 60000, 0,
 	  "how long history stays in the journal",
 	  "renderer", CONF_LIVE },

@@ -631,6 +631,7 @@ static const struct stage_ops ops = {
 	.reload = notifier_reload,
 	.shutdown = notifier_shutdown,
 	.max_async = 16,
+	.batch = 1,		/* one journal commit per batch of items, not one per item */
 };
 
 int
