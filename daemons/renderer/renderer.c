@@ -48,6 +48,7 @@
 
 #define STAGE "renderer"
 #define MAX_SPOOL_MISSES 5	/* a blob still missing after this many tries is lost */
+#define TRIM_MIN (1024 * 1024)	/* a merged document this large is trimmed after */
 
 /* a re-render asked for when a decofile's update window opens */
 struct window_wake {
@@ -584,7 +585,14 @@ render(struct stage *st, const struct journal_item *it, yajl_val doc)
 		render_tree_free(&trees[i]);
 	ntrees = 0;
 #ifdef __GLIBC__
-	malloc_trim(0);	/* small blocks sit in the heap; return the pages */
+	/*
+	 * a large site's small blocks sit in the heap: return the pages.  Not
+	 * after a small one: the trim costs more than it gives back, and brotli's
+	 * tables then fault their pages in again (a tenth of a cold start's
+	 * renderer CPU for 10,000 small sites)
+	 */
+	if (json.len >= TRIM_MIN)
+		malloc_trim(0);
 #endif
 
 	/* the document, and its compressed form when it is large */
