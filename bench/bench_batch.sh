@@ -7,6 +7,9 @@
 # and the run is timed from
 # their start to the N-th published file.
 #   sh bench/bench_batch.sh BUILD_DIR [N]
+# CPU=1: no strace; renderer, publisher and notifier (no replicas) on the N
+# waiting items, and each stage's CPU (user + system) once the notifier's
+# last item is done: the pipeline's own cost per item.
 set -eu
 build=$(cd "${1:?usage: bench_batch.sh BUILD_DIR [N]}" && pwd)
 n=${2:-1000}
@@ -18,7 +21,11 @@ now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
 
 mkdir -p "$T/libexec"
 ln -s "$build/daemons/fetcher/fetcher" "$T/libexec/fetcher"
-for s in renderer publisher; do
+for s in renderer publisher notifier; do
+	if [ -n "${CPU:-}" ] || [ $s = notifier ]; then
+		ln -s "$build/daemons/$s/$s" "$T/libexec/$s"
+		continue
+	fi
 	# each under strace, one line per sync call
 	printf '#!/bin/sh\nexec strace -f -qq -e trace=fsync,fdatasync,syncfs -o %s/strace-%s "%s" "$@"\n' \
 	    "$T" "$s" "$build/daemons/$s/$s" >"$T/libexec/$s"
@@ -66,6 +73,27 @@ until [ "$(sqlite3 "$T/state/journal.db" "SELECT count(*) FROM items WHERE stage
 done
 kill "$dpid"
 wait "$dpid" 2>/dev/null || true
+
+if [ -n "${CPU:-}" ]; then
+	# 2'. the three stages on the N waiting items, to the notifier's last
+	conf "renderer publisher notifier"
+	uptime
+	t0=$(now_ms)
+	start 3
+	until [ "$(sqlite3 "$T/state/journal.db" "SELECT count(*) FROM items WHERE stage='notifier' AND state='done'")" -ge "$n" ]; do
+		sleep 0.1
+	done
+	t1=$(now_ms)
+	for p in $(ps -o pid= --ppid "$dpid"); do
+		# comm, utime + stime in clock ticks (fields 14 and 15), minor
+		# faults (10), and the write calls made (/proc/PID/io syscw)
+		awk -v hz="$(getconf CLK_TCK)" -v w="$(awk '/^syscw/ {print $2}' "/proc/$p/io")" \
+		    '{c=$2; gsub(/[()]/, "", c); printf "%s %.2f s, %d faults, %d writes\n", c, ($14 + $15) / hz, $10, w}' \
+		    "/proc/$p/stat"
+	done | sort
+	echo "$n decofiles rendered, published and notified in $((t1 - t0)) ms (stage start included)"
+	exit 0
+fi
 
 # 2. renderer and publisher on the N waiting items
 conf "renderer publisher"
