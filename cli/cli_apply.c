@@ -80,22 +80,6 @@ same_json(yajl_val a, yajl_val b)
 	return same;
 }
 
-/* own_annotation - the first annotation of doc under decod's own prefix, or NULL */
-static const char *
-own_annotation(yajl_val doc)
-{
-	yajl_val a = json_get(doc, "metadata", "annotations", NULL);
-	size_t i;
-
-	if (a == NULL || !YAJL_IS_OBJECT(a))
-		return NULL;
-	for (i = 0; i < a->u.object.len; i++)
-		if (strncmp(a->u.object.keys[i], RESOURCE_OWN_PREFIX,
-		    sizeof(RESOURCE_OWN_PREFIX) - 1) == 0)
-			return a->u.object.keys[i];
-	return NULL;
-}
-
 yajl_val
 cli_apply_doc(struct cli *c, const char *fname, const struct yaml_doc *d, int idx,
     const char **plural_out, const char **ns_out, const char **name_out)
@@ -144,7 +128,7 @@ cli_apply_doc(struct cli *c, const char *fname, const struct yaml_doc *d, int id
 		    strlen(name) > 80 ? "(name)" : name, err);
 		goto bad;
 	}
-	if ((own = own_annotation(doc)) != NULL) {
+	if ((own = resource_own_annotation(doc)) != NULL) {
 		cli_error("%s:%d: %s/%s: the annotation %s is decod's own (the Kubernetes "
 		    "front door marks a CR's mirror with it): remove it", fname, d->line,
 		    cli_kind_singular(plural), strlen(name) > 80 ? "(name)" : name,
@@ -204,12 +188,12 @@ apply_one(struct cli *c, const char *fname, const struct yaml_doc *d, int idx)
 		cli_error("%s:%d: %s", fname, d->line, err);
 		goto out;
 	}
-	if (had == 0 && json_get_str(old, "metadata", "annotations",
-	    RESOURCE_MIRROR_ANNOTATION, NULL) != NULL) {
+	if (had == 0 && resource_mirror_uid(old) != NULL) {
+		const char *kind = json_get_str(old, "kind", NULL);
+
 		cli_error("%s:%d: %s/%s mirrors the %s CR %s/%s: change the CR with kubectl "
 		    "(the front door would write its mirror back)", fname, d->line,
-		    cli_kind_singular(plural), name, json_get_str(old, "kind", NULL) ?
-		    json_get_str(old, "kind", NULL) : "Kubernetes", ns, name);
+		    cli_kind_singular(plural), name, kind ? kind : "Kubernetes", ns, name);
 		goto out;
 	}
 	oplural[0] = ons[0] = oname[0] = '\0';

@@ -78,8 +78,7 @@ load(struct cli *c, yajl_val *doc)
 		return cli_error("%s", err);
 	if (rc == 1)
 		return cli_not_found("decofiles", c->argv[0]);
-	if (json_get_str(*doc, "metadata", "annotations", RESOURCE_MIRROR_ANNOTATION,
-	    NULL) != NULL) {
+	if (resource_mirror_uid(*doc) != NULL) {
 		yajl_tree_free(*doc);
 		return cli_error("decofile %s mirrors the Decofile CR %s/%s: change the CR with "
 		    "kubectl (spec.suspend, the annotation %s; see decoctl(1))", c->argv[0], c->ns,

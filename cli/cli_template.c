@@ -203,8 +203,7 @@ template_apply(struct cli *c, const char *name)
 		return cli_error("%s", err);
 	if (rc == 1)
 		return cli_not_found("decofiles", name);
-	if (json_get_str(doc, "metadata", "annotations", RESOURCE_MIRROR_ANNOTATION,
-	    NULL) != NULL) {
+	if (resource_mirror_uid(doc) != NULL) {
 		yajl_tree_free(doc);
 		return cli_error("decofile %s mirrors the Decofile CR %s/%s: annotate the CR "
 		    "with kubectl (%s=true)", name, c->ns, name, DECOFILE_APPLY_ANNOTATION);

@@ -202,6 +202,10 @@ int64_t decofile_generation(yajl_val doc);
 #define RESOURCE_OWN_PREFIX "decod.deco.sites/"
 /* the annotation that marks a store resource as a CR's mirror (value: its uid) */
 #define RESOURCE_MIRROR_ANNOTATION RESOURCE_OWN_PREFIX "kube-uid"
+/* resource_mirror_uid - the uid of the CR doc mirrors, or NULL: not a mirror */
+const char *resource_mirror_uid(yajl_val doc);
+/* resource_own_annotation - doc's first annotation under RESOURCE_OWN_PREFIX, or NULL */
+const char *resource_own_annotation(yajl_val doc);
 /* the annotation that asks decod to publish an earlier version again */
 #define DECOFILE_ROLLBACK_ANNOTATION "deco.sites/rollback-to"
 /* the owner's "take the new template generations now"; decod removes it once taken */

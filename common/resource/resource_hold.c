@@ -40,6 +40,26 @@ decofile_suspended(yajl_val doc)
 }
 
 const char *
+resource_mirror_uid(yajl_val doc)
+{
+	return json_get_str(doc, "metadata", "annotations", RESOURCE_MIRROR_ANNOTATION, NULL);
+}
+
+const char *
+resource_own_annotation(yajl_val doc)
+{
+	yajl_val a = json_get(doc, "metadata", "annotations", NULL);
+
+	if (!YAJL_IS_OBJECT(a))
+		return NULL;
+	for (size_t i = 0; i < a->u.object.len; i++)
+		if (strncmp(a->u.object.keys[i], RESOURCE_OWN_PREFIX,
+		    sizeof(RESOURCE_OWN_PREFIX) - 1) == 0)
+			return a->u.object.keys[i];
+	return NULL;
+}
+
+const char *
 decofile_rollback_to(yajl_val doc)
 {
 	yajl_val a = json_get(doc, "metadata", "annotations", NULL);

@@ -211,8 +211,7 @@ pcm_location(const char *ns, const char *name, char *out, size_t len)
 const char *
 pcm_doc_owner(yajl_val doc)
 {
-	const char *u = json_get_str(doc, "metadata", "annotations", RESOURCE_MIRROR_ANNOTATION,
-	    NULL);
+	const char *u = resource_mirror_uid(doc);
 
 	return u != NULL && strlen(u) < sizeof(((struct cmobj *)0)->owner) ? u : "";
 }

@@ -148,8 +148,7 @@ template_apply(struct web *w, struct MHD_Connection *c, const char *ns, const ch
 	yajl_val out;
 	int rc;
 
-	if (json_get_str(doc, "metadata", "annotations", RESOURCE_MIRROR_ANNOTATION,
-	    NULL) != NULL)
+	if (resource_mirror_uid(doc) != NULL)
 		return error_json(c, MHD_HTTP_CONFLICT, "this decofile mirrors a Decofile CR: "
 		    "annotate the CR with kubectl (" DECOFILE_APPLY_ANNOTATION "=true)");
 	if ((out = resource_annotation_doc(doc, DECOFILE_APPLY_ANNOTATION, "true")) == NULL)
