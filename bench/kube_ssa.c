@@ -164,6 +164,7 @@ main(int argc, char **argv)
 			tok[strcspn(tok, "\r\n")] = '\0';
 			if (asprintf(&bearer, "Authorization: Bearer %s", tok) < 0)
 				return 2;
+			explicit_bzero(tok, strlen(tok));
 			free(tok);
 			break;
 		}

@@ -189,8 +189,7 @@ journal_open(const char *path, char *err, size_t errlen)
 	 * switch to WAL and its first recovery answer SQLITE_BUSY at once,
 	 * without the busy handler, while the other process holds the lock.
 	 * Try again for as long as the busy timeout would have waited.
-	 */
-	/*
+	 *
 	 * temp_store=MEMORY: a batch's savepoints (one per item) keep their
 	 * sub-journal in memory.  On disk it spilled past 64 KiB once and then
 	 * stayed a file: ~34 writes per item in the publisher's batches.
