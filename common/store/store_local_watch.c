@@ -191,13 +191,20 @@ plist_push(struct plist *pl, struct pending *p)
 
 /*
  * probe - compare the file of key with what the watch knows; queue a change.
- * A key the watch knows is looked at with stat (most have not changed); a
- * key it does not know yet (the opening scan: 40,000 status fragments at a
- * restart) is opened once, then fstat and read on that fd, not walked twice.
- * O_NONBLOCK: a FIFO someone put there cannot hold the loop.
+ * With trust_stat (the periodic scan: every key, most unchanged), a key the
+ * watch knows and whose stat is as it was is taken as unchanged.  Without
+ * (an inotify event said the file was written, or events were lost), the
+ * value is read and its revision decides: a stat can repeat for a new
+ * value (ext4 with a journal gives a freed inode to the next file, one
+ * of the same size written within one clock tick has the same times), and
+ * a change the watch took for none would stay unseen until the key's next
+ * write.  A key it does not know yet (the opening scan: 40,000 status
+ * fragments at a restart) is opened once, then fstat and read on that fd,
+ * not walked twice.  O_NONBLOCK: a FIFO someone put there cannot hold the
+ * loop.
  */
 static void
-probe(struct lwatch *w, const char *key, const char *path, struct plist *pl)
+probe(struct lwatch *w, const char *key, const char *path, struct plist *pl, int trust_stat)
 {
 	struct known *k = known_find(w, key);
 	struct pending p;
@@ -207,18 +214,21 @@ probe(struct lwatch *w, const char *key, const char *path, struct plist *pl)
 	memset(&p, 0, sizeof(p));
 	if (k != NULL)
 		k->seen = 1;
-	if (k == NULL) {
-		if ((fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)) < 0)
+	if (k == NULL || !trust_stat) {
+		if ((fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)) < 0) {
+			/* out of fds and the like: the periodic scan looks again */
+			if (k != NULL && (errno == ENOENT || errno == ENOTDIR))
+				goto gone;
 			return;
+		}
 		if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
 			close(fd);
+			if (k != NULL)
+				goto gone;
 			return;
 		}
 	} else if (stat(path, &st) < 0 || !S_ISREG(st.st_mode)) {
-		p.key = xstrdup(key);
-		p.del = 1;
-		plist_push(pl, &p);
-		return;
+		goto gone;
 	} else if (same_file(k, &st) && !local_expired(k->exp))
 		return;
 	if (fd >= 0) {
@@ -235,6 +245,11 @@ probe(struct lwatch *w, const char *key, const char *path, struct plist *pl)
 	}
 	p.key = xstrdup(key);
 	p.st = st;
+	plist_push(pl, &p);
+	return;
+gone:
+	p.key = xstrdup(key);
+	p.del = 1;
 	plist_push(pl, &p);
 }
 
@@ -446,9 +461,13 @@ go_polling(struct lwatch *w)
 #define WATCH_MASK (IN_CREATE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE | \
 	IN_CLOSE_WRITE | IN_DELETE_SELF | IN_ONLYDIR)
 
-/* scan_dir - watch dir (when inotify is on) and probe every relevant key */
+/*
+ * scan_dir - watch dir (when inotify is on) and probe every relevant key
+ * (trust_stat: see probe)
+ */
 static void
-scan_dir(struct lwatch *w, const char *dir, const char *dkey, struct plist *pl)
+scan_dir(struct lwatch *w, const char *dir, const char *dkey, struct plist *pl,
+    int trust_stat)
 {
 	DIR *d;
 	struct dirent *de;
@@ -473,14 +492,14 @@ scan_dir(struct lwatch *w, const char *dir, const char *dkey, struct plist *pl)
 		if (local_has_suffix(de->d_name, ".d")) {
 			sub = xasprintf("%s/%s", dir, de->d_name);
 			key = xasprintf("%s/%.*s", dkey, (int)(n - 2), de->d_name);
-			scan_dir(w, sub, key, pl);
+			scan_dir(w, sub, key, pl, trust_stat);
 			free(sub);
 			free(key);
 		} else if (local_has_suffix(de->d_name, ".v")) {
 			key = xasprintf("%s/%.*s", dkey, (int)(n - 2), de->d_name);
 			if (local_key_matches(w->pkey, w->self, key)) {
 				sub = xasprintf("%s/%s", dir, de->d_name);
-				probe(w, key, sub, pl);
+				probe(w, key, sub, pl, trust_stat);
 				free(sub);
 			}
 			free(key);
@@ -507,7 +526,12 @@ rescan(struct lwatch *w, struct store_watch *sw, int emit, struct store_list *ou
 
 	for (size_t i = 0; i < w->nknown; i++)
 		w->known[i].seen = 0;
-	scan_dir(w, w->l->kv, "", &pl);
+	/*
+	 * the periodic scan trusts stat; after lost events (an overflow, a
+	 * folder moved away) every value is read.  Polling has no events:
+	 * its stat every 500 ms is all it has (a fallback; see probe).
+	 */
+	scan_dir(w, w->l->kv, "", &pl, !w->need_rescan);
 	for (size_t i = 0; i < w->nknown; i++)
 		if (!w->known[i].seen) {
 			memset(&p, 0, sizeof(p));
@@ -609,7 +633,7 @@ inotify_event_do(struct lwatch *w, const struct inotify_event *ie, struct plist 
 		if (ie->mask & (IN_CREATE | IN_MOVED_TO)) {
 			path = xasprintf("%s/%s", d->path, ie->name);
 			key = xasprintf("%s/%.*s", d->dkey, (int)(n - 2), ie->name);
-			scan_dir(w, path, key, pl);	/* may invalidate d */
+			scan_dir(w, path, key, pl, 0);	/* may invalidate d */
 			free(path);
 			free(key);
 		} else if (ie->mask & IN_MOVED_FROM)
@@ -621,7 +645,7 @@ inotify_event_do(struct lwatch *w, const struct inotify_event *ie, struct plist 
 	key = xasprintf("%s/%.*s", d->dkey, (int)(n - 2), ie->name);
 	if (local_key_matches(w->pkey, w->self, key)) {
 		path = xasprintf("%s/%s", d->path, ie->name);
-		probe(w, key, path, pl);
+		probe(w, key, path, pl, 0);
 		free(path);
 	}
 	free(key);

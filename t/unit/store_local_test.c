@@ -1,8 +1,9 @@
 /*
  * store_local_test - what only the local backend has: hostile keys stay
  * inside the root, the on-disk layout, a TTL that survives a reopen, expiry
- * noticed by a watch with nobody reading, the polling fallback, and a job
- * lock held by another process.
+ * noticed by a watch with nobody reading, a new value behind a stat that
+ * did not change, the polling fallback, and a job lock held by another
+ * process.
  */
 #include "config.h"
 
@@ -12,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <unistd.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -176,7 +178,7 @@ test_ttl_reopen(void)
 
 struct seen {
 	int n, puts, dels;
-	char last[256];
+	char last[256], value[64];
 	int64_t del_at;
 };
 
@@ -194,6 +196,51 @@ on_event(void *arg, const struct store_event *ev)
 	}
 	snprintf(s->last, sizeof(s->last), "%s %s", ev->type == STORE_EV_PUT ? "put" : "del",
 	    ev->key);
+	snprintf(s->value, sizeof(s->value), "%.*s", ev->type == STORE_EV_PUT ?
+	    (int)ev->vlen : 0, ev->type == STORE_EV_PUT ? ev->value : "");
+}
+
+/*
+ * A stat that repeats.  ext4 with a journal gives a freed inode to the
+ * next file at once, so a key written twice in one clock tick with values
+ * of one size can stat as it did before; this machine's file system does
+ * not reuse inodes that soon, so the test makes the file whose inode is
+ * fake_ino stat as the one it replaced (the store's stat and fstat calls
+ * resolve to these).
+ */
+static ino_t fake_ino;
+static struct stat fake_as;
+
+static void
+fake(struct stat *st)
+{
+	if (fake_ino != 0 && st->st_ino == fake_ino) {
+		st->st_dev = fake_as.st_dev;
+		st->st_ino = fake_as.st_ino;
+		st->st_size = fake_as.st_size;
+		st->st_mtim = fake_as.st_mtim;
+		st->st_ctim = fake_as.st_ctim;
+	}
+}
+
+int
+stat(const char *path, struct stat *st)
+{
+	int rv = fstatat(AT_FDCWD, path, st, 0);
+
+	if (rv == 0)
+		fake(st);
+	return rv;
+}
+
+int
+fstat(int fd, struct stat *st)
+{
+	int rv = fstatat(fd, "", st, AT_EMPTY_PATH);
+
+	if (rv == 0)
+		fake(st);
+	return rv;
 }
 
 static void
@@ -243,6 +290,46 @@ test_watch_expiry(struct store *s)
 	ok(access(p, F_OK) < 0, "the watch removed the expired file");
 	free(p);
 	store_watch_free(w);
+}
+
+/*
+ * the watch is told a key's file was written, and its stat is what it was:
+ * the value's revision decides, so the new value is reported
+ */
+static void
+test_watch_same_stat(struct store *s)
+{
+	struct store_watch *w;
+	struct seen ev;
+	struct stat st;
+	char *p = xasprintf("%s/kv/sig.d/k.v", root);
+
+	memset(&ev, 0, sizeof(ev));
+	w = store_watch_new(s, "/sig/", 0, on_event, &ev);
+	ok(w != NULL && store_watch_fd(w) >= 0, "inotify watch of /sig/");
+	if (w == NULL) {
+		free(p);
+		return;
+	}
+	is_int(store_put(s, "/sig/k", "aaaa", 4), 0, "put /sig/k aaaa");
+	pump_until(w, &ev, 1, 5000);
+	is_str(ev.value, "aaaa", "the watch reports aaaa");
+	ok(lstat(p, &fake_as) == 0, "the value file's stat");
+	is_int(store_put(s, "/sig/k", "bbbb", 4), 0, "put /sig/k bbbb: a new file of that size");
+	ok(lstat(p, &st) == 0 && st.st_ino != fake_as.st_ino, "... on another inode");
+	fake_ino = st.st_ino;	/* which from here stats as the old file */
+	ok(stat(p, &st) == 0 && st.st_ino == fake_as.st_ino && st.st_size == fake_as.st_size &&
+	    st.st_mtim.tv_nsec == fake_as.st_mtim.tv_nsec, "stat now gives the old file's signature");
+	pump_until(w, &ev, 2, 5000);
+	is_int(ev.puts, 2, "the watch reports the write all the same");
+	is_str(ev.value, "bbbb", "... with the new value");
+	is_int(store_put(s, "/sig/k", "cccc", 4), 0, "put /sig/k cccc");
+	fake_ino = 0;
+	pump_until(w, &ev, 3, 5000);
+	is_str(ev.value, "cccc", "and the next write as usual");
+	is_int(ev.n, 3, "three events, no more");
+	store_watch_free(w);
+	free(p);
 }
 
 static void
@@ -379,6 +466,7 @@ main(void)
 	test_layout(s);
 	test_ttl_reopen();
 	test_watch_expiry(s);
+	test_watch_same_stat(s);
 	test_polling(s);
 	test_lock_other_process(s);
 	test_bad_urls();
