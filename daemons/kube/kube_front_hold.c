@@ -109,17 +109,20 @@ pipeline(const struct kube_front *fk)
 
 /*
  * busy - the journal holds an item of ns/name still to be done by one of
- * the stages in bits: the change has not passed that stage yet.  An
- * unreadable journal counts as busy (the hold's cap still ends it).
+ * the stages in bits: the change has not passed that stage yet (*by: its
+ * name).  An unreadable journal counts as busy (the hold's cap still ends it).
  */
 static int
-busy(const struct kube_front *fk, unsigned bits, const char *ns, const char *name)
+busy(const struct kube_front *fk, unsigned bits, const char *ns, const char *name,
+    const char **by)
 {
 	struct journal *j = stage_journal(fk->st);
 
 	for (size_t i = 0; i < NPIPE; i++)
-		if ((bits & (1u << i)) != 0 && journal_pending_for(j, pipe_order[i], ns, name) != 0)
+		if ((bits & (1u << i)) != 0 && journal_pending_for(j, pipe_order[i], ns, name) != 0) {
+			*by = pipe_order[i];
 			return 1;
+		}
 	return 0;
 }
 
@@ -164,6 +167,8 @@ kf_hold(const struct kube_front *fk, const char *ns, const char *name, yajl_val 
 {
 	unsigned bits = pipeline(fk), last = 0;
 	size_t lasti = 0;
+	const char *by = NULL;
+	enum kf_why why = KF_SETTLED;
 
 	if (kube_front_failing(merged))
 		return KF_FAILURE;
@@ -176,20 +181,32 @@ kf_hold(const struct kube_front *fk, const char *ns, const char *name, yajl_val 
 	 * a stage still has the change: the CR keeps its last whole change
 	 * (the new commit is not shown beside the older verdict)
 	 */
-	if (busy(fk, bits & ~last, ns, name) ||
-	    (last != 0 && last_busy(fk, lasti, ns, name, merged)))
-		return KF_HELD;
+	if (busy(fk, bits & ~last, ns, name, &by))
+		why = KF_HELD;
+	else if (last != 0 && last_busy(fk, lasti, ns, name, merged)) {
+		by = "the last stage's next change";
+		why = KF_HELD;
 	/* the last stage's word on it is not in yet (a rollout under way) */
-	if (kube_front_settling(merged, (bits & (1u << 2)) != 0, (bits & (1u << 3)) != 0) ||
-	    (lasti == 2 && word_behind(fk, ns, name, merged)))
-		return expired ? KF_EXPIRED : KF_HELD;
-	return KF_SETTLED;
+	} else if (kube_front_settling(merged, (bits & (1u << 2)) != 0,
+	    (bits & (1u << 3)) != 0)) {
+		by = "the last stage's word";
+		why = expired ? KF_EXPIRED : KF_HELD;
+	} else if (lasti == 2 && word_behind(fk, ns, name, merged)) {
+		by = "the publisher's word, behind its journal";
+		why = expired ? KF_EXPIRED : KF_HELD;
+	}
+	/* what a hold waits for, so a log at debug shows why a CR was not written */
+	if (why == KF_HELD)
+		log_kv(LOG_DEBUG, "status held", "ns", ns, "name", name, "until", by, NULL);
+	return why;
 }
 
 int
 kf_pending(const struct kube_front *fk, const char *ns, const char *name)
 {
-	return busy(fk, (1u << NPIPE) - 1, ns, name);
+	const char *by;
+
+	return busy(fk, (1u << NPIPE) - 1, ns, name, &by);
 }
 
 static const char *const why_name[] = {

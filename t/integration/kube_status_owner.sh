@@ -89,7 +89,8 @@ edits() {
 l0=$(wc -l <"$T/decod.log")
 edits one 2 3 4
 [ "$per" = " 1 1 1" ] ||
-	tail -n +"$((l0 + 1))" "$T/decod.log" | grep -E 'status apply' | sed 's/^/# /'
+	tail -n +"$((l0 + 1))" "$T/decod.log" | grep -E 'name=one|sites-own/one' |
+	    grep -v 'msg=doorbell' | cut -c1-300 | sed 's/^/# /'
 diag "status applies per change (three edits):$per"
 is "$per" " 1 1 1" "each change (fetched, rendered, published, rolled out): exactly one status apply"
 is "$(managers one)" "decod" "... still one manager"
