@@ -18,6 +18,8 @@ PIDS=""
 # (set -e holds in the trap too: a process already gone must not keep $T)
 trap 'for p in $PIDS; do kill $p 2>/dev/null || true; done; wait 2>/dev/null || true; [ -n "${KEEP:-}" ] || rm -rf "$T"' EXIT
 now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
+. "$(dirname "$0")/fs_note.sh"
+fs_note "$T"
 
 mkdir -p "$T/libexec"
 ln -s "$build/daemons/fetcher/fetcher" "$T/libexec/fetcher"

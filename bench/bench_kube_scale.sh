@@ -61,6 +61,8 @@ kubectl_admin -n pods create serviceaccount default >/dev/null
 ADM="-s $KUBE_URL -a $KUBE_DIR/ca.crt -c $KUBE_DIR/admin.crt -k $KUBE_DIR/admin.key"
 AP=application/apply-patch+yaml
 echo "# machine: $(nproc) cores, $(uname -sr), load $(cut -d' ' -f1-3 /proc/loadavg); kube-apiserver $("$KUBEBUILDER_ASSETS/kube-apiserver" --version | awk '{print $2}'), etcd 3.5 on loopback; N=$N"
+. "$top_srcdir/bench/fs_note.sh"
+fs_note "$T"
 
 # cpu PID...: "comm utime+stime" in seconds for each process
 cpu() {

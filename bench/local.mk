@@ -27,7 +27,7 @@ bench-rollout: decod decoctl bench/replica bench/gen
 	$(SHELL) $(srcdir)/bench/bench_rollout.sh $(abs_top_builddir) 150 5 4.2MB
 .PHONY: bench-rollout
 # renderer and publisher on 1,000 waiting items (batches): `make bench-batch`
-EXTRA_DIST += bench/bench_batch.sh
+EXTRA_DIST += bench/bench_batch.sh bench/fs_note.sh
 bench-batch: decod decoctl daemons/fetcher/fetcher daemons/renderer/renderer daemons/publisher/publisher
 	$(SHELL) $(srcdir)/bench/bench_batch.sh $(abs_top_builddir) 1000
 .PHONY: bench-batch
