@@ -186,9 +186,9 @@ kf_hold(const struct kube_front *fk, const char *ns, const char *name, yajl_val 
 	else if (last != 0 && last_busy(fk, lasti, ns, name, merged)) {
 		by = "the last stage's next change";
 		why = KF_HELD;
-	/* the last stage's word on it is not in yet (a rollout under way) */
 	} else if (kube_front_settling(merged, (bits & (1u << 2)) != 0,
 	    (bits & (1u << 3)) != 0)) {
+		/* the last stage's word on it is not in yet (a rollout under way) */
 		by = "the last stage's word";
 		why = expired ? KF_EXPIRED : KF_HELD;
 	} else if (lasti == 2 && word_behind(fk, ns, name, merged)) {
