@@ -6,7 +6,7 @@
 # reading each one's table block to learn that (the kernel's
 # recently_deleted), so every file a run creates costs more the more files
 # were deleted just before, by the run itself or by the previous run's
-# clean-up: back-to-back runs of bench_batch.sh took 2-3x the CPU of one
+# clean-up: back-to-back runs of bench_batch.sh took 2-4x the CPU of one
 # after six quiet minutes (doc/benchmarks.md, session 14).
 fs_note() {
 	_dev=$(df -P "$1" 2>/dev/null | awk 'NR == 2 {print $1}')
