@@ -17,6 +17,7 @@ T=$(mktemp -d "${TMPDIR:-/tmp}/decod-bench.XXXXXX")
 PIDS=""
 # (set -e holds in the trap too: a process already gone must not keep $T)
 trap 'for p in $PIDS; do kill $p 2>/dev/null || true; done; wait 2>/dev/null || true; [ -n "${KEEP:-}" ] || rm -rf "$T"' EXIT
+trap 'exit 1' INT TERM HUP PIPE	# so the EXIT trap runs (a reader such as head gone too)
 now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
 . "$(dirname "$0")/fs_note.sh"
 fs_note "$T"

@@ -16,6 +16,7 @@ modes=${5:-watch poll}
 T=$(mktemp -d "${TMPDIR:-/tmp}/decod-bench.XXXXXX")
 PIDS=""
 trap 'for p in $PIDS; do kill $p 2>/dev/null; done; wait 2>/dev/null; [ -n "${KEEP:-}" ] || rm -rf "$T"' EXIT
+trap 'exit 1' INT TERM HUP PIPE	# so the EXIT trap runs (a reader such as head gone too)
 now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
 ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 stage_pid() { pgrep -f "^$T/libexec/$1" | head -1; }

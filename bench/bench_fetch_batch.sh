@@ -23,6 +23,7 @@ cold=${COLD:-1}
 T=$(mktemp -d "${TMPDIR:-/tmp}/decod-bench.XXXXXX")
 PIDS=""
 trap 'for p in $PIDS; do kill $p 2>/dev/null || true; done; wait 2>/dev/null || true; [ -n "${KEEP:-}" ] || rm -rf "$T"' EXIT
+trap 'exit 1' INT TERM HUP PIPE	# so the EXIT trap runs (a reader such as head gone too)
 now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
 
 trace=fsync,fdatasync,syncfs

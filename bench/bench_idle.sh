@@ -15,6 +15,7 @@ stages=${STAGES:-fetcher renderer publisher notifier web}
 T=$(mktemp -d "${TMPDIR:-/tmp}/decod-idle.XXXXXX")
 PID=""
 trap '[ -z "$PID" ] || { kill $PID 2>/dev/null; wait $PID 2>/dev/null; }; [ -n "${KEEP:-}" ] || rm -rf "$T"' EXIT
+trap 'exit 1' INT TERM HUP PIPE	# so the EXIT trap runs (a reader such as head gone too)
 
 mkdir -p "$T/libexec"
 for s in $stages; do

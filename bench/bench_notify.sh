@@ -15,6 +15,7 @@ T=$(mktemp -d "${TMPDIR:-/tmp}/bench-notify.XXXXXX")
 RPID=
 cleanup() { [ -n "$RPID" ] && kill "$RPID" 2>/dev/null; rm -rf "$T"; }
 trap cleanup EXIT
+trap 'exit 1' INT TERM HUP PIPE	# so the EXIT trap runs (a reader such as head gone too)
 
 ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 "$B/bench/replica" --any > "$T/replica.out" 2> "$T/replica.err" &

@@ -15,6 +15,7 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 T=$(mktemp -d "${TMPDIR:-/tmp}/decod-bench.XXXXXX")
 PIDS=""
 trap 'for p in $PIDS; do kill $p 2>/dev/null; done; wait 2>/dev/null; [ -n "${KEEP:-}" ] || rm -rf "$T"' EXIT
+trap 'exit 1' INT TERM HUP PIPE	# so the EXIT trap runs (a reader such as head gone too)
 command -v brotli >/dev/null || { echo "bench_recompress.sh: brotli is needed" >&2; exit 1; }
 
 mkdir -p "$T/libexec"

@@ -23,6 +23,7 @@ cleanup() {
 	rm -rf "$T"
 }
 trap cleanup EXIT
+trap 'exit 1' INT TERM HUP PIPE	# so the EXIT trap runs (a reader such as head gone too)
 TOOL="$B/t/stage/testtool"
 PUB="$B/daemons/publisher/publisher"
 [ -x "$TOOL" ] || make -C "$B" -s t/stage/testtool >/dev/null

@@ -25,6 +25,7 @@ nrep=${6:-10}
 T=$(mktemp -d "${TMPDIR:-/tmp}/decod-bench.XXXXXX")
 PIDS=""
 trap 'for p in $PIDS; do kill $p 2>/dev/null || :; done; wait 2>/dev/null; [ -n "${KEEP:-}" ] || rm -rf "$T"' EXIT
+trap 'exit 1' INT TERM HUP PIPE	# so the EXIT trap runs (a reader such as head gone too)
 command -v sqlite3 >/dev/null || { echo "sqlite3 not installed" >&2; exit 77; }
 
 mkdir -p "$T/libexec"

@@ -26,6 +26,7 @@ reps=${3:-10}
 T=$(mktemp -d "${TMPDIR:-/tmp}/decod-bench.XXXXXX")
 PIDS=""
 trap 'for p in $PIDS; do kill $p 2>/dev/null; done; wait 2>/dev/null; [ -n "${KEEP:-}" ] || rm -rf "$T"' EXIT
+trap 'exit 1' INT TERM HUP PIPE	# so the EXIT trap runs (a reader such as head gone too)
 now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
 wait_for() { # SECONDS CMD...
 	end=$(( $(now_ms) + $1 * 1000 )); shift

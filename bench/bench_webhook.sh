@@ -16,6 +16,7 @@ T=$(mktemp -d "${TMPDIR:-/tmp}/bench-webhook.XXXXXX")
 WPID=
 cleanup() { [ -n "$WPID" ] && kill "$WPID" 2>/dev/null; wait 2>/dev/null; [ -n "${KEEP_TMP:-}" ] || rm -rf "$T"; }
 trap cleanup EXIT
+trap 'exit 1' INT TERM HUP PIPE	# so the EXIT trap runs (a reader such as head gone too)
 ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$T/ca.key" \
