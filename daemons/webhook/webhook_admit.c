@@ -74,13 +74,22 @@ bad_request(struct wh_result *r, const char *why)
 /*
  * wh_answer - the AdmissionReview response.  code 0: allowed; else denied with
  * that status code and msg.  patch (JSON text, may be NULL) is base64'd.
+ * msg and warning end on a whole character: the callers snprintf them into
+ * fixed buffers, and a user name or object name of multi-byte characters
+ * cut in the middle of one made the answer invalid UTF-8 (found by fuzz_admit).
  */
 void
-wh_answer(struct wh_result *r, const char *uid, int code, const char *msg,
-    const struct buf *patch, const char *warning)
+wh_answer(struct wh_result *r, const char *uid, int code, const char *msgin,
+    const struct buf *patch, const char *warnin)
 {
+	char *msg = msgin != NULL ? xstrdup(msgin) : NULL;
+	char *warning = warnin != NULL ? xstrdup(warnin) : NULL;
 	struct jw w;
 
+	if (msg != NULL)
+		utf8_cut_tail(msg);
+	if (warning != NULL)
+		utf8_cut_tail(warning);
 	buf_reset(&r->body);
 	jw_init(&w, &r->body);
 	jw_obj(&w);
@@ -126,6 +135,8 @@ wh_answer(struct wh_result *r, const char *uid, int code, const char *msg,
 		snprintf(r->message, sizeof(r->message), "%s", msg);
 	else if (warning != NULL)
 		snprintf(r->message, sizeof(r->message), "%s", warning);
+	free(msg);
+	free(warning);
 }
 
 /* wh_answer_invalid - a review we can answer (its uid is known) but cannot act on */
